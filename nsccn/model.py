@@ -1,0 +1,66 @@
+"""The data that crosses module and process boundaries: what a parse of one file yields.
+
+These are msgspec Structs so the parser workers can send them to the writer as they are.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+# Entity kinds, in the id prefix: `{kind}:{path}:{qualname}`.
+KINDS = ("module", "class", "func", "method")
+
+RELATIONS = ("CALLS", "INHERITS", "IMPORTS", "MUTATES", "READS_CONFIG", "PROPAGATES_ERROR", "CONTAINS")
+
+
+class Entity(msgspec.Struct, frozen=True):
+    id: str
+    kind: str
+    path: str
+    qualname: str
+    name: str
+    start_line: int  # 1-based, decorators included
+    end_line: int  # 1-based, inclusive
+    signature: str
+    docstring: str
+    decorators: list[str]
+    parent: str | None  # id of the enclosing entity (module for top level)
+    body_terms: str  # identifiers used in the body, for lexical search
+    body_head: str = ""  # the first lines of the body, for the embedding text
+
+
+class Ref(msgspec.Struct, frozen=True):
+    """A reference as written in source, resolved into edges against the whole repository later."""
+
+    source: str  # entity id
+    relation: str  # one of RELATIONS
+    target: str  # the expression: "foo", "self.save", "os.path.join", "super().m", "os.environ:HOME"
+    line: int
+    scope: str = ""  # qualname of the innermost enclosing class ("" when none), for self/cls
+
+
+class ParsedFile(msgspec.Struct):
+    path: str  # relative to the repository root, forward slashes
+    language: str
+    content_hash: str
+    size: int
+    mtime: float
+    line_count: int
+    module: str  # dotted module name derived from the path
+    entities: list[Entity]
+    refs: list[Ref]
+    imports: dict[str, str]  # local name -> absolute dotted target ("np" -> "numpy")
+    skeleton: str
+    error_lines: list[int] = []  # lines of syntax errors (entities there may be missing)
+
+
+def entity_id(kind: str, path: str, qualname: str) -> str:
+    return f"{kind}:{path}:{qualname}"
+
+
+def split_entity_id(entity_id: str) -> tuple[str, str, str]:
+    """(kind, path, qualname); raises ValueError on an id not of that shape."""
+    parts = entity_id.split(":", 2)
+    if len(parts) != 3 or not all(parts):
+        raise ValueError(f"not an entity id (expected kind:path:qualname): {entity_id!r}")
+    return parts[0], parts[1], parts[2]
