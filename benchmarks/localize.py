@@ -1,0 +1,580 @@
+#!/usr/bin/env python
+"""Localization benchmark: rank files and functions for real bug reports, score against the fix.
+
+    python benchmarks/localize.py --dataset FILE --mirrors DIR [--repo OWNER/NAME] [--limit N]
+        [--configs a,b,...] --out OUTDIR [--workdir DIR]
+
+FILE has the format of ../shared/bench/swebench-dev.jsonl (see its README). DIR holds one bare
+clone with full history per repository, `DIR/{owner}+{name}/repo`.
+
+For each repository, the instances are taken in order of their base commit's committer date
+(ties in dataset order). The dataset's own order is arbitrary, so following it would jump back
+and forth over years of history and every step would rewrite hundreds of files; walking history
+forward makes each step a small diff, which is both the realistic case (a checkout moving forward)
+and a test of incremental indexing. For each instance:
+
+1. the source tree at `base_commit` is materialized in WORKDIR/{owner}+{name}/tree (only *.py),
+   the first time from `git archive`, afterwards by applying `git diff --name-status` from the
+   previous instance's commit (see `materialize_tree`);
+2. the index WORKDIR/{owner}+{name}/index.db is updated by `nsccn.indexer.index_repository`
+   (incremental: unchanged files are skipped) and the update is timed;
+3. `nsccn.search.localize` is queried with `problem_statement` once per configuration
+   (a set of retrieval signals) and each query is timed;
+4. the rankings are scored against `gold_files` / `gold_functions`.
+
+Metrics (../shared/bench/README.md; LocAgent / SweRank): Acc@k = share of instances whose gold
+locations all appear in the top k.
+- file Acc@1/3/5 over all instances;
+- module Acc@5/10: a module is `path:` + the first component of the qualname (the class, or the
+  file-level function); ranked functions are deduplicated into modules in rank order;
+- function Acc@5/10: when an instance has more than k gold functions, the first k (in the
+  dataset's order) must all be in the top k.
+Module and function levels are averaged over the instances that have at least one gold function
+(a fix that touches only module-level code has none); the denominators are reported.
+
+Outputs: OUTDIR/rankings.jsonl (one line per instance and configuration), OUTDIR/metrics.json,
+OUTDIR/metrics.png (if matplotlib is installed) and a markdown table on stdout. Progress goes to
+stderr, one line per instance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, is_dataclass
+from pathlib import Path
+from typing import Any
+
+_ROOT = Path(__file__).resolve().parent.parent
+if str(_ROOT) not in sys.path:  # `python benchmarks/localize.py` from a checkout: find `nsccn`
+    sys.path.insert(0, str(_ROOT))
+
+# --------------------------------------------------------------------------------------------
+# Configurations
+
+SIGNALS = ("bm25", "vector", "query_analysis", "graph", "prior")
+
+CONFIGS: dict[str, frozenset[str]] = {
+    "bm25": frozenset({"bm25"}),
+    "vector": frozenset({"vector"}),
+    "rrf": frozenset({"bm25", "vector"}),
+    "rrf+qa": frozenset({"bm25", "vector", "query_analysis"}),
+    "rrf+qa+graph": frozenset({"bm25", "vector", "query_analysis", "graph"}),
+    "full": frozenset({"bm25", "vector", "query_analysis", "graph", "prior"}),
+}
+
+FILE_KS = (1, 3, 5)
+MODULE_KS = (5, 10)
+FUNCTION_KS = (5, 10)
+METRIC_NAMES = (
+    [f"file@{k}" for k in FILE_KS]
+    + [f"module@{k}" for k in MODULE_KS]
+    + [f"function@{k}" for k in FUNCTION_KS]
+)
+TOP_N = 50  # how many files / functions are asked for and kept in rankings.jsonl
+SOURCE_PATHSPEC = ":(glob)**/*.py"  # what is materialized and indexed
+WARMUP_QUERY = "warm-up query: load the models and open the index before timing"
+
+# --------------------------------------------------------------------------------------------
+# Metrics
+
+
+def _split_loc(loc: str) -> tuple[str, str]:
+    """`path:qualname` -> (path, qualname). The qualname never holds ':'; a path might."""
+    path, sep, qual = loc.rpartition(":")
+    if not sep or not path or not qual:
+        raise ValueError(f"not a location (expected path:qualname): {loc!r}")
+    return path, qual
+
+
+def entity_to_loc(entity_id: str) -> str | None:
+    """`kind:path:qualname` -> `path:qualname`, the form of gold_functions.
+
+    Module entities are not locations at function level and give None.
+    """
+    kind, sep, rest = entity_id.partition(":")
+    if not sep:
+        raise ValueError(f"not an entity id (expected kind:path:qualname): {entity_id!r}")
+    if kind == "module":
+        return None
+    path, qual = _split_loc(rest)
+    return f"{path}:{qual}"
+
+
+def module_of(loc: str) -> str:
+    """`path:Class.method` -> `path:Class`; `path:func` -> `path:func`."""
+    path, qual = _split_loc(loc)
+    return f"{path}:{qual.split('.', 1)[0]}"
+
+
+def dedup(items: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        if item not in seen:
+            seen.add(item)
+            out.append(item)
+    return out
+
+
+def ranked_locs(function_ids: Iterable[str]) -> list[str]:
+    """Entity ids in rank order -> `path:qualname` in rank order (modules dropped, deduplicated)."""
+    return dedup(loc for loc in map(entity_to_loc, function_ids) if loc is not None)
+
+
+def ranked_modules(locs: Iterable[str]) -> list[str]:
+    """Ranked functions -> ranked modules: each module at the rank of its best function."""
+    return dedup(module_of(loc) for loc in locs)
+
+
+def all_in_top_k(gold: Sequence[str], ranked: Sequence[str], k: int) -> bool:
+    """Every gold item is among the first k ranked ones."""
+    top = set(ranked[:k])
+    return all(g in top for g in gold)
+
+
+def function_hit(gold: Sequence[str], ranked: Sequence[str], k: int) -> bool:
+    """Function-level Acc@k for one instance: with more than k gold functions, the first k count."""
+    gold = dedup(gold)
+    return all_in_top_k(gold[:k], ranked, k)
+
+
+def instance_metrics(gold_files: Sequence[str], gold_functions: Sequence[str],
+                     files: Sequence[str], function_ids: Sequence[str]) -> dict[str, int | None]:
+    """1/0 per metric for one instance; None for module/function metrics without gold functions."""
+    out: dict[str, int | None] = {}
+    files = dedup(files)
+    gold_files = dedup(gold_files)
+    for k in FILE_KS:
+        out[f"file@{k}"] = int(all_in_top_k(gold_files, files, k))
+    locs = ranked_locs(function_ids)
+    mods = ranked_modules(locs)
+    gold_functions = dedup(gold_functions)
+    gold_modules = ranked_modules(gold_functions)
+    for k in MODULE_KS:
+        out[f"module@{k}"] = int(all_in_top_k(gold_modules, mods, k)) if gold_modules else None
+    for k in FUNCTION_KS:
+        out[f"function@{k}"] = int(function_hit(gold_functions, locs, k)) if gold_functions else None
+    return out
+
+
+def aggregate(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per-instance records (with "metrics", "query_s", "index_s") -> percentages and means.
+
+    A metric is averaged over the records where it is not None; its denominator is `n_<level>`.
+    `index_s` of a repository's first instance (a full build) is left out of `index_update_s_*`
+    (records mark it with `index_full`) and reported as `index_build_s_mean`.
+    """
+    out: dict[str, Any] = {"n": len(records)}
+    for name in METRIC_NAMES:
+        vals = [r["metrics"][name] for r in records if r["metrics"].get(name) is not None]
+        out[name] = round(100.0 * sum(vals) / len(vals), 1) if vals else None
+    out["n_file"] = sum(1 for r in records if r["metrics"].get("file@1") is not None)
+    out["n_module"] = sum(1 for r in records if r["metrics"].get(f"module@{MODULE_KS[0]}") is not None)
+    out["n_function"] = sum(1 for r in records if r["metrics"].get(f"function@{FUNCTION_KS[0]}") is not None)
+    qs = [r["query_s"] for r in records if r.get("query_s") is not None]
+    out["query_ms_mean"] = round(1000 * statistics.fmean(qs), 1) if qs else None
+    out["query_ms_p50"] = round(1000 * statistics.median(qs), 1) if qs else None
+    ups = [r["index_s"] for r in records if r.get("index_s") is not None and not r.get("index_full")]
+    builds = [r["index_s"] for r in records if r.get("index_s") is not None and r.get("index_full")]
+    out["index_update_s_mean"] = round(statistics.fmean(ups), 3) if ups else None
+    out["index_update_s_p50"] = round(statistics.median(ups), 3) if ups else None
+    out["n_index_updates"] = len(ups)
+    out["index_build_s_mean"] = round(statistics.fmean(builds), 2) if builds else None
+    out["errors"] = sum(1 for r in records if r.get("error"))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Trees at a commit
+
+
+@dataclass
+class TreeUpdate:
+    commit: str
+    full: bool  # materialized from scratch
+    added: int = 0
+    modified: int = 0
+    deleted: int = 0
+    seconds: float = 0.0
+
+
+def _git(gitdir: Path, *args: str) -> bytes:
+    proc = subprocess.run(["git", "-C", str(gitdir), *args], capture_output=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed: {proc.stderr.decode(errors='replace').strip()}")
+    return proc.stdout
+
+
+def _archive_into(gitdir: Path, commit: str, dest: Path, pathspecs: Sequence[str]) -> None:
+    """`git archive commit -- pathspecs | tar -x -C dest`."""
+    archive = subprocess.Popen(["git", "-C", str(gitdir), "archive", "--format=tar", commit, "--", *pathspecs],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    tar = subprocess.run(["tar", "-x", "-C", str(dest)], stdin=archive.stdout, capture_output=True)
+    assert archive.stdout is not None
+    archive.stdout.close()
+    err = archive.stderr.read() if archive.stderr else b""
+    if archive.wait() != 0:
+        raise RuntimeError(f"git archive {commit} failed: {err.decode(errors='replace').strip()}")
+    if tar.returncode != 0:
+        raise RuntimeError(f"tar -x failed: {tar.stderr.decode(errors='replace').strip()}")
+
+
+def _state_file(dest: Path) -> Path:
+    return dest.parent / f"{dest.name}.commit"
+
+
+def tree_commit(dest: Path) -> str | None:
+    """The commit `dest` was last materialized at by `materialize_tree`, if it is still there."""
+    state = _state_file(dest)
+    if dest.is_dir() and state.is_file():
+        return state.read_text().strip() or None
+    return None
+
+
+def materialize_tree(gitdir: Path, commit: str, dest: Path, prev: str | None = None,
+                     pathspec: str = SOURCE_PATHSPEC, batch: int = 400) -> TreeUpdate:
+    """Make `dest` hold exactly the files of `commit` that match `pathspec`.
+
+    With `prev` (the commit `dest` holds now) only the difference is applied: removed files are
+    deleted (and directories left empty pruned), added and modified ones written from
+    `git archive` of just those paths. Without it, `dest` is rebuilt from scratch. The commit is
+    recorded next to `dest` (`tree_commit`). Files in `dest` that git does not track are left alone
+    on the incremental path.
+    """
+    t0 = time.perf_counter()
+    gitdir, dest = Path(gitdir), Path(dest)
+    if prev is None or not dest.is_dir():
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.mkdir(parents=True)
+        _archive_into(gitdir, commit, dest, [pathspec])
+        n = sum(len(files) for _, _, files in os.walk(dest))
+        upd = TreeUpdate(commit=commit, full=True, added=n)
+    else:
+        upd = TreeUpdate(commit=commit, full=False)
+        if prev != commit:
+            raw = _git(gitdir, "diff", "--name-status", "--no-renames", "-z", prev, commit, "--", pathspec)
+            fields = raw.split(b"\0")
+            write: list[str] = []
+            for status, name in zip(fields[0::2], fields[1::2]):
+                st = status.decode()[:1]
+                path = os.fsdecode(name)
+                target = dest / path
+                if st == "D":
+                    if target.is_file() or target.is_symlink():
+                        target.unlink()
+                    parent = target.parent
+                    while parent != dest and parent.is_dir() and not any(parent.iterdir()):
+                        parent.rmdir()
+                        parent = parent.parent
+                    upd.deleted += 1
+                else:  # A, M, T (type change)
+                    if target.is_symlink() or target.is_file():
+                        target.unlink()
+                    write.append(path)
+                    if st == "A":
+                        upd.added += 1
+                    else:
+                        upd.modified += 1
+            for i in range(0, len(write), batch):
+                _archive_into(gitdir, commit, dest, [f":(literal){p}" for p in write[i:i + batch]])
+    _state_file(dest).write_text(commit + "\n")
+    upd.seconds = time.perf_counter() - t0
+    return upd
+
+
+def commit_time(gitdir: Path, commit: str) -> int:
+    return int(_git(gitdir, "show", "-s", "--format=%ct", commit).strip())
+
+
+# --------------------------------------------------------------------------------------------
+# The run
+
+
+def load_instances(dataset: Path, repo: str | None = None, limit: int | None = None) -> list[dict]:
+    """Instances of the dataset in file order, filtered by repo, the first `limit` of them."""
+    rows = []
+    with open(dataset) as fh:
+        for line in fh:
+            if line.strip():
+                row = json.loads(line)
+                if repo is None or row["repo"] == repo:
+                    rows.append(row)
+    return rows[:limit] if limit is not None else rows
+
+
+def order_instances(instances: Sequence[dict], gitdir_of: Callable[[str], Path]) -> dict[str, list[dict]]:
+    """Group by repository (in order of first appearance); within one, by base commit date."""
+    groups: dict[str, list[tuple[int, int, dict]]] = {}
+    cache: dict[tuple[str, str], int] = {}
+    for pos, inst in enumerate(instances):
+        key = (inst["repo"], inst["base_commit"])
+        if key not in cache:
+            cache[key] = commit_time(gitdir_of(inst["repo"]), inst["base_commit"])
+        groups.setdefault(inst["repo"], []).append((cache[key], pos, inst))
+    return {repo: [inst for _, _, inst in sorted(items, key=lambda t: (t[0], t[1]))]
+            for repo, items in groups.items()}
+
+
+def _jsonable(obj: Any) -> Any:
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return _jsonable(asdict(obj))
+    try:
+        import msgspec
+
+        return _jsonable(msgspec.to_builtins(obj))
+    except Exception:
+        pass
+    if hasattr(obj, "__dict__"):
+        return _jsonable({k: v for k, v in vars(obj).items() if not k.startswith("_")})
+    return str(obj)
+
+
+def _slug(repo: str) -> str:
+    return repo.replace("/", "+")
+
+
+def _progress(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[str], out: Path,
+                  workdir: Path, index_fn: Callable[[Path, Path], Any] | None = None,
+                  localize_fn: Callable[..., Any] | None = None) -> dict[str, Any]:
+    """Run every instance under every configuration; write rankings.jsonl and metrics.json.
+
+    `index_fn` / `localize_fn` default to `nsccn.indexer.index_repository` / `nsccn.search.localize`.
+    Returns the metrics dictionary (also written to OUTDIR/metrics.json).
+    """
+    if index_fn is None:
+        from nsccn.indexer import index_repository as index_fn  # type: ignore[no-redef]
+    if localize_fn is None:
+        from nsccn.search import localize as localize_fn  # type: ignore[no-redef]
+    mirrors, out, workdir = Path(mirrors), Path(out), Path(workdir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def gitdir_of(repo: str) -> Path:
+        return mirrors / _slug(repo) / "repo"
+
+    groups = order_instances(instances, gitdir_of)
+    total = sum(len(v) for v in groups.values())
+    records: dict[str, list[dict]] = {c: [] for c in configs}
+    index_log: dict[str, list[dict]] = {}
+    done = 0
+    t_start = time.perf_counter()
+    with open(out / "rankings.jsonl", "w") as rank_fh:
+        for repo, insts in groups.items():
+            gitdir = gitdir_of(repo)
+            base = workdir / _slug(repo)
+            base.mkdir(parents=True, exist_ok=True)
+            tree, db = base / "tree", base / "index.db"
+            warmed = False
+            for inst in insts:
+                done += 1
+                commit = inst["base_commit"]
+                prev = tree_commit(tree)
+                full_index = not db.exists()
+                upd = materialize_tree(gitdir, commit, tree, prev=prev)
+                t0 = time.perf_counter()
+                summary = index_fn(tree, db)
+                index_s = time.perf_counter() - t0
+                index_log.setdefault(repo, []).append({
+                    "instance_id": inst["instance_id"], "base_commit": commit, "full": full_index,
+                    "tree": _jsonable(upd), "index_s": round(index_s, 4), "summary": _jsonable(summary)})
+                if not warmed:  # model loading and first-open costs stay out of the query times
+                    for cfg in configs:
+                        try:
+                            localize_fn(db, WARMUP_QUERY, limit=TOP_N, signals=CONFIGS[cfg])
+                        except Exception:
+                            pass
+                    warmed = True
+                hits = []
+                for cfg in configs:
+                    err = None
+                    t0 = time.perf_counter()
+                    try:
+                        res = localize_fn(db, inst["problem_statement"], limit=TOP_N, signals=CONFIGS[cfg])
+                        files, funcs = list(res.files)[:TOP_N], list(res.functions)[:TOP_N]
+                    except Exception as exc:  # counted as a miss, reported
+                        files, funcs, err = [], [], f"{type(exc).__name__}: {exc}"
+                    query_s = time.perf_counter() - t0
+                    m = instance_metrics(inst["gold_files"], inst["gold_functions"], files, funcs)
+                    rec = {"instance_id": inst["instance_id"], "repo": repo, "config": cfg,
+                           "base_commit": commit, "query_s": round(query_s, 5),
+                           "index_s": round(index_s, 4), "index_full": full_index,
+                           "metrics": m, "files": files, "functions": funcs, "error": err}
+                    rank_fh.write(json.dumps(rec) + "\n")
+                    records[cfg].append(rec)
+                    hits.append(f"{cfg}:{m['file@1']}{m['file@5']}/"
+                                f"{'-' if m['function@10'] is None else m['function@10']}"
+                                + ("!" if err else ""))
+                rank_fh.flush()
+                _progress(f"[{done}/{total}] {inst['instance_id']} {commit[:10]} "
+                          f"tree {'full' if upd.full else 'diff'} +{upd.added} ~{upd.modified} -{upd.deleted} "
+                          f"({upd.seconds:.2f}s), index {index_s:.2f}s | file@1,@5/func@10 "
+                          + " ".join(hits))
+
+    repos = list(groups)
+    results: dict[str, dict[str, Any]] = {}
+    for cfg in configs:
+        results[cfg] = {"overall": aggregate(records[cfg])}
+        for repo in repos:
+            results[cfg][repo] = aggregate([r for r in records[cfg] if r["repo"] == repo])
+    index_summary = {}
+    for repo, log in index_log.items():
+        ups = [e for e in log if not e["full"]]
+        builds = [e for e in log if e["full"]]
+        index_summary[repo] = {
+            "instances": len(log),
+            "build_s": [e["index_s"] for e in builds],
+            "update_s_mean": round(statistics.fmean(e["index_s"] for e in ups), 3) if ups else None,
+            "update_s_p50": round(statistics.median(e["index_s"] for e in ups), 3) if ups else None,
+            "changed_files_mean": round(statistics.fmean(
+                e["tree"]["added"] + e["tree"]["modified"] + e["tree"]["deleted"] for e in ups), 1) if ups else None,
+            "log": log,
+        }
+    metrics = {
+        "instances": total,
+        "repos": repos,
+        "configs": {c: sorted(CONFIGS[c]) for c in configs},
+        "order": "per repository, by base commit committer date",
+        "definitions": {
+            "file@k": "gold files all in the top k files",
+            "module@k": "gold modules (path:first qualname component) all in the top k distinct modules "
+                        "of the ranked functions; over instances with gold functions",
+            "function@k": "gold functions all in the top k (the first k of them when there are more than k); "
+                          "over instances with gold functions",
+            "query_ms": "wall time of one localize() call, after one untimed warm-up call per configuration",
+            "index_update_s": "wall time of index_repository() after the tree moved to the next base commit "
+                              "(the first, full build of each repository excluded)",
+        },
+        "wall_s": round(time.perf_counter() - t_start, 1),
+        "results": results,
+        "index": index_summary,
+    }
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    return metrics
+
+
+# --------------------------------------------------------------------------------------------
+# Reporting
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "–"
+    return f"{v:.1f}" if isinstance(v, float) else str(v)
+
+
+def markdown_table(metrics: dict[str, Any]) -> str:
+    configs = list(metrics["configs"])
+    repos = metrics["repos"]
+    head = ("| config | n | file @1 | @3 | @5 | module @5 | @10 | function @5 | @10 | query ms mean / p50 |\n"
+            "|---|---|---|---|---|---|---|---|---|---|")
+
+    def row(label: str, m: dict[str, Any]) -> str:
+        n = f"{m['n']}" if m["n_function"] == m["n"] else f"{m['n']} ({m['n_function']})"
+        return (f"| {label} | {n} | " + " | ".join(_fmt(m[name]) for name in METRIC_NAMES)
+                + f" | {_fmt(m['query_ms_mean'])} / {_fmt(m['query_ms_p50'])} |")
+
+    parts = [f"Overall ({metrics['instances']} instances; n (k): k instances have gold functions)\n", head]
+    parts += [row(c, metrics["results"][c]["overall"]) for c in configs]
+    if len(repos) > 1:
+        for repo in repos:
+            parts += ["", f"{repo}\n", head]
+            parts += [row(c, metrics["results"][c][repo]) for c in configs]
+    parts += ["", "Index (one index per repository, moved from base commit to base commit)\n",
+              "| repository | instances | full build s | update s mean / p50 | changed .py files per update |",
+              "|---|---|---|---|---|"]
+    for repo in repos:
+        ix = metrics["index"].get(repo, {})
+        builds = ", ".join(f"{b:.1f}" for b in ix.get("build_s", [])) or "–"
+        parts.append(f"| {repo} | {ix.get('instances', 0)} | {builds} | {_fmt(ix.get('update_s_mean'))} / "
+                     f"{_fmt(ix.get('update_s_p50'))} | {_fmt(ix.get('changed_files_mean'))} |")
+    return "\n".join(parts) + "\n"
+
+
+def plot(metrics: dict[str, Any], path: Path) -> bool:
+    """Grouped bars of the overall metrics per configuration, and query time. False without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        _progress("matplotlib is not installed: no plot (pip install matplotlib)")
+        return False
+    configs = list(metrics["configs"])
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(14, 5), gridspec_kw={"width_ratios": [4, 1]})
+    width = 0.8 / max(1, len(configs))
+    for i, cfg in enumerate(configs):
+        m = metrics["results"][cfg]["overall"]
+        vals = [m[name] or 0.0 for name in METRIC_NAMES]
+        xs = [j + (i - (len(configs) - 1) / 2) * width for j in range(len(METRIC_NAMES))]
+        ax.bar(xs, vals, width, label=cfg)
+    ax.set_xticks(range(len(METRIC_NAMES)), METRIC_NAMES)
+    ax.set_ylabel("Acc@k (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title(f"Localization, {metrics['instances']} instances ({', '.join(metrics['repos'])})", fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    qms = [metrics["results"][c]["overall"]["query_ms_mean"] or 0.0 for c in configs]
+    ax2.bar(range(len(configs)), qms, color=[f"C{i}" for i in range(len(configs))])
+    ax2.set_xticks(range(len(configs)), configs, rotation=45, ha="right", fontsize=8)
+    ax2.set_ylabel("mean query time (ms)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dataset", type=Path, required=True, help="JSONL in the format of swebench-dev.jsonl")
+    ap.add_argument("--mirrors", type=Path, required=True, help="directory of {owner}+{name}/repo bare clones")
+    ap.add_argument("--repo", help="only this repository (owner/name)")
+    ap.add_argument("--limit", type=int, help="only the first N instances of the dataset (after --repo)")
+    ap.add_argument("--configs", default=",".join(CONFIGS),
+                    help=f"comma-separated, of {', '.join(CONFIGS)} (default: all)")
+    ap.add_argument("--out", type=Path, required=True, help="output directory")
+    ap.add_argument("--workdir", type=Path,
+                    help="where trees and indexes live (default OUTDIR/work); reused across runs")
+    args = ap.parse_args(argv)
+    configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown or not configs:
+        ap.error(f"unknown configuration(s) {unknown}; known: {', '.join(CONFIGS)}")
+    instances = load_instances(args.dataset, args.repo, args.limit)
+    if not instances:
+        ap.error("no instances selected")
+    missing = sorted({i["repo"] for i in instances if not (args.mirrors / _slug(i["repo"]) / "repo").exists()})
+    if missing:
+        ap.error(f"no mirror for {', '.join(missing)} under {args.mirrors} (expected {{owner}}+{{name}}/repo)")
+    workdir = args.workdir or args.out / "work"
+    metrics = run_benchmark(instances, args.mirrors, configs, args.out, workdir)
+    table = markdown_table(metrics)
+    (args.out / "metrics.md").write_text(table)
+    print(table)
+    if plot(metrics, args.out / "metrics.png"):
+        _progress(f"plot: {args.out / 'metrics.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

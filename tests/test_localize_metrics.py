@@ -1,0 +1,244 @@
+"""The localization benchmark harness (benchmarks/localize.py): metrics and tree materialization."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "localize.py"
+_spec = importlib.util.spec_from_file_location("bench_localize", _PATH)
+bench = importlib.util.module_from_spec(_spec)
+sys.modules["bench_localize"] = bench
+_spec.loader.exec_module(bench)
+
+
+# ---------------------------------------------------------------- metrics
+
+
+def test_entity_to_loc():
+    assert bench.entity_to_loc("func:pkg/a.py:helper") == "pkg/a.py:helper"
+    assert bench.entity_to_loc("method:pkg/a.py:Cls.meth") == "pkg/a.py:Cls.meth"
+    assert bench.entity_to_loc("class:pkg/a.py:Cls") == "pkg/a.py:Cls"
+    assert bench.entity_to_loc("module:pkg/a.py:pkg.a") is None
+    with pytest.raises(ValueError):
+        bench.entity_to_loc("nonsense")
+
+
+def test_module_of_and_ranked_modules():
+    assert bench.module_of("a.py:Cls.meth") == "a.py:Cls"
+    assert bench.module_of("a.py:Outer.Inner.meth") == "a.py:Outer"
+    assert bench.module_of("a.py:func") == "a.py:func"
+    locs = ["a.py:C.m1", "b.py:f", "a.py:C.m2", "a.py:D.m", "b.py:f"]
+    assert bench.ranked_modules(locs) == ["a.py:C", "b.py:f", "a.py:D"]
+
+
+def test_ranked_locs_drops_modules_and_duplicates():
+    ids = ["method:a.py:C.m", "module:a.py:a", "func:b.py:f", "method:a.py:C.m", "class:a.py:C"]
+    assert bench.ranked_locs(ids) == ["a.py:C.m", "b.py:f", "a.py:C"]
+
+
+def test_file_accuracy():
+    files = ["x.py", "a.py", "y.py", "b.py", "z.py"]
+    m = bench.instance_metrics(["a.py"], [], files, [])
+    assert (m["file@1"], m["file@3"], m["file@5"]) == (0, 1, 1)
+    m = bench.instance_metrics(["a.py", "b.py"], [], files, [])
+    assert (m["file@1"], m["file@3"], m["file@5"]) == (0, 0, 1)  # all gold files must be in
+    m = bench.instance_metrics(["x.py"], [], files, [])
+    assert (m["file@1"], m["file@3"], m["file@5"]) == (1, 1, 1)
+    m = bench.instance_metrics(["q.py"], [], files, [])
+    assert (m["file@1"], m["file@3"], m["file@5"]) == (0, 0, 0)
+    # no gold functions: module/function levels are not scored
+    assert m["module@5"] is None and m["function@10"] is None
+
+
+def test_function_accuracy_all_gold_needed():
+    ranked = [f"func:f.py:g{i}" for i in range(12)]
+    gold = ["f.py:g1", "f.py:g7"]
+    m = bench.instance_metrics(["f.py"], gold, ["f.py"], ranked)
+    assert m["function@5"] == 0  # g7 is 8th
+    assert m["function@10"] == 1
+
+
+def test_function_accuracy_more_gold_than_k_counts_first_k():
+    ranked = [f"func:f.py:g{i}" for i in range(20)]
+    # six gold functions; the first five of them are in the top 5, the sixth is 16th
+    gold = ["f.py:g4", "f.py:g0", "f.py:g3", "f.py:g1", "f.py:g2", "f.py:g15"]
+    m = bench.instance_metrics(["f.py"], gold, ["f.py"], ranked)
+    assert m["function@5"] == 1
+    assert m["function@10"] == 0  # six gold <= 10: all six needed, g15 is not in the top 10
+    # the first five gold in dataset order decide @5, not any five
+    gold2 = ["f.py:g15", "f.py:g0", "f.py:g1", "f.py:g2", "f.py:g3", "f.py:g4"]
+    m2 = bench.instance_metrics(["f.py"], gold2, ["f.py"], ranked)
+    assert m2["function@5"] == 0
+    assert bench.function_hit(gold2, [f"f.py:g{i}" for i in range(20)], 5) is False
+
+
+def test_module_accuracy_dedups_ranked_functions():
+    # methods of one class take one module slot
+    ranked = ["method:a.py:A.m1", "method:a.py:A.m2", "method:a.py:A.m3", "func:b.py:f",
+              "method:c.py:C.x", "method:c.py:C.y", "func:d.py:g", "func:e.py:h", "method:f.py:F.z"]
+    # modules: a.py:A, b.py:f, c.py:C, d.py:g, e.py:h, f.py:F
+    m = bench.instance_metrics(["e.py"], ["e.py:h"], [], ranked)
+    assert m["module@5"] == 1  # 5th module although 8th function
+    assert m["function@5"] == 0 and m["function@10"] == 1
+    m = bench.instance_metrics(["f.py"], ["f.py:F.z"], [], ranked)
+    assert m["module@5"] == 0 and m["module@10"] == 1
+    # a gold method is found at module level through any method of its class
+    m = bench.instance_metrics(["c.py"], ["c.py:C.other"], [], ranked)
+    assert m["module@5"] == 1 and m["function@10"] == 0
+    # a gold class (change outside any function) matches its class module
+    m = bench.instance_metrics(["a.py"], ["a.py:A"], [], ranked)
+    assert m["module@5"] == 1 and m["function@10"] == 0
+
+
+def test_aggregate_percentages_and_denominators():
+    def rec(f1, fn10, q, idx, full=False):
+        return {"metrics": {"file@1": f1, "file@3": f1, "file@5": 1, "module@5": fn10, "module@10": fn10,
+                            "function@5": fn10, "function@10": fn10},
+                "query_s": q, "index_s": idx, "index_full": full}
+
+    recs = [rec(1, 1, 0.010, 30.0, full=True), rec(0, 0, 0.020, 1.0), rec(1, None, 0.030, 3.0),
+            rec(0, 1, 0.040, 2.0)]
+    a = bench.aggregate(recs)
+    assert a["n"] == 4 and a["n_function"] == 3 and a["n_module"] == 3
+    assert a["file@1"] == 50.0
+    assert a["file@5"] == 100.0
+    assert a["function@10"] == pytest.approx(66.7)
+    assert a["query_ms_mean"] == pytest.approx(25.0)
+    assert a["query_ms_p50"] == pytest.approx(25.0)
+    assert a["index_update_s_mean"] == pytest.approx(2.0)  # the full build is excluded
+    assert a["index_build_s_mean"] == pytest.approx(30.0)
+    assert a["n_index_updates"] == 3
+
+
+# ---------------------------------------------------------------- trees
+
+
+def _git(repo: Path, *args: str, date: str = "2020-01-01T00:00:00Z") -> str:
+    env = {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin:/usr/local/bin", "HOME": str(repo)}
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True, env=env).stdout.strip()
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture()
+def two_commits(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    _git(work, "init", "-q")
+    _write(work, {"a.py": "A = 1\n", "pkg/__init__.py": "", "pkg/b.py": "def b(): pass\n",
+                  "pkg/c.py": "def c(): pass\n", "sub/deep/d.py": "D = 4\n", "README.md": "readme\n",
+                  "data/x.txt": "x\n"})
+    _git(work, "add", "-A")
+    _git(work, "commit", "-q", "-m", "one")
+    c1 = _git(work, "rev-parse", "HEAD")
+    _write(work, {"a.py": "A = 2\n", "new/e.py": "E = 5\n", "with space.py": "S = 1\n",
+                  "README.md": "changed\n", "notes.txt": "n\n"})
+    (work / "pkg/c.py").unlink()
+    (work / "sub/deep/d.py").unlink()
+    _git(work, "add", "-A")
+    _git(work, "commit", "-q", "-m", "two", date="2021-06-01T00:00:00Z")
+    c2 = _git(work, "rev-parse", "HEAD")
+    bare = tmp_path / "mirror" / "o+r" / "repo"
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
+    return bare, c1, c2
+
+
+def test_materialize_full_only_sources(two_commits, tmp_path):
+    gitdir, c1, _ = two_commits
+    dest = tmp_path / "tree"
+    upd = bench.materialize_tree(gitdir, c1, dest)
+    assert upd.full and upd.added == 5
+    assert _snapshot(dest) == {"a.py": "A = 1\n", "pkg/__init__.py": "", "pkg/b.py": "def b(): pass\n",
+                               "pkg/c.py": "def c(): pass\n", "sub/deep/d.py": "D = 4\n"}
+    assert bench.tree_commit(dest) == c1
+
+
+def test_materialize_incremental_matches_fresh(two_commits, tmp_path):
+    gitdir, c1, c2 = two_commits
+    dest = tmp_path / "tree"
+    bench.materialize_tree(gitdir, c1, dest)
+    untouched = dest / "pkg" / "b.py"
+    inode = untouched.stat().st_ino
+    upd = bench.materialize_tree(gitdir, c2, dest, prev=bench.tree_commit(dest))
+    assert not upd.full
+    assert (upd.added, upd.modified, upd.deleted) == (2, 1, 2)
+    fresh = tmp_path / "fresh"
+    bench.materialize_tree(gitdir, c2, fresh)
+    assert _snapshot(dest) == _snapshot(fresh)
+    assert _snapshot(dest)["a.py"] == "A = 2\n"
+    assert not (dest / "sub").exists()  # directories left empty are pruned
+    assert untouched.stat().st_ino == inode  # unchanged files are not rewritten
+    assert bench.tree_commit(dest) == c2
+    # and back again
+    upd = bench.materialize_tree(gitdir, c1, dest, prev=c2)
+    assert (upd.added, upd.modified, upd.deleted) == (2, 1, 2)
+    fresh1 = tmp_path / "fresh1"
+    bench.materialize_tree(gitdir, c1, fresh1)
+    assert _snapshot(dest) == _snapshot(fresh1)
+    # same commit: nothing to do
+    upd = bench.materialize_tree(gitdir, c1, dest, prev=c1)
+    assert (upd.added, upd.modified, upd.deleted) == (0, 0, 0)
+
+
+# ---------------------------------------------------------------- the run, with stand-ins for nsccn
+
+
+def test_run_benchmark_with_fake_search(two_commits, tmp_path):
+    gitdir, c1, c2 = two_commits
+    mirrors = gitdir.parent.parent
+    instances = [
+        # listed out of commit order: the run must take c1 first
+        {"instance_id": "o__r-2", "repo": "o/r", "base_commit": c2, "problem_statement": "E is wrong",
+         "gold_files": ["new/e.py"], "gold_functions": []},
+        {"instance_id": "o__r-1", "repo": "o/r", "base_commit": c1, "problem_statement": "b() fails",
+         "gold_files": ["pkg/b.py"], "gold_functions": ["pkg/b.py:b"]},
+    ]
+    indexed: list[set[str]] = []
+
+    def fake_index(root: Path, db: Path):
+        indexed.append({str(p.relative_to(root)) for p in root.rglob("*.py")})
+        db.write_text("x")
+        return {"files": len(indexed[-1])}
+
+    def fake_localize(db, query, limit=50, signals=None):
+        if "bm25" in signals:  # right answers
+            if "b()" in query:
+                return SimpleNamespace(files=["pkg/b.py", "a.py"], functions=["func:pkg/b.py:b"])
+            return SimpleNamespace(files=["a.py", "new/e.py"], functions=[])
+        return SimpleNamespace(files=["a.py"], functions=["func:a.py:zzz"])
+
+    out = tmp_path / "out"
+    metrics = bench.run_benchmark(instances, mirrors, ["bm25", "vector"], out, tmp_path / "wd",
+                                  index_fn=fake_index, localize_fn=fake_localize)
+    assert "pkg/c.py" in indexed[0] and "new/e.py" not in indexed[0]  # c1 first
+    assert "new/e.py" in indexed[1] and "pkg/c.py" not in indexed[1]
+    bm = metrics["results"]["bm25"]["overall"]
+    assert bm["file@1"] == 50.0 and bm["file@3"] == 100.0
+    assert bm["function@5"] == 100.0 and bm["n_function"] == 1
+    vec = metrics["results"]["vector"]["overall"]
+    assert vec["file@5"] == 0.0 and vec["function@10"] == 0.0
+    lines = [json.loads(x) for x in (out / "rankings.jsonl").read_text().splitlines()]
+    assert [(r["instance_id"], r["config"]) for r in lines] == [
+        ("o__r-1", "bm25"), ("o__r-1", "vector"), ("o__r-2", "bm25"), ("o__r-2", "vector")]
+    assert lines[0]["functions"] == ["func:pkg/b.py:b"]
+    assert json.loads((out / "metrics.json").read_text())["instances"] == 2
+    table = bench.markdown_table(metrics)
+    assert "| bm25 | 2 (1) | 50.0 | 100.0 | 100.0 |" in table
