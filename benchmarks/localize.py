@@ -79,6 +79,13 @@ METRIC_NAMES = (
     + [f"function@{k}" for k in FUNCTION_KS]
 )
 TOP_N = 50  # how many files / functions are asked for and kept in rankings.jsonl
+# Published reference points on the full SWE-bench Lite (SweRank, Table 1), drawn on the plot.
+REFERENCES = {
+    "BM25": {"file@1": 38.7, "file@3": 51.8, "file@5": 61.7, "function@5": 31.8, "function@10": 36.9},
+    "CodeRankEmbed": {"file@1": 52.6, "file@3": 77.7, "file@5": 84.7, "function@5": 51.8, "function@10": 58.8},
+    "SweRankEmbed-Small": {"file@1": 66.4, "file@3": 86.5, "file@5": 90.9, "function@5": 63.1,
+                           "function@10": 74.5},
+}
 SOURCE_PATHSPEC = ":(glob)**/*.py"  # what is materialized and indexed
 WARMUP_QUERY = "warm-up query: load the models and open the index before timing"
 
@@ -528,11 +535,16 @@ def plot(metrics: dict[str, Any], path: Path) -> bool:
         vals = [m[name] or 0.0 for name in METRIC_NAMES]
         xs = [j + (i - (len(configs) - 1) / 2) * width for j in range(len(METRIC_NAMES))]
         ax.bar(xs, vals, width, label=cfg)
+    for j, (label, ref) in enumerate(REFERENCES.items()):
+        for n, (name, v) in enumerate(ref.items()):
+            x = METRIC_NAMES.index(name)
+            ax.plot([x - 0.45, x + 0.45], [v, v], color=f"0.{2 + 3 * j}", lw=1.5, ls="--", zorder=3,
+                    label=f"{label} (SweRank, Lite)" if n == 0 else None)
     ax.set_xticks(range(len(METRIC_NAMES)), METRIC_NAMES)
     ax.set_ylabel("Acc@k (%)")
     ax.set_ylim(0, 100)
     ax.set_title(f"Localization, {metrics['instances']} instances ({', '.join(metrics['repos'])})", fontsize=9)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.08), frameon=False)
     ax.grid(axis="y", alpha=0.3)
     qms = [metrics["results"][c]["overall"]["query_ms_mean"] or 0.0 for c in configs]
     ax2.bar(range(len(configs)), qms, color=[f"C{i}" for i in range(len(configs))])
