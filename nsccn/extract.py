@@ -1,0 +1,41 @@
+"""bytes of one file -> a ParsedFile (entities, raw references, imports, skeleton)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from nsccn.languages import LANGUAGES
+from nsccn.model import ParsedFile
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def parse_file(path: str, data: bytes, mtime: float = 0.0) -> ParsedFile:
+    """Parse one file. `path` is relative to the repository root with forward slashes.
+
+    Never raises on bad source: tree-sitter recovers from syntax errors (their lines are in
+    `error_lines`) and undecodable bytes are replaced.
+    """
+    dot = path.rfind(".")
+    entry = LANGUAGES.get(path[dot:]) if dot >= 0 else None
+    if entry is None:
+        raise ValueError(f"no language for {path!r}")
+    language, module = entry
+    ex = module.PythonExtractor(path, data).extract()
+    return ParsedFile(
+        path=path,
+        language=language,
+        content_hash=content_hash(data),
+        size=len(data),
+        mtime=mtime,
+        line_count=len(ex.text_lines),
+        module=ex.module,
+        entities=ex.entities,
+        refs=ex.refs,
+        imports=ex.imports,
+        skeleton=ex.skeleton,
+        module_globals=sorted(set(ex.module_globals)),
+        error_lines=sorted(set(ex.error_lines)),
+    )

@@ -1,0 +1,173 @@
+"""Index a repository in one call: scan, parse what changed, write, resolve.
+
+This is the library path (one process, optionally a pool of parser processes). The actor
+pipeline (`nsccn serve`) runs the same steps in separate processes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nsccn.config import Config, load_config
+from nsccn.extract import content_hash, parse_file
+from nsccn.model import ParsedFile
+from nsccn.resolve import resolve_affected, resolve_all
+from nsccn.scan import FileInfo, read_source, scan_repository
+from nsccn.store import Store
+
+WRITE_BATCH = 256
+# Above this share of changed files a full re-resolution is cheaper than chasing names.
+FULL_RESOLVE_SHARE = 0.2
+
+
+@dataclass
+class IndexSummary:
+    root: str
+    db_path: str
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_deleted: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    skipped_examples: dict = field(default_factory=dict)
+    files_with_syntax_errors: int = 0
+    entities: int = 0
+    edges: int = 0
+    edges_by_relation: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    lines_indexed: int = 0
+
+    def as_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["skipped"] = dict(self.skipped)
+        return d
+
+
+@dataclass
+class Plan:
+    """What an index run has to do, from a scan compared with the store."""
+
+    to_parse: list[FileInfo]  # new, or size/mtime changed (content may still be the same)
+    to_delete: list[str]
+    unchanged: int
+
+
+def plan_changes(root: Path, store: Store, files: list[FileInfo]) -> Plan:
+    known = store.file_states()
+    to_parse: list[FileInfo] = []
+    unchanged = 0
+    for f in files:
+        state = known.get(f.path)
+        if state is None:
+            to_parse.append(f)
+        elif state[1] == f.size and state[2] == f.mtime:
+            unchanged += 1
+        else:
+            to_parse.append(f)  # the parse step compares hashes and touches instead when equal
+    present = {f.path for f in files}
+    return Plan(to_parse, [p for p in known if p not in present], unchanged)
+
+
+def parse_one(root: str, info: FileInfo, max_size: int, known_hash: str | None) -> ParsedFile | str | None:
+    """A ParsedFile, the string reason the file was skipped, or None when its content is unchanged."""
+    data, reason = read_source(Path(root), info.path, max_size)
+    if data is None:
+        return reason
+    if known_hash is not None and content_hash(data) == known_hash:
+        return None
+    return parse_file(info.path, data, info.mtime)
+
+
+def _parse_star(args):
+    return args[1], parse_one(*args)
+
+
+def index_repository(
+    root: str | Path,
+    db_path: str | Path | None = None,
+    config: Config | None = None,
+    workers: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+) -> IndexSummary:
+    """Bring the index of `root` up to date; only new, changed and deleted files cost work."""
+    started = time.perf_counter()
+    root = Path(root).resolve()
+    config = config or load_config(root)
+    db_path = Path(db_path) if db_path else config.db_path(root)
+    summary = IndexSummary(str(root), str(db_path))
+    scan = scan_repository(root, config)
+    summary.files_seen = len(scan.files)
+    summary.skipped.update(scan.skipped)
+    summary.skipped_examples.update(scan.skipped_examples)
+    with Store(db_path) as store:
+        plan = plan_changes(root, store, scan.files)
+        known = store.file_states()
+        summary.files_unchanged = plan.unchanged
+        changed_paths: set[str] = set()
+        names: set[str] = set()
+        if plan.to_delete:
+            names |= store.delete_files(plan.to_delete)
+            changed_paths.update(plan.to_delete)
+            summary.files_deleted = len(plan.to_delete)
+        batch: list[ParsedFile] = []
+        done = 0
+        for info, result in _parse_all(root, plan.to_parse, config, known, workers):
+            done += 1
+            if progress:
+                progress(done, len(plan.to_parse))
+            if isinstance(result, str):
+                summary.skipped[result] += 1
+                summary.skipped_examples.setdefault(result, info.path)
+                if info.path in known:  # it was indexed before, now it can't be: drop it
+                    names |= store.delete_files([info.path])
+                    changed_paths.add(info.path)
+                continue
+            if result is None:
+                store.touch_file(info.path, info.mtime)
+                summary.files_unchanged += 1
+                continue
+            batch.append(result)
+            summary.lines_indexed += result.line_count
+            if len(batch) >= WRITE_BATCH:
+                names |= store.write_files(batch)
+                changed_paths.update(p.path for p in batch)
+                summary.files_indexed += len(batch)
+                batch = []
+        if batch:
+            names |= store.write_files(batch)
+            changed_paths.update(p.path for p in batch)
+            summary.files_indexed += len(batch)
+        if changed_paths:
+            total = max(1, summary.files_seen)
+            if len(changed_paths) / total > FULL_RESOLVE_SHARE or not known:
+                resolve_all(store)
+            else:
+                resolve_affected(store, changed_paths, names)
+            store.set_meta("last_indexed", str(time.time()))
+        counts = store.counts()
+    summary.entities = counts["entities"]
+    summary.edges = counts["edges"]
+    summary.edges_by_relation = counts["edges_by_relation"]
+    summary.files_with_syntax_errors = counts["files_with_syntax_errors"]
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _parse_all(
+    root: Path, todo: list[FileInfo], config: Config, known: dict, workers: int
+) -> Iterator[tuple[FileInfo, ParsedFile | str | None]]:
+    if workers == 0:
+        workers = os.cpu_count() or 1
+    jobs = [(str(root), f, config.max_file_size, known.get(f.path, (None,))[0]) for f in todo]
+    if workers <= 1 or len(todo) < 64:
+        for job in jobs:
+            yield job[1], parse_one(*job)
+        return
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        yield from pool.map(_parse_star, jobs, chunksize=16)

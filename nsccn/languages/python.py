@@ -1,0 +1,666 @@
+"""Python through tree-sitter: bytes -> entities, raw references, imports and a skeleton.
+
+One recursive walk over the concrete syntax tree collects everything; references are kept as
+written ("self.save", "os.path.join") and resolved against the whole repository later
+(`nsccn.resolve`), because a single file cannot know what its names point to.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from functools import lru_cache
+
+import tree_sitter as ts
+import tree_sitter_python
+
+from nsccn.model import Entity, Ref, entity_id
+
+EXTENSIONS = (".py", ".pyi")
+
+_UPPER_CONST = re.compile(r"^_?[A-Z][A-Z0-9_]*[A-Z0-9]$")
+_CONFIG_NAMES = re.compile(r"(^|_)(settings|config|conf|cfg|configuration|options)$", re.IGNORECASE)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Methods that change the object they are called on: `self.items.append(x)` mutates self.items.
+MUTATING_METHODS = frozenset(
+    "append extend insert remove pop popitem clear update add discard setdefault sort reverse "
+    "appendleft extendleft rotate __setitem__ __delitem__ write".split()
+)
+DOCSTRING_SKELETON_LINES = 6  # a skeleton keeps a docstring's summary, not its examples
+
+
+@lru_cache(maxsize=1)
+def parser() -> ts.Parser:
+    return ts.Parser(ts.Language(tree_sitter_python.language()))
+
+
+def module_name(path: str) -> str:
+    """Dotted module name of a repository path: `src/pkg/__init__.py` -> `src.pkg`."""
+    stem = path.rsplit(".", 1)[0]
+    parts = stem.split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def clean_docstring(raw: str) -> str:
+    """The text of a string literal node as a docstring: prefixes and quotes gone, indentation cleaned."""
+    s = raw.lstrip("rRbBuUfF")
+    for quote in ('"""', "'''", '"', "'"):
+        if s.startswith(quote) and s.endswith(quote) and len(s) >= 2 * len(quote):
+            s = s[len(quote) : -len(quote)]
+            break
+    return inspect.cleandoc(s)
+
+
+def _text(node: ts.Node) -> str:
+    return node.text.decode("utf-8", "replace")
+
+
+def _expr_name(node: ts.Node | None) -> str | None:
+    """`a.b.c` for identifier/attribute chains, `super().m` for super calls, else None."""
+    if node is None:
+        return None
+    if node.type == "identifier":
+        return _text(node)
+    if node.type == "attribute":
+        obj = node.child_by_field_name("object")
+        attr = node.child_by_field_name("attribute")
+        base = _expr_name(obj)
+        if base is None and obj is not None and obj.type == "call":
+            fn = obj.child_by_field_name("function")
+            if fn is not None and fn.type == "identifier" and fn.text == b"super":
+                base = "super()"
+        if base is None or attr is None:
+            return None
+        return f"{base}.{_text(attr)}"
+    return None
+
+
+def _string_value(node: ts.Node | None) -> str | None:
+    if node is None or node.type != "string":
+        return None
+    parts = [c for c in node.children if c.type == "string_content"]
+    if any(c.type == "interpolation" for c in node.children):
+        return None
+    return "".join(_text(c) for c in parts)
+
+
+class _Scope:
+    __slots__ = ("eid", "kind", "qualname", "class_qualname", "terms", "globals", "except_types")
+
+    def __init__(self, eid: str, kind: str, qualname: str, class_qualname: str):
+        self.eid = eid
+        self.kind = kind
+        self.qualname = qualname
+        self.class_qualname = class_qualname  # innermost enclosing class, for self/cls
+        self.terms: list[str] = []
+        self.globals: set[str] = set()
+        self.except_types: list[list[str]] = []  # stack of `except X` types, for bare re-raise
+
+
+class PythonExtractor:
+    """Walks one file's tree. Use `extract()`; the instance holds per-file state."""
+
+    def __init__(self, path: str, data: bytes):
+        self.path = path
+        self.data = data
+        self.text_lines = data.decode("utf-8", "replace").splitlines()
+        self.module = module_name(path)
+        self.entities: list[Entity] = []
+        self.refs: list[Ref] = []
+        self.imports: dict[str, str] = {}
+        self.star_imports: list[str] = []
+        self.module_globals: list[str] = []
+        self.error_lines: list[int] = []
+        self._entity_fields: dict[str, dict] = {}
+
+    # -- entry point -------------------------------------------------------------------------
+
+    def extract(self):
+        tree = parser().parse(self.data)
+        root = tree.root_node
+        mod_id = entity_id("module", self.path, self.module or "__init__")
+        doc = self._docstring(root)
+        scope = _Scope(mod_id, "module", "", "")
+        self._walk_block(root, scope)
+        self.entities.insert(
+            0,
+            Entity(
+                id=mod_id,
+                kind="module",
+                path=self.path,
+                qualname=self.module or "__init__",
+                name=self.module.rsplit(".", 1)[-1] if self.module else "__init__",
+                start_line=1,
+                end_line=max(1, len(self.text_lines)),
+                signature=f"module {self.module}",
+                docstring=doc,
+                decorators=[],
+                parent=None,
+                body_terms=" ".join(dict.fromkeys(scope.terms)),
+                body_head="",
+            ),
+        )
+        if root.has_error:
+            self._collect_errors(root)
+        self.skeleton = SkeletonBuilder(self.data, self.text_lines).build(root)
+        for star in self.star_imports:
+            self.imports[f"*{star}"] = star
+        return self
+
+    # -- walking -----------------------------------------------------------------------------
+
+    def _walk_block(self, node: ts.Node, scope: _Scope) -> None:
+        for child in node.named_children:
+            self._visit(child, scope)
+
+    def _visit(self, node: ts.Node, scope: _Scope) -> None:
+        t = node.type
+        if t == "decorated_definition":
+            definition = node.child_by_field_name("definition")
+            if definition is not None:
+                decorators = [_text(d)[1:].strip() for d in node.named_children if d.type == "decorator"]
+                for d in node.named_children:
+                    if d.type == "decorator":
+                        self._visit_expr(d, scope)
+                self._visit_definition(definition, scope, node, decorators)
+            return
+        if t in ("function_definition", "class_definition"):
+            self._visit_definition(node, scope, node, [])
+            return
+        if t in ("import_statement", "import_from_statement", "future_import_statement"):
+            self._visit_import(node, scope)
+            return
+        if t == "global_statement":
+            scope.globals.update(_text(c) for c in node.named_children if c.type == "identifier")
+            return
+        if t == "ERROR":
+            self.error_lines.append(node.start_point[0] + 1)
+        if t in ("assignment", "augmented_assignment"):
+            self._visit_assignment(node, scope)
+            return
+        if t == "raise_statement":
+            self._visit_raise(node, scope)
+            return
+        if t == "except_clause":
+            self._visit_except(node, scope)
+            return
+        self._visit_expr(node, scope)
+
+    def _visit_expr(self, node: ts.Node, scope: _Scope) -> None:
+        """Calls, config reads and body terms inside any expression or statement."""
+        t = node.type
+        if t == "call":
+            fn = node.child_by_field_name("function")
+            name = _expr_name(fn)
+            if name is not None:
+                self._call(name, node, scope)
+        elif t == "subscript":
+            self._config_subscript(node, scope)
+        elif t == "attribute":
+            self._config_attribute(node, scope)
+            obj, attr = node.child_by_field_name("object"), node.child_by_field_name("attribute")
+            if attr is not None:
+                ident = _text(attr)
+                scope.terms.append(ident)
+                # `mod.CONST` may be a constant of another module of ours; the resolver decides.
+                dotted = _expr_name(node)
+                if _UPPER_CONST.match(ident) and dotted and not _is_store_target(node):
+                    parent = node.parent
+                    if not (parent is not None and parent.type == "call" and parent.child_by_field_name("function") == node):
+                        self._ref(scope, "READS_CONFIG", dotted, node)
+            if obj is not None:
+                self._visit(obj, scope) if obj.type in _STATEMENT_TYPES else self._visit_expr(obj, scope)
+            return
+        elif t == "identifier":
+            ident = _text(node)
+            scope.terms.append(ident)
+            if _UPPER_CONST.match(ident) and not _is_store_target(node):
+                self._ref(scope, "READS_CONFIG", ident, node)
+            return
+        elif t == "string":
+            value = _string_value(node)
+            if value and len(value) < 300:
+                scope.terms.extend(_WORD.findall(value))
+        for child in node.named_children:
+            self._visit(child, scope) if child.type in _STATEMENT_TYPES else self._visit_expr(child, scope)
+
+    def _visit_definition(self, node: ts.Node, scope: _Scope, outer: ts.Node, decorators: list[str]) -> None:
+        name_node = node.child_by_field_name("name")
+        body = node.child_by_field_name("body")
+        if name_node is None:
+            return
+        name = _text(name_node)
+        qualname = f"{scope.qualname}.{name}" if scope.qualname else name
+        is_class = node.type == "class_definition"
+        if is_class:
+            kind = "class"
+        elif scope.kind == "class":
+            kind = "method"
+        else:
+            kind = "func"
+        eid = entity_id(kind, self.path, qualname)
+        signature = self._signature(node, body)
+        docstring = self._docstring(body) if body is not None else ""
+        class_qualname = qualname if is_class else scope.class_qualname
+        inner = _Scope(eid, kind, qualname, class_qualname)
+        # Defaults, annotations and bases run in the enclosing scope, but belong to this entity's text.
+        if is_class:
+            supers = node.child_by_field_name("superclasses")
+            if supers is not None:
+                for base in supers.named_children:
+                    base_name = _expr_name(base)
+                    if base_name is not None:
+                        self._ref(inner, "INHERITS", base_name, base)
+                    inner.terms.extend(_WORD.findall(_text(base)))
+        else:
+            params = node.child_by_field_name("parameters")
+            if params is not None:
+                self._visit_expr(params, inner)
+        if body is not None:
+            self._walk_block(body, inner)
+        self.refs.append(Ref(scope.eid, "CONTAINS", eid, outer.start_point[0] + 1))
+        self.entities.append(
+            Entity(
+                id=eid,
+                kind=kind,
+                path=self.path,
+                qualname=qualname,
+                name=name,
+                start_line=outer.start_point[0] + 1,
+                end_line=outer.end_point[0] + 1 - (1 if outer.end_point[1] == 0 else 0),
+                signature=signature,
+                docstring=docstring,
+                decorators=decorators,
+                parent=scope.eid,
+                body_terms=" ".join(dict.fromkeys(inner.terms)),
+                body_head=self._body_head(body),
+            )
+        )
+
+    def _visit_import(self, node: ts.Node, scope: _Scope) -> None:
+        line = node.start_point[0] + 1
+        if node.type == "import_statement":
+            for item in node.named_children:
+                if item.type == "aliased_import":
+                    dotted = _text(item.child_by_field_name("name"))
+                    alias = _text(item.child_by_field_name("alias"))
+                    self._bind(alias, dotted, scope)
+                elif item.type == "dotted_name":
+                    dotted = _text(item)
+                    self._bind(dotted.split(".")[0], dotted.split(".")[0], scope)
+                else:
+                    continue
+                self._ref(scope, "IMPORTS", dotted, None, line)
+            return
+        if node.type == "future_import_statement":
+            return
+        module_node = node.child_by_field_name("module_name")
+        if module_node is None:
+            return
+        base = self._absolute_module(module_node)
+        names = [c for c in node.named_children if c != module_node]
+        for item in names:
+            if item.type == "wildcard_import":
+                self.star_imports.append(base)
+                self._ref(scope, "IMPORTS", base, None, line)
+                continue
+            if item.type == "aliased_import":
+                target = _text(item.child_by_field_name("name"))
+                alias = _text(item.child_by_field_name("alias"))
+            elif item.type == "dotted_name":
+                target = alias = _text(item)
+            else:
+                continue
+            dotted = f"{base}.{target}" if base else target
+            self._bind(alias, dotted, scope)
+            self._ref(scope, "IMPORTS", dotted, None, line)
+
+    def _bind(self, local: str, dotted: str, scope: _Scope) -> None:
+        # Module-level imports win over function-local ones of the same name.
+        if scope.kind == "module" or local not in self.imports:
+            self.imports[local] = dotted
+
+    def _absolute_module(self, node: ts.Node) -> str:
+        if node.type != "relative_import":
+            return _text(node)
+        prefix = next((c for c in node.children if c.type == "import_prefix"), None)
+        dots = len(_text(prefix)) if prefix is not None else 0
+        rest = next((c for c in node.named_children if c.type == "dotted_name"), None)
+        package = self.module if self.path.endswith("__init__.py") else self.module.rpartition(".")[0]
+        parts = package.split(".") if package else []
+        if dots > 1:
+            parts = parts[: max(0, len(parts) - (dots - 1))]
+        if rest is not None:
+            parts.append(_text(rest))
+        return ".".join(parts)
+
+    def _visit_assignment(self, node: ts.Node, scope: _Scope) -> None:
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        annotation = node.child_by_field_name("type")
+        for target in _assignment_targets(left):
+            name = _expr_name(target)
+            if target.type == "subscript":
+                name = _expr_name(target.child_by_field_name("value"))
+                self._visit_expr(target.child_by_field_name("subscript") or target, scope)
+            if name is None:
+                if target is not None:
+                    self._visit_expr(target, scope)
+                continue
+            scope.terms.extend(name.split("."))
+            head = name.split(".")[0]
+            if scope.kind == "module" and "." not in name:
+                self.module_globals.append(name)
+            elif head in ("self", "cls") and name.count(".") >= 1 and scope.class_qualname:
+                self._ref(scope, "MUTATES", ".".join(name.split(".")[:2]), target)
+            elif "." not in name and name in scope.globals:
+                self._ref(scope, "MUTATES", name, target)
+            elif "." in name and scope.kind != "module":
+                self._ref(scope, "MUTATES", name, target)
+        if annotation is not None:
+            self._visit_expr(annotation, scope)
+        if right is not None:
+            self._visit(right, scope) if right.type in _STATEMENT_TYPES else self._visit_expr(right, scope)
+
+    def _visit_raise(self, node: ts.Node, scope: _Scope) -> None:
+        exprs = [c for c in node.named_children]
+        if not exprs:
+            for types in scope.except_types[-1:]:
+                for exc in _real_types(types):
+                    self._ref(scope, "PROPAGATES_ERROR", exc, node)
+            return
+        raised = exprs[0]
+        target = raised.child_by_field_name("function") if raised.type == "call" else raised
+        name = _expr_name(target)
+        if name is not None and scope.except_types and name in _alias_names(scope):
+            for exc in _real_types(scope.except_types[-1]):
+                self._ref(scope, "PROPAGATES_ERROR", exc, node)
+        elif name is not None:
+            self._ref(scope, "PROPAGATES_ERROR", name, node)
+        for child in exprs:
+            self._visit_expr(child, scope)
+
+    def _visit_except(self, node: ts.Node, scope: _Scope) -> None:
+        types: list[str] = []
+        alias = None
+        body = None
+        for child in node.named_children:
+            if child.type == "block":
+                body = child
+                continue
+            inner = child
+            if child.type == "as_pattern":
+                alias_node = child.child_by_field_name("alias")
+                if alias_node is not None:
+                    alias = _text(alias_node).strip()
+                inner = child.named_children[0] if child.named_children else child
+            elems = inner.named_children if inner.type in ("tuple", "parenthesized_expression") else [inner]
+            for e in elems:
+                n = _expr_name(e)
+                if n:
+                    types.append(n)
+                    scope.terms.extend(n.split("."))
+        scope.except_types.append(types + ([f"\0as:{alias}"] if alias else []))
+        try:
+            if body is not None:
+                self._walk_block(body, scope)
+        finally:
+            scope.except_types.pop()
+
+    def _call(self, name: str, node: ts.Node, scope: _Scope) -> None:
+        scope.terms.extend(p for p in name.split(".") if p != "super()")
+        parts = name.split(".")
+        line = node.start_point[0] + 1
+        args = node.child_by_field_name("arguments")
+        if name in ("os.getenv", "os.environ.get", "environ.get", "getenv", "os.environ.setdefault"):
+            key = _string_value(args.named_children[0]) if args is not None and args.named_children else None
+            self._ref(scope, "READS_CONFIG", f"env:{key or '?'}", None, line)
+        elif len(parts) >= 2 and _CONFIG_NAMES.search(parts[-2]) and parts[-1] in ("get", "getint", "getboolean"):
+            key = _string_value(args.named_children[0]) if args is not None and args.named_children else None
+            self._ref(scope, "READS_CONFIG", f"config:{'.'.join(parts[:-1])}[{key or '?'}]", None, line)
+        if len(parts) >= 3 and parts[0] in ("self", "cls") and parts[-1] in MUTATING_METHODS and scope.class_qualname:
+            self._ref(scope, "MUTATES", ".".join(parts[:2]), None, line)
+        elif len(parts) == 2 and parts[1] in MUTATING_METHODS and parts[0] in scope.globals:
+            self._ref(scope, "MUTATES", parts[0], None, line)
+        self._ref(scope, "CALLS", name, None, line)
+
+    def _config_subscript(self, node: ts.Node, scope: _Scope) -> None:
+        value = _expr_name(node.child_by_field_name("value"))
+        key = _string_value(node.child_by_field_name("subscript"))
+        if value is None or _is_store_target(node):
+            return
+        if value in ("os.environ", "environ"):
+            self._ref(scope, "READS_CONFIG", f"env:{key or '?'}", node)
+        elif key is not None and _CONFIG_NAMES.search(value.split(".")[-1]):
+            self._ref(scope, "READS_CONFIG", f"config:{value}[{key}]", node)
+
+    def _config_attribute(self, node: ts.Node, scope: _Scope) -> None:
+        obj = _expr_name(node.child_by_field_name("object"))
+        attr = node.child_by_field_name("attribute")
+        if obj is None or attr is None or _is_store_target(node):
+            return
+        parent = node.parent
+        if parent is not None and parent.type == "call" and parent.child_by_field_name("function") == node:
+            return  # a method call on the config object, handled as a call
+        if _CONFIG_NAMES.search(obj.split(".")[-1]) and obj.split(".")[0] not in ("self", "cls"):
+            self._ref(scope, "READS_CONFIG", f"config:{obj}.{_text(attr)}", node)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _ref(self, scope: _Scope, relation: str, target: str, node: ts.Node | None, line: int | None = None):
+        if line is None:
+            line = node.start_point[0] + 1 if node is not None else 0
+        self.refs.append(Ref(scope.eid, relation, target, line, scope.class_qualname))
+
+    def _signature(self, node: ts.Node, body: ts.Node | None) -> str:
+        end = body.start_byte if body is not None else node.end_byte
+        header = self.data[node.start_byte : end].decode("utf-8", "replace").rstrip()
+        # Comments between the colon and the body belong to neither.
+        header = re.sub(r"#[^\n]*$", "", header).rstrip()
+        if header.endswith(":"):
+            header = header[:-1].rstrip()
+        return re.sub(r"\s*\n\s*", " ", header).replace("( ", "(").replace(" )", ")")
+
+    def _docstring(self, body: ts.Node | None) -> str:
+        if body is None:
+            return ""
+        for child in body.named_children:
+            if child.type == "comment":
+                continue
+            if child.type == "expression_statement" and child.named_children and child.named_children[0].type == "string":
+                return clean_docstring(_text(child.named_children[0]))
+            return ""
+        return ""
+
+    def _body_head(self, body: ts.Node | None, max_lines: int = 12) -> str:
+        if body is None:
+            return ""
+        start = body.start_point[0]
+        return "\n".join(self.text_lines[start : start + max_lines])
+
+    def _collect_errors(self, node: ts.Node) -> None:
+        if node.type == "ERROR" or node.is_missing:
+            self.error_lines.append(node.start_point[0] + 1)
+            return
+        if node.has_error:
+            for child in node.children:
+                self._collect_errors(child)
+
+
+_STATEMENT_TYPES = frozenset(
+    "decorated_definition function_definition class_definition import_statement import_from_statement "
+    "future_import_statement global_statement assignment augmented_assignment raise_statement except_clause "
+    "ERROR".split()
+)
+
+
+def _assignment_targets(left: ts.Node | None) -> list[ts.Node]:
+    if left is None:
+        return []
+    if left.type in ("pattern_list", "tuple_pattern", "list_pattern", "tuple", "list"):
+        out: list[ts.Node] = []
+        for c in left.named_children:
+            out.extend(_assignment_targets(c))
+        return out
+    if left.type == "list_splat_pattern" and left.named_children:
+        return _assignment_targets(left.named_children[0])
+    return [left]
+
+
+def _is_store_target(node: ts.Node) -> bool:
+    parent = node.parent
+    while parent is not None and parent.type in ("pattern_list", "tuple_pattern", "list_pattern", "tuple", "list"):
+        node, parent = parent, parent.parent
+    if parent is None:
+        return False
+    if parent.type in ("assignment", "augmented_assignment"):
+        return parent.child_by_field_name("left") == node
+    return parent.type in ("keyword_argument",) and parent.child_by_field_name("name") == node
+
+
+def _alias_names(scope: _Scope) -> set[str]:
+    return {t[4:] for types in scope.except_types for t in types if t.startswith("\0as:")}
+
+
+def _real_types(types: list[str]) -> list[str]:
+    return [t for t in types if not t.startswith("\0as:")]
+
+
+# -- skeletons (Telegraphic Semantic Compression) -------------------------------------------------
+
+_DEF_TYPES = ("decorated_definition", "function_definition", "class_definition")
+_COMPOUND_TYPES = ("if_statement", "try_statement", "with_statement", "for_statement", "while_statement")
+_CLAUSE_TYPES = ("elif_clause", "else_clause", "except_clause", "except_group_clause", "finally_clause")
+MAX_SKELETON_VALUE = 60  # longer constant values are elided to `...`
+
+
+def summarize_docstring(doc: str, max_lines: int = DOCSTRING_SKELETON_LINES) -> str:
+    """The first paragraph of a docstring, at most `max_lines` lines; ` ...` marks a cut."""
+    paragraph = doc.strip().split("\n\n", 1)[0].splitlines()
+    cut = len(paragraph) > max_lines or len(paragraph) < len(doc.strip().splitlines())
+    text = "\n".join(paragraph[:max_lines]).replace('"""', '\\"\\"\\"')
+    return text + (" ..." if cut else "")
+
+
+class SkeletonBuilder:
+    """Signatures, type hints, docstring summaries, class structure and module constants; bodies -> `...`."""
+
+    def __init__(self, data: bytes, lines: list[str]):
+        self.data = data
+        self.lines = lines
+        self.out: list[str] = []
+
+    def build(self, root: ts.Node) -> str:
+        doc = _first_docstring(root)
+        if doc is not None:
+            self._docstring(doc, "")
+        self._block(root, "", in_class=False)
+        return "\n".join(self.out).rstrip() + "\n"
+
+    def _block(self, block: ts.Node, indent: str, in_class: bool) -> int:
+        emitted = 0
+        for child in block.named_children:
+            emitted += self._statement(child, indent, in_class)
+        return emitted
+
+    def _statement(self, node: ts.Node, indent: str, in_class: bool) -> int:
+        t = node.type
+        if t in _DEF_TYPES:
+            self._definition(node, indent)
+            return 1
+        if t in ("import_statement", "import_from_statement", "future_import_statement") and not in_class:
+            self.out.append(indent + re.sub(r"\s+", " ", _text(node)).replace("( ", "(").replace(" )", ")"))
+            return 1
+        if t == "expression_statement" and node.named_children and node.named_children[0].type == "assignment":
+            line = self._assignment(node.named_children[0], indent)
+            if line:
+                self.out.append(line)
+                return 1
+            return 0
+        if t in _COMPOUND_TYPES and _contains_definitions(node):
+            self.out.append(indent + self._first_line(node))
+            inner = indent + "    "
+            for child in node.named_children:
+                if child.type == "block":
+                    if not self._block(child, inner, in_class):
+                        self.out.append(inner + "...")
+                elif child.type in _CLAUSE_TYPES:
+                    self.out.append(indent + self._first_line(child))
+                    body = next((c for c in child.named_children if c.type == "block"), None)
+                    if body is None or not self._block(body, inner, in_class):
+                        self.out.append(inner + "...")
+            return 1
+        return 0
+
+    def _definition(self, outer: ts.Node, indent: str) -> None:
+        node = outer.child_by_field_name("definition") if outer.type == "decorated_definition" else outer
+        if node is None:
+            return
+        body = node.child_by_field_name("body")
+        end = body.start_byte if body is not None else node.end_byte
+        header = self.data[outer.start_byte : end].decode("utf-8", "replace").rstrip()
+        header = re.sub(r"[ \t]*#[^\n]*$", "", header).rstrip()
+        header_lines = header.splitlines()
+        self.out.append(indent + header_lines[0])
+        self.out.extend(header_lines[1:])
+        inner = indent + "    "
+        if body is None:
+            return
+        doc = _first_docstring(body)
+        if doc is not None:
+            self._docstring(doc, inner)
+        if node.type == "class_definition":
+            if not self._block(body, inner, in_class=True) and doc is None:
+                self.out.append(inner + "...")
+        else:
+            self.out.append(inner + "...")
+
+    def _assignment(self, node: ts.Node, indent: str) -> str | None:
+        left = node.child_by_field_name("left")
+        if left is None or left.type not in ("identifier", "pattern_list"):
+            return None
+        annotation = node.child_by_field_name("type")
+        right = node.child_by_field_name("right")
+        text = _text(left)
+        if annotation is not None:
+            text += f": {_text(annotation)}"
+        if right is not None:
+            value = _text(right)
+            text += " = " + (value if len(value) <= MAX_SKELETON_VALUE and "\n" not in value else "...")
+        return indent + text
+
+    def _docstring(self, doc: ts.Node, indent: str) -> None:
+        summary = summarize_docstring(clean_docstring(_text(doc)))
+        lines = summary.splitlines() or [""]
+        if len(lines) == 1:
+            self.out.append(f'{indent}"""{lines[0]}"""')
+            return
+        self.out.append(f'{indent}"""{lines[0]}')
+        self.out.extend((indent + ln) if ln.strip() else "" for ln in lines[1:])
+        self.out.append(f'{indent}"""')
+
+    def _first_line(self, node: ts.Node) -> str:
+        return self.lines[node.start_point[0]][node.start_point[1] :].rstrip() if node.start_point[0] < len(self.lines) else ""
+
+
+def _first_docstring(block: ts.Node) -> ts.Node | None:
+    for child in block.named_children:
+        if child.type == "comment":
+            continue
+        if child.type == "expression_statement" and child.named_children and child.named_children[0].type == "string":
+            return child.named_children[0]
+        return None
+    return None
+
+
+def _contains_definitions(node: ts.Node, depth: int = 0) -> bool:
+    if depth > 3:
+        return False
+    for child in node.named_children:
+        if child.type in _DEF_TYPES:
+            return True
+        if child.type in ("block",) + _CLAUSE_TYPES + _COMPOUND_TYPES and _contains_definitions(child, depth + 1):
+            return True
+    return False

@@ -1,0 +1,308 @@
+"""Raw references -> edges between entity ids, each with a confidence and how it was resolved.
+
+Resolutions, strongest first:
+  structural      CONTAINS from the syntax tree                                   1.0
+  same_scope      a nested def visible from the caller                            1.0
+  same_module     a top-level def or global of the same file                      1.0
+  import          through the file's imports (re-exports and relative imports)    1.0
+  self+MRO        self./cls. through the enclosing class and its bases            1.0 own, 0.9 inherited
+  super+MRO       super().m through the bases                                     1.0
+  star_import     a name that only a `from m import *` can provide                0.9
+  external        into a module outside the repository (stdlib, third party)      1.0, target `ext:dotted`
+  builtin         a builtin exception or base class                               1.0, target `ext:builtins.X`
+  environment     os.environ / os.getenv                                          1.0, target `env:NAME`
+  config_access   settings.X / config["x"]                                        1.0, target `config:...`
+  unique_name     the only definition with that name in the repository            0.7 (0.5 for obj.m())
+  ambiguous       one of k definitions with that name                             1/k (0.5/k for obj.m())
+  receiver_unknown  `obj.attr = v` on an object of unknown type                   0.5
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from collections import defaultdict
+
+from nsccn.model import split_entity_id
+from nsccn.store import Store
+
+MAX_AMBIGUOUS = 8  # a name defined more often than this says nothing about the target
+MAX_AMBIGUOUS_METHOD = 4  # obj.m() with an unknown receiver: stricter
+_BUILTINS = frozenset(dir(builtins))
+
+
+class Resolver:
+    """The repository's symbol table, loaded once from the store, and the rules that use it."""
+
+    def __init__(self, store: Store):
+        c = store.conn
+        self.modules: dict[str, str] = {}  # dotted name (full and canonical) -> path
+        self.imports: dict[str, dict[str, str]] = {}
+        self.globals: dict[str, set[str]] = {}
+        self.module_entity: dict[str, str] = {}
+        rows = c.execute("SELECT path, module, imports, module_globals FROM files").fetchall()
+        packages = {p.rsplit("/", 1)[0] if "/" in p else "" for p, *_ in rows if p.endswith("/__init__.py")}
+        for path, module, imports, globals_ in rows:
+            self.imports[path] = json.loads(imports)
+            self.globals[path] = set(json.loads(globals_))
+            self.modules.setdefault(module, path)
+            canonical = _canonical_module(path, module, packages)
+            if canonical != module:
+                self.modules.setdefault(canonical, path)
+        self.by_key: dict[tuple[str, str], tuple[str, str]] = {}  # (path, qualname) -> (id, kind)
+        self.by_name: dict[str, list[tuple[str, str]]] = defaultdict(list)  # name -> [(id, kind)]
+        for eid, kind, path, qualname, name in c.execute("SELECT id, kind, path, qualname, name FROM entities"):
+            if kind == "module":
+                self.module_entity[path] = eid
+                continue
+            self.by_key[(path, qualname)] = (eid, kind)
+            self.by_name[name].append((eid, kind))
+        self.stars = {p: [v for k, v in imp.items() if k.startswith("*")] for p, imp in self.imports.items()}
+        self._dotted_cache: dict[str, list[str] | None] = {}
+        self.bases: dict[str, list[str]] = defaultdict(list)
+        self._mro_cache: dict[str, list[str]] = {}  # cleared whenever bases change
+        for source, target in c.execute("SELECT source, target FROM edges WHERE relation='INHERITS'"):
+            self.bases[source].append(target)
+
+    # -- lookups -----------------------------------------------------------------------------
+
+    def mro(self, class_id: str) -> list[str]:
+        cached = self._mro_cache.get(class_id)
+        if cached is None:
+            cached = self._mro_cache[class_id] = self._mro(class_id)
+        return cached
+
+    def _mro(self, class_id: str) -> list[str]:
+        order: list[str] = []
+        stack = [class_id]
+        while stack and len(order) < 50:
+            cid = stack.pop(0)
+            if cid in order or not cid.startswith("class:"):
+                continue
+            order.append(cid)
+            stack.extend(self.bases.get(cid, ()))
+        return order
+
+    def member(self, class_id: str, name: str, skip_own: bool = False) -> tuple[str, bool] | None:
+        """(entity id, defined on the class itself) of `name` looked up through the MRO."""
+        for i, cid in enumerate(self.mro(class_id)):
+            if skip_own and i == 0:
+                continue
+            _, path, qualname = split_entity_id(cid)
+            hit = self.by_key.get((path, f"{qualname}.{name}"))
+            if hit:
+                return hit[0], i == 0
+        return None
+
+    def dotted(self, dotted: str, depth: int = 0) -> list[str] | None:
+        """Entity ids a dotted name points to; None when it lies outside the repository."""
+        if dotted in self._dotted_cache:
+            return self._dotted_cache[dotted]
+        found = self._dotted(dotted, depth)
+        if depth == 0:  # deeper answers may be cut short by the depth limit
+            self._dotted_cache[dotted] = found
+        return found
+
+    def _dotted(self, dotted: str, depth: int) -> list[str] | None:
+        parts = dotted.split(".")
+        for i in range(len(parts), 0, -1):
+            path = self.modules.get(".".join(parts[:i]))
+            if path is not None:
+                rest = parts[i:]
+                break
+        else:
+            return None
+        if not rest:
+            mod = self.module_entity.get(path)
+            return [mod] if mod else []
+        hit = self.by_key.get((path, ".".join(rest)))
+        if hit:
+            return [hit[0]]
+        cls = self.by_key.get((path, rest[0]))
+        if cls and cls[1] == "class" and len(rest) == 2:
+            m = self.member(cls[0], rest[1])
+            return [m[0]] if m else []
+        if depth < 6:
+            imports = self.imports.get(path, {})
+            if rest[0] in imports and imports[rest[0]] != dotted:
+                found = self.dotted(".".join([imports[rest[0]], *rest[1:]]), depth + 1)
+                if found:
+                    return found
+            for star in self.stars.get(path, ()):
+                found = self.dotted(".".join([star, *rest]), depth + 1)
+                if found:
+                    return found
+        if len(rest) == 1 and rest[0] in self.globals.get(path, ()):
+            return [f"var:{path}:{rest[0]}"]
+        return []
+
+    # -- rules -------------------------------------------------------------------------------
+
+    def resolve(self, path: str, source: str, relation: str, target: str, scope: str) -> list[tuple[str, float, str]]:
+        if relation == "CONTAINS":
+            return [(target, 1.0, "structural")]
+        if relation == "IMPORTS":
+            found = self.dotted(target)
+            if found is None:
+                return [(f"ext:{target}", 1.0, "external")]
+            return [(t, 1.0, "import") for t in found]
+        if relation == "READS_CONFIG":
+            if target.startswith("env:"):
+                return [(target, 1.0, "environment")]
+            if target.startswith("config:"):
+                return [(target, 1.0, "config_access")]
+            # A constant of ours; constants of other packages (re.IGNORECASE) are no configuration.
+            return [r for r in self.name(path, source, target, scope, relation) if not r[0].startswith("ext:")]
+        if relation == "MUTATES":
+            parts = target.split(".")
+            if parts[0] in ("self", "cls") and scope:
+                return [(f"attr:{path}:{scope}.{parts[1]}", 1.0, "self")]
+            if len(parts) == 1:
+                return [(f"var:{path}:{target}", 1.0, "global")]
+            return [(f"attr:{path}:{target}", 0.5, "receiver_unknown")]
+        results = self.name(path, source, target, scope, relation)
+        if relation == "CALLS":
+            extra = []
+            for tid, conf, how in results:
+                if tid.startswith("class:"):
+                    init = self.member(tid, "__init__")
+                    if init:
+                        extra.append((init[0], conf, how + "+constructor"))
+            results += extra
+        return results
+
+    def name(self, path: str, source: str, expr: str, scope: str, relation: str) -> list[tuple[str, float, str]]:
+        parts = expr.split(".")
+        head = parts[0]
+        class_hit = self.by_key.get((path, scope)) if scope else None
+        if head == "super()":
+            if class_hit and len(parts) == 2:
+                m = self.member(class_hit[0], parts[1], skip_own=True)
+                return [(m[0], 1.0, "super+MRO")] if m else []
+            return []
+        if head in ("self", "cls") and len(parts) == 2 and class_hit:
+            m = self.member(class_hit[0], parts[1])
+            if m:
+                return [(m[0], 1.0 if m[1] else 0.9, "self+MRO")]
+            return self._by_name(parts[1], relation, method=True)
+        if len(parts) == 1:
+            return self._bare(path, source, head, relation)
+        imports = self.imports.get(path, {})
+        if head in imports:
+            dotted = ".".join([imports[head], *parts[1:]])
+            found = self.dotted(dotted)
+            if found is None:
+                return [(f"ext:{dotted}", 1.0, "external")]
+            if found:
+                return [(t, 1.0, "import") for t in found]
+            return []
+        local = self.by_key.get((path, head))
+        if local and local[1] == "class" and len(parts) == 2:
+            m = self.member(local[0], parts[1])
+            return [(m[0], 1.0, "same_module+MRO")] if m else []
+        if head in self.modules and len(parts) >= 2:  # a fully qualified name without import
+            found = self.dotted(expr)
+            if found:
+                return [(t, 0.9, "qualified_name") for t in found]
+        if head in ("self", "cls") or relation == "CALLS":
+            return self._by_name(parts[-1], relation, method=True)
+        return []
+
+    def _bare(self, path: str, source: str, name: str, relation: str) -> list[tuple[str, float, str]]:
+        _, _, qualname = split_entity_id(source)
+        if not source.startswith("module:"):
+            prefix = qualname
+            while prefix:
+                hit = self.by_key.get((path, f"{prefix}.{name}"))
+                if hit and hit[1] != "method":
+                    return [(hit[0], 1.0, "same_scope")]
+                prefix = prefix.rpartition(".")[0]
+        hit = self.by_key.get((path, name))
+        if hit:
+            return [(hit[0], 1.0, "same_module")]
+        imports = self.imports.get(path, {})
+        if name in imports:
+            found = self.dotted(imports[name])
+            if found is None:
+                return [(f"ext:{imports[name]}", 1.0, "external")]
+            if found:
+                return [(t, 1.0, "import") for t in found]
+        if name in self.globals.get(path, ()):
+            return [(f"var:{path}:{name}", 1.0, "same_module")]
+        for star in self.stars.get(path, ()):
+            found = self.dotted(f"{star}.{name}")
+            if found:
+                return [(t, 0.9, "star_import") for t in found]
+        if name in _BUILTINS:
+            if relation == "CALLS":
+                return []  # len(), print(): every function calls them, no agent asks
+            return [(f"ext:builtins.{name}", 1.0, "builtin")]
+        return self._by_name(name, relation, method=False)
+
+    def _by_name(self, name: str, relation: str, method: bool) -> list[tuple[str, float, str]]:
+        if name.startswith("__") and name.endswith("__"):
+            return []
+        kinds = ("class",) if relation in ("INHERITS", "PROPAGATES_ERROR") else ("func", "class", "method")
+        cands = [eid for eid, kind in self.by_name.get(name, ()) if kind in kinds]
+        if method and relation == "CALLS":
+            cands = [eid for eid in cands if eid.startswith("method:")] or cands
+        k = len(cands)
+        limit = MAX_AMBIGUOUS_METHOD if method else MAX_AMBIGUOUS
+        if k == 0 or k > limit:
+            return []
+        scale = 0.5 if method else 1.0
+        if k == 1:
+            return [(cands[0], 0.7 * scale, "unique_name")]
+        return [(c, round(scale / k, 4), f"ambiguous:{k}") for c in cands]
+
+
+def _canonical_module(path: str, module: str, packages: set[str]) -> str:
+    """The import name of a module: from the outermost package directory down, so
+    `src/pkg/mod.py` (with `src/pkg/__init__.py`, no `src/__init__.py`) imports as `pkg.mod`."""
+    parts = path.split("/")
+    dirs = parts[:-1]
+    start = len(dirs)
+    while start > 0 and "/".join(dirs[:start]) in packages:
+        start -= 1
+    dotted = module.split(".")
+    return ".".join(dotted[start:]) if start < len(dotted) else module
+
+
+def resolve_edges(store: Store, refs: list[tuple]) -> list[tuple]:
+    resolver = Resolver(store)
+    # Bases first: self.m() through the MRO needs them.
+    inherits = [r for r in refs if r[3] == "INHERITS"]
+    edges: list[tuple] = []
+    for ref in inherits:
+        rowid, path, source, relation, target, line, scope = ref
+        for tid, conf, how in resolver.resolve(path, source, relation, target, scope):
+            resolver.bases[source].append(tid)
+    resolver._mro_cache.clear()
+    for ref in refs:
+        rowid, path, source, relation, target, line, scope = ref
+        seen = set()
+        for tid, conf, how in resolver.resolve(path, source, relation, target, scope):
+            if tid == source and relation != "CALLS" or tid in seen:
+                continue
+            seen.add(tid)
+            edges.append((source, tid, relation, conf, how, line, path, rowid))
+    return edges
+
+
+def resolve_all(store: Store) -> int:
+    """Recompute every edge. Used after a bulk index."""
+    with store.conn:  # one snapshot for reading refs and the symbol table
+        store.conn.execute("DELETE FROM edges WHERE relation='INHERITS'")
+    edges = resolve_edges(store, store.refs())
+    store.replace_edges(None, edges)
+    return len(edges)
+
+
+def resolve_affected(store: Store, paths: set[str], names: set[str]) -> int:
+    """Recompute the edges of refs in changed files and of refs elsewhere that name what changed."""
+    refs = store.refs(paths, names)
+    if not refs:
+        return 0
+    edges = resolve_edges(store, refs)
+    store.replace_edges([r[0] for r in refs], edges)
+    return len(edges)

@@ -1,0 +1,340 @@
+"""The index database: one SQLite file per repository (WAL), written by one writer, read by many.
+
+Writes replace a file's rows in one transaction, so a crash never leaves half a file.
+Readers open with `readonly=True` and never wait on the writer (WAL snapshots).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import apsw
+
+from nsccn.model import ParsedFile
+from nsccn.store.schema import SCHEMA_VERSION, migrate
+from nsccn.text import index_terms
+
+__all__ = ["Store", "EntityRow", "EdgeRow", "SCHEMA_VERSION", "IndexMissing"]
+
+ENTITY_COLUMNS = "id, kind, path, qualname, name, start_line, end_line, signature, docstring, decorators, parent"
+
+
+class IndexMissing(FileNotFoundError):
+    """There is no index at that path yet."""
+
+
+@dataclass(frozen=True, slots=True)
+class EntityRow:
+    id: str
+    kind: str
+    path: str
+    qualname: str
+    name: str
+    start_line: int
+    end_line: int
+    signature: str
+    docstring: str
+    decorators: list[str]
+    parent: str | None
+
+    @classmethod
+    def from_row(cls, row) -> "EntityRow":
+        return cls(*row[:9], json.loads(row[9]), row[10])
+
+    def brief(self) -> dict:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "file": self.path,
+            "line": self.start_line,
+            "end_line": self.end_line,
+            "signature": self.signature,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeRow:
+    source: str
+    target: str
+    relation: str
+    confidence: float
+    resolution: str
+    line: int
+    path: str
+
+
+class Store:
+    def __init__(self, db_path: str | Path, readonly: bool = False):
+        self.path = Path(db_path)
+        self.readonly = readonly
+        if readonly:
+            if not self.path.exists():
+                raise IndexMissing(f"no index at {self.path}: run `nsccn index` first")
+            flags = apsw.SQLITE_OPEN_READONLY
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+        self.conn = apsw.Connection(str(self.path), flags=flags)
+        self.conn.set_busy_timeout(10_000)
+        if not readonly:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            migrate(self.conn)
+        else:
+            row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None or int(row[0]) != SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"index at {self.path} has schema {row[0] if row else 'none'}, this nsccn reads {SCHEMA_VERSION}: re-run `nsccn index`"
+                )
+        self.conn.execute("PRAGMA cache_size=-65536")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- metadata ----------------------------------------------------------------------------
+
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (key, value))
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def file_states(self) -> dict[str, tuple[str, int, float]]:
+        """path -> (content hash, size, mtime) of every indexed file."""
+        return {p: (h, s, m) for p, h, s, m in self.conn.execute("SELECT path, content_hash, size, mtime FROM files")}
+
+    def touch_file(self, path: str, mtime: float) -> None:
+        """Record a new mtime for a file whose content did not change."""
+        self.conn.execute("UPDATE files SET mtime=? WHERE path=?", (mtime, path))
+
+    def write_files(self, parsed: Iterable[ParsedFile]) -> set[str]:
+        """Replace each file's rows, all in one transaction. Returns the names whose meaning may
+        have changed (defined before or after), for `resolve.resolve_affected`."""
+        affected: set[str] = set()
+        now = time.time()
+        with self.conn:
+            for pf in parsed:
+                affected |= self._delete_file_rows(pf.path)
+                self._insert_file(pf, now)
+                affected |= _names_of(pf)
+        return affected
+
+    def delete_files(self, paths: Iterable[str]) -> set[str]:
+        affected: set[str] = set()
+        with self.conn:
+            for path in paths:
+                affected |= self._delete_file_rows(path)
+        return affected
+
+    def _delete_file_rows(self, path: str) -> set[str]:
+        c = self.conn
+        row = c.execute("SELECT module FROM files WHERE path=?", (path,)).fetchone()
+        if row is None:
+            return set()
+        names = {n for (n,) in c.execute("SELECT name FROM entities WHERE path=?", (path,))}
+        names |= set(json.loads(c.execute("SELECT module_globals FROM files WHERE path=?", (path,)).fetchone()[0]))
+        names.add(row[0].rsplit(".", 1)[-1])
+        c.execute("DELETE FROM entities_fts WHERE rowid IN (SELECT rowid FROM entities WHERE path=?)", (path,))
+        c.execute("DELETE FROM entities WHERE path=?", (path,))
+        c.execute("DELETE FROM refs WHERE path=?", (path,))
+        c.execute("DELETE FROM edges WHERE path=?", (path,))
+        c.execute("DELETE FROM skeletons WHERE path=?", (path,))
+        c.execute("DELETE FROM files WHERE path=?", (path,))
+        return names
+
+    def _insert_file(self, pf: ParsedFile, now: float) -> None:
+        c = self.conn
+        c.execute(
+            "INSERT INTO files VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                pf.path,
+                pf.language,
+                pf.content_hash,
+                pf.size,
+                pf.mtime,
+                pf.line_count,
+                pf.module,
+                json.dumps(pf.imports),
+                json.dumps(pf.module_globals),
+                json.dumps(pf.error_lines),
+                now,
+            ),
+        )
+        path_terms = index_terms(pf.path.replace("/", " ").rsplit(".", 1)[0])
+        for e in pf.entities:
+            c.execute(
+                "INSERT OR REPLACE INTO entities(id, kind, path, qualname, name, start_line, end_line, signature,"
+                " docstring, decorators, parent, body_head) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    e.id,
+                    e.kind,
+                    e.path,
+                    e.qualname,
+                    e.name,
+                    e.start_line,
+                    e.end_line,
+                    e.signature,
+                    e.docstring,
+                    json.dumps(e.decorators),
+                    e.parent,
+                    e.body_head,
+                ),
+            )
+            rowid = c.last_insert_rowid()
+            c.execute(
+                "INSERT INTO entities_fts(rowid, name, path, signature, docstring, body) VALUES(?,?,?,?,?,?)",
+                (
+                    rowid,
+                    index_terms(e.qualname),
+                    path_terms,
+                    index_terms(e.signature),
+                    index_terms(e.docstring),
+                    index_terms(e.body_terms),
+                ),
+            )
+        c.executemany(
+            "INSERT INTO refs VALUES(?,?,?,?,?,?,?,?)",
+            (
+                (pf.path, r.source, r.relation, r.target, r.line, r.scope, _tail(r.target), _head(r.target))
+                for r in pf.refs
+            ),
+        )
+        c.execute(
+            "INSERT INTO skeletons(path, content_hash, skeleton) VALUES(?,?,?)", (pf.path, pf.content_hash, pf.skeleton)
+        )
+
+    def refs(self, paths: Iterable[str] | None = None, names: Iterable[str] | None = None) -> list[tuple]:
+        """(rowid, path, source, relation, target, line, scope) of every ref, or of refs in `paths`
+        plus refs whose target's first or last identifier is in `names`."""
+        q = "SELECT rowid, path, source, relation, target, line, scope FROM refs"
+        if paths is None and names is None:
+            return self.conn.execute(q).fetchall()
+        out: dict[int, tuple] = {}
+        for p in paths or ():
+            for row in self.conn.execute(q + " WHERE path=?", (p,)):
+                out[row[0]] = row
+        for n in names or ():
+            for row in self.conn.execute(q + " WHERE tail=? OR head=?", (n, n)):
+                out[row[0]] = row
+        return list(out.values())
+
+    def replace_edges(self, ref_ids: Iterable[int] | None, edges: Iterable[tuple]) -> None:
+        """Replace the edges resolved from these refs (`None`: all edges) in one transaction.
+        An edge is (source, target, relation, confidence, resolution, line, path, ref)."""
+        with self.conn:
+            if ref_ids is None:
+                self.conn.execute("DELETE FROM edges")
+            else:
+                self.conn.executemany("DELETE FROM edges WHERE ref=?", ((r,) for r in ref_ids))
+            self.conn.executemany("INSERT INTO edges VALUES(?,?,?,?,?,?,?,?)", edges)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def entity(self, entity_id: str) -> EntityRow | None:
+        row = self.conn.execute(f"SELECT {ENTITY_COLUMNS} FROM entities WHERE id=?", (entity_id,)).fetchone()
+        return EntityRow.from_row(row) if row else None
+
+    def entities(self, ids: Iterable[str]) -> dict[str, EntityRow]:
+        ids = list(dict.fromkeys(ids))
+        out: dict[str, EntityRow] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            q = f"SELECT {ENTITY_COLUMNS} FROM entities WHERE id IN ({','.join('?' * len(chunk))})"
+            for row in self.conn.execute(q, chunk):
+                out[row[0]] = EntityRow.from_row(row)
+        return out
+
+    def entities_in_file(self, path: str) -> list[EntityRow]:
+        q = f"SELECT {ENTITY_COLUMNS} FROM entities WHERE path=? ORDER BY start_line, end_line DESC"
+        return [EntityRow.from_row(r) for r in self.conn.execute(q, (path,))]
+
+    def entities_named(self, name: str) -> list[EntityRow]:
+        q = f"SELECT {ENTITY_COLUMNS} FROM entities WHERE name=? OR qualname=? ORDER BY path, start_line"
+        return [EntityRow.from_row(r) for r in self.conn.execute(q, (name, name))]
+
+    def entity_at_rowids(self, rowids: list[int]) -> dict[int, EntityRow]:
+        out: dict[int, EntityRow] = {}
+        for i in range(0, len(rowids), 500):
+            chunk = rowids[i : i + 500]
+            q = f"SELECT rowid, {ENTITY_COLUMNS} FROM entities WHERE rowid IN ({','.join('?' * len(chunk))})"
+            for row in self.conn.execute(q, chunk):
+                out[row[0]] = EntityRow.from_row(row[1:])
+        return out
+
+    def all_entity_ids(self) -> Iterator[str]:
+        for (eid,) in self.conn.execute("SELECT id FROM entities"):
+            yield eid
+
+    def file(self, path: str) -> dict | None:
+        row = self.conn.execute(
+            "SELECT path, language, content_hash, size, mtime, line_count, module, error_lines, indexed_at FROM files WHERE path=?",
+            (path,),
+        ).fetchone()
+        if row is None:
+            return None
+        keys = ("path", "language", "content_hash", "size", "mtime", "line_count", "module", "error_lines", "indexed_at")
+        out = dict(zip(keys, row))
+        out["error_lines"] = json.loads(out["error_lines"])
+        return out
+
+    def file_paths(self) -> list[str]:
+        return [p for (p,) in self.conn.execute("SELECT path FROM files ORDER BY path")]
+
+    def skeleton(self, path: str) -> tuple[str, str] | None:
+        row = self.conn.execute("SELECT skeleton, content_hash FROM skeletons WHERE path=?", (path,)).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def edges_from(self, source: str, relations: Iterable[str] | None = None) -> list[EdgeRow]:
+        return self._edges("source", source, relations)
+
+    def edges_to(self, target: str, relations: Iterable[str] | None = None) -> list[EdgeRow]:
+        return self._edges("target", target, relations)
+
+    def _edges(self, column: str, value: str, relations: Iterable[str] | None) -> list[EdgeRow]:
+        q = f"SELECT source, target, relation, confidence, resolution, line, path FROM edges WHERE {column}=?"
+        args: list = [value]
+        if relations:
+            rels = list(relations)
+            q += f" AND relation IN ({','.join('?' * len(rels))})"
+            args += rels
+        return [EdgeRow(*r) for r in self.conn.execute(q + " ORDER BY line", args)]
+
+    def counts(self) -> dict:
+        c = self.conn
+        edges = dict(c.execute("SELECT relation, COUNT(*) FROM edges GROUP BY relation").fetchall())
+        return {
+            "files": c.execute("SELECT COUNT(*) FROM files").fetchone()[0],
+            "entities": c.execute("SELECT COUNT(*) FROM entities").fetchone()[0],
+            "edges": sum(edges.values()),
+            "edges_by_relation": edges,
+            "files_with_syntax_errors": c.execute("SELECT COUNT(*) FROM files WHERE error_lines != '[]'").fetchone()[0],
+        }
+
+
+def _tail(target: str) -> str:
+    return target.rsplit(".", 1)[-1].split(":")[-1]
+
+
+def _head(target: str) -> str:
+    return target.split(".", 1)[0].split(":")[-1]
+
+
+def _names_of(pf: ParsedFile) -> set[str]:
+    names = {e.name for e in pf.entities}
+    names.update(pf.module_globals)
+    names.add(pf.module.rsplit(".", 1)[-1])
+    return names
+

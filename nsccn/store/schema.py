@@ -1,0 +1,102 @@
+"""The SQLite schema, versioned; `migrate` brings any older database forward."""
+
+from __future__ import annotations
+
+import apsw
+
+SCHEMA_VERSION = 1
+
+# Each entry upgrades the schema from version i to i+1; entry 0 creates it.
+MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+    CREATE TABLE files(
+        path TEXT PRIMARY KEY,
+        language TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        mtime REAL NOT NULL,
+        line_count INTEGER NOT NULL,
+        module TEXT NOT NULL,
+        imports TEXT NOT NULL,          -- JSON: local name -> dotted target
+        module_globals TEXT NOT NULL,   -- JSON list
+        error_lines TEXT NOT NULL,      -- JSON list
+        indexed_at REAL NOT NULL
+    );
+    CREATE INDEX files_module ON files(module);
+    CREATE TABLE entities(
+        rowid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL,
+        path TEXT NOT NULL,
+        qualname TEXT NOT NULL,
+        name TEXT NOT NULL,
+        start_line INTEGER NOT NULL,
+        end_line INTEGER NOT NULL,
+        signature TEXT NOT NULL,
+        docstring TEXT NOT NULL,
+        decorators TEXT NOT NULL,       -- JSON list
+        parent TEXT,
+        body_head TEXT NOT NULL
+    );
+    CREATE INDEX entities_path ON entities(path);
+    CREATE INDEX entities_name ON entities(name);
+    CREATE INDEX entities_qualname ON entities(qualname);
+    CREATE TABLE refs(
+        path TEXT NOT NULL,
+        source TEXT NOT NULL,
+        relation TEXT NOT NULL,
+        target TEXT NOT NULL,
+        line INTEGER NOT NULL,
+        scope TEXT NOT NULL,
+        tail TEXT NOT NULL,             -- last identifier of target: what re-resolution keys on
+        head TEXT NOT NULL              -- first identifier of target
+    );
+    CREATE INDEX refs_path ON refs(path);
+    CREATE INDEX refs_tail ON refs(tail);
+    CREATE INDEX refs_head ON refs(head);
+    CREATE TABLE edges(
+        source TEXT NOT NULL,
+        target TEXT NOT NULL,
+        relation TEXT NOT NULL,
+        confidence REAL NOT NULL,
+        resolution TEXT NOT NULL,
+        line INTEGER NOT NULL,
+        path TEXT NOT NULL,             -- the source's file, so a file's edges go with it
+        ref INTEGER NOT NULL            -- the refs row it was resolved from
+    );
+    CREATE INDEX edges_ref ON edges(ref);
+    CREATE INDEX edges_source ON edges(source, relation);
+    CREATE INDEX edges_target ON edges(target, relation);
+    CREATE INDEX edges_path ON edges(path);
+    CREATE TABLE skeletons(
+        path TEXT PRIMARY KEY,
+        content_hash TEXT NOT NULL,
+        skeleton TEXT NOT NULL,
+        skeleton_tokens INTEGER,        -- filled lazily by the first reader that counts
+        source_tokens INTEGER
+    );
+    CREATE VIRTUAL TABLE entities_fts USING fts5(
+        name, path, signature, docstring, body,
+        content='', contentless_delete=1,
+        tokenize="unicode61 tokenchars '_'"
+    );
+    """,
+]
+
+
+def migrate(conn: apsw.Connection) -> int:
+    """Apply every migration the database lacks, each in its own transaction; returns the version."""
+    conn.execute("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)")
+    row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    version = int(row[0]) if row else 0
+    if version > SCHEMA_VERSION:
+        raise RuntimeError(
+            f"index schema version {version} is newer than this nsccn ({SCHEMA_VERSION}); upgrade nsccn or delete the index"
+        )
+    while version < SCHEMA_VERSION:
+        with conn:
+            conn.execute(MIGRATIONS[version])
+            version += 1
+            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", (str(version),))
+    return version
