@@ -17,6 +17,7 @@ from pathlib import Path
 from nsccn.config import Config, load_config
 from nsccn.extract import content_hash, parse_file
 from nsccn.model import ParsedFile
+from nsccn.repomap import compute_ranks
 from nsccn.resolve import resolve_affected, resolve_all
 from nsccn.scan import FileInfo, read_source, scan_repository
 from nsccn.store import Store
@@ -149,6 +150,7 @@ def index_repository(
                 resolve_all(store)
             else:
                 resolve_affected(store, changed_paths, names)
+            compute_ranks(store)
             store.set_meta("last_indexed", str(time.time()))
         counts = store.counts()
     summary.entities = counts["entities"]

@@ -29,6 +29,10 @@ from nsccn.store import Store
 MAX_AMBIGUOUS = 8  # a name defined more often than this says nothing about the target
 MAX_AMBIGUOUS_METHOD = 4  # obj.m() with an unknown receiver: stricter
 _BUILTINS = frozenset(dir(builtins))
+# obj.items(), obj.append(): with an unknown receiver these are almost always builtin containers.
+_BUILTIN_METHODS = frozenset(
+    name for t in (dict, list, str, set, bytes, tuple, int, float, frozenset) for name in dir(t)
+) | {"read", "write", "close", "open", "flush", "seek", "get", "put", "send", "recv", "join", "split"}
 
 
 class Resolver:
@@ -204,7 +208,7 @@ class Resolver:
             found = self.dotted(expr)
             if found:
                 return [(t, 0.9, "qualified_name") for t in found]
-        if head in ("self", "cls") or relation == "CALLS":
+        if (head in ("self", "cls") or relation == "CALLS") and parts[-1] not in _BUILTIN_METHODS:
             return self._by_name(parts[-1], relation, method=True)
         return []
 

@@ -76,6 +76,10 @@ MIGRATIONS: list[str] = [
         skeleton_tokens INTEGER,        -- filled lazily by the first reader that counts
         source_tokens INTEGER
     );
+    CREATE TABLE ranks(
+        entity_rowid INTEGER PRIMARY KEY,  -- entities.rowid
+        rank REAL NOT NULL                 -- PageRank over the reference graph, recomputed per index run
+    );
     CREATE VIRTUAL TABLE entities_fts USING fts5(
         name, path, signature, docstring, body,
         content='', contentless_delete=1,

@@ -1,0 +1,256 @@
+"""The `nsccn` command.
+
+Exit codes: 0 success, 1 the query failed (unknown id, bad path, nothing found), 2 bad usage,
+3 no index yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from nsccn import __version__
+from nsccn.navigator import Navigator, NavigatorError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_INDEX = 0, 1, 2, 3
+
+
+def _print_json(data) -> None:
+    print(json.dumps(data, indent=2, default=str))
+
+
+def cmd_index(args) -> int:
+    from tqdm import tqdm
+
+    from nsccn.indexer import index_repository
+
+    root = Path(args.path)
+    if not root.is_dir():
+        print(f"nsccn: {root} is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    bar = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, unit="file", desc="parsing", disable=args.json or None, file=sys.stderr)
+        bar.update(1)
+
+    summary = index_repository(root, workers=args.workers, progress=progress)
+    if bar is not None:
+        bar.close()
+    if args.json:
+        _print_json(summary.as_dict())
+        return EXIT_OK
+    print(f"indexed {summary.root} in {summary.seconds:.2f} s -> {summary.db_path}")
+    print(f"  files: {summary.files_seen} seen, {summary.files_indexed} parsed, {summary.files_unchanged} unchanged,"
+          f" {summary.files_deleted} removed, {summary.files_with_syntax_errors} with syntax errors")
+    if summary.skipped:
+        detail = ", ".join(f"{n} {why} (e.g. {summary.skipped_examples.get(why)})" for why, n in summary.skipped.items())
+        print(f"  skipped: {detail}")
+    print(f"  entities: {summary.entities}   lines parsed: {summary.lines_indexed}")
+    rels = ", ".join(f"{k} {v}" for k, v in sorted(summary.edges_by_relation.items()))
+    print(f"  edges: {summary.edges} ({rels})")
+    return EXIT_OK
+
+
+def cmd_search(nav: Navigator, args) -> dict:
+    out = nav.search(args.query, limit=args.limit, offset=args.offset)
+    if not args.json:
+        for i, r in enumerate(out["results"], start=args.offset + 1):
+            print(f"{i:>3}. {r['score']:.4f}  {r['id']}  ({r['file']}:{r['line']})")
+            print(f"       {r['signature']}")
+        if not out["results"]:
+            print("no results")
+        if out.get("more"):
+            print(f"  ... {out['more']}")
+    return out
+
+
+def cmd_skeleton(nav: Navigator, args) -> dict:
+    out = nav.skeleton(args.file)
+    if not args.json:
+        print(out["skeleton"], end="")
+        print(f"# {out['tokens']} tokens (source {out['source_tokens']}, {out['reduction']:.0%} smaller)", file=sys.stderr)
+        if out.get("stale"):
+            print(f"# note: {out['stale']}", file=sys.stderr)
+    return out
+
+
+def cmd_trace(nav: Navigator, args) -> dict:
+    relations = args.relation or None
+    out = nav.trace(args.entity_id, args.direction, args.depth, relations, args.min_confidence)
+    if not args.json:
+        _print_tree(out)
+    return out
+
+
+def _print_tree(out: dict) -> None:
+    ents = out["entities"]
+    key = "target" if out["direction"] != "upstream" else "source"
+    print(f"{out['root']}  [{out['direction']}, depth {out['depth']}, {', '.join(out['relations'])}]")
+    seen = {out["root"]}
+
+    def walk(node: str, indent: int) -> None:
+        for item in out["adjacency_list"].get(node, []):
+            other = item.get("target") or item.get("source")
+            meta = ents.get(other, {})
+            where = f"{meta['file']}:{meta['line']}" if "file" in meta else meta.get("kind", "")
+            arrow = "->" if "target" in item else "<-"
+            print(f"{'  ' * indent}{arrow} {item['relation']} {other}  ({where}; {item['resolution']}, {item['confidence']})")
+            if other not in seen:
+                seen.add(other)
+                walk(other, indent + 1)
+
+    walk(out["root"], 1)
+    if out["truncated"]:
+        print("  ... truncated: narrow with --relation, --min-confidence or a smaller --depth")
+    del key
+
+
+def cmd_window(nav: Navigator, args) -> dict:
+    out = nav.window(args.entity_id, args.context)
+    if not args.json:
+        print(f"# {out['entity_id']}  {out['file']}:{out['start']}-{out['end']}")
+        print(out["code"], end="")
+        if out.get("stale"):
+            print(f"# note: {out['stale']}", file=sys.stderr)
+    return out
+
+
+def cmd_symbol(nav: Navigator, args) -> dict:
+    out = nav.find_symbol(args.name)
+    if not args.json:
+        for d in out["definitions"]:
+            print(f"{d['id']}  ({d['file']}:{d['line']})\n    {d['signature']}")
+    return out
+
+
+def cmd_refs(nav: Navigator, args) -> dict:
+    out = nav.find_references(args.entity_id, limit=args.limit)
+    if not args.json:
+        for r in out["references"]:
+            print(f"{r['file']}:{r['line']}  {r['relation']}  from {r['from']}  ({r['resolution']}, {r['confidence']})")
+        if not out["references"]:
+            print("no references")
+    return out
+
+
+def cmd_map(nav: Navigator, args) -> dict:
+    out = nav.repo_map(args.max_tokens, args.focus or None)
+    if not args.json:
+        print(out["map"], end="")
+        print(f"# {out['tokens']} tokens, {out['files_shown']} of {out['files_total']} files", file=sys.stderr)
+    return out
+
+
+def cmd_context(nav: Navigator, args) -> dict:
+    out = nav.assemble_context(args.query, args.max_tokens)
+    if not args.json:
+        print(out["context"])
+        print(f"# {out['tokens']} of {out['max_tokens']} tokens", file=sys.stderr)
+    return out
+
+
+def cmd_status(nav: Navigator, args) -> dict:
+    out = nav.status()
+    try:
+        from supervisor.control import query_status
+
+        live = query_status(nav.root, nav.config)
+        if live is not None:
+            out["pipeline"] = live
+    except ImportError:
+        pass
+    if not args.json:
+        for k, v in out.items():
+            print(f"{k}: {json.dumps(v, default=str) if isinstance(v, (dict, list)) else v}")
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="nsccn", description="Neuro-Symbolic Causal Code Navigator")
+    p.add_argument("--version", action="version", version=f"nsccn {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def query_cmd(name, help_, func):
+        sp = sub.add_parser(name, help=help_)
+        sp.add_argument("--root", default=".", help="repository root (default: current directory)")
+        sp.add_argument("--json", action="store_true", help="print JSON")
+        sp.set_defaults(func=func, needs_nav=True)
+        return sp
+
+    sp = sub.add_parser("index", help="index a repository (incremental) and exit")
+    sp.add_argument("path", nargs="?", default=".")
+    sp.add_argument("--workers", type=int, default=0, help="parser processes (0: one per core)")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_index, needs_nav=False)
+
+    sp = query_cmd("search", "ranked entities for a query", cmd_search)
+    sp.add_argument("query")
+    sp.add_argument("--limit", type=int, default=10)
+    sp.add_argument("--offset", type=int, default=0)
+    sp = query_cmd("skeleton", "a file's signatures and docstrings, bodies elided", cmd_skeleton)
+    sp.add_argument("file")
+    sp = query_cmd("trace", "causal path from an entity", cmd_trace)
+    sp.add_argument("entity_id")
+    sp.add_argument("--direction", default="downstream", choices=["downstream", "upstream", "state", "all"])
+    sp.add_argument("--depth", type=int, default=3)
+    sp.add_argument("--relation", action="append", help="follow only this relation (repeatable)")
+    sp.add_argument("--min-confidence", type=float, default=0.0)
+    sp = query_cmd("window", "an entity's exact lines, numbered", cmd_window)
+    sp.add_argument("entity_id")
+    sp.add_argument("--context", type=int, default=5)
+    sp = query_cmd("symbol", "where a name is defined", cmd_symbol)
+    sp.add_argument("name")
+    sp = query_cmd("refs", "every call/import/inheritance site of an entity", cmd_refs)
+    sp.add_argument("entity_id")
+    sp.add_argument("--limit", type=int, default=100)
+    sp = query_cmd("map", "ranked repository map within a token budget", cmd_map)
+    sp.add_argument("--max-tokens", type=int, default=1024)
+    sp.add_argument("--focus", action="append", help="entity id or file path to center on (repeatable)")
+    sp = query_cmd("context", "token-budgeted context for a task", cmd_context)
+    sp.add_argument("query")
+    sp.add_argument("--max-tokens", type=int, default=8000)
+    query_cmd("status", "what the index holds and how fresh it is", cmd_status)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0) if exc.code in (0, None) else EXIT_USAGE
+    if not args.needs_nav:
+        return args.func(args)
+    nav = Navigator(args.root)
+    try:
+        out = args.func(nav, args)
+    except NavigatorError as exc:
+        if args.json:
+            _print_json(exc.as_dict())
+        else:
+            print(f"nsccn: {exc.message}", file=sys.stderr)
+            if exc.suggestions:
+                print("did you mean:\n  " + "\n  ".join(exc.suggestions), file=sys.stderr)
+        return EXIT_NO_INDEX if "run `nsccn index`" in exc.message else EXIT_FAILED
+    finally:
+        nav.close()
+    if args.json:
+        _print_json(out)
+    return EXIT_OK
+
+
+def entry() -> int:
+    try:
+        return main()
+    except BrokenPipeError:  # `nsccn ... | head` closed the pipe: not an error
+        sys.stderr.close()
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(entry())

@@ -1,0 +1,308 @@
+"""The tools, as one class both front ends call: the CLI and the MCP server.
+
+Every method returns plain JSON-able data or raises `NavigatorError` with a message an agent
+can act on (the valid range, the closest ids). Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from pathlib import Path
+
+from nsccn import graph, search as search_mod
+from nsccn.config import Config, load_config
+from nsccn.model import split_entity_id
+from nsccn.repomap import repo_map
+from nsccn.store import EntityRow, IndexMissing, Store
+from nsccn.tokens import count_tokens, truncate_to_tokens
+from nsccn.window import PathOutsideRepository, read_lines, safe_path, window
+
+
+class NavigatorError(ValueError):
+    def __init__(self, message: str, suggestions: list[str] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.suggestions = suggestions or []
+
+    def as_dict(self) -> dict:
+        d = {"error": self.message}
+        if self.suggestions:
+            d["did_you_mean"] = self.suggestions
+        return d
+
+
+class Navigator:
+    def __init__(self, root: str | Path, config: Config | None = None, db_path: str | Path | None = None):
+        self.root = Path(root).resolve()
+        self.config = config or load_config(self.root)
+        self.db_path = Path(db_path) if db_path else self.config.db_path(self.root)
+        self._store: Store | None = None
+        self.embedder = None  # set by a front end that can embed queries
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            try:
+                self._store = Store(self.db_path, readonly=True)
+            except IndexMissing as exc:
+                raise NavigatorError(str(exc)) from exc
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    # -- lookups -----------------------------------------------------------------------------
+
+    def entity(self, entity_id: str) -> EntityRow:
+        if not isinstance(entity_id, str) or not entity_id.strip():
+            raise NavigatorError("entity_id is empty; ids look like func:path/to/file.py:name")
+        row = self.store.entity(entity_id.strip())
+        if row is None:
+            raise NavigatorError(f"unknown entity id {entity_id!r}", self.closest_ids(entity_id))
+        return row
+
+    def closest_ids(self, wrong: str, n: int = 5) -> list[str]:
+        try:
+            _, path, qualname = split_entity_id(wrong)
+        except ValueError:
+            path, qualname = "", wrong
+        name = qualname.rsplit(".", 1)[-1].rsplit(":", 1)[-1]
+        cands = {r.id for r in self.store.entities_named(name)}
+        if path:
+            cands |= {r.id for r in self.store.entities_in_file(path)}
+        if not cands:
+            terms = search_mod.analyze_query(name).terms
+            rows = self.store.entity_at_rowids(search_mod.bm25_stream(self.store, terms, 20))
+            cands = {r.id for r in rows.values()}
+        return difflib.get_close_matches(wrong, sorted(cands), n=n, cutoff=0.0)
+
+    def _check_file(self, file_path: str) -> str:
+        rel = file_path.strip().replace("\\", "/")
+        try:
+            real = safe_path(self.root, rel)
+        except PathOutsideRepository as exc:
+            raise NavigatorError(str(exc)) from exc
+        rel = real.relative_to(self.root).as_posix()
+        if self.store.file(rel) is None:
+            hits = difflib.get_close_matches(rel, self.store.file_paths(), n=5, cutoff=0.3)
+            raise NavigatorError(f"{rel!r} is not an indexed file", hits)
+        return rel
+
+    # -- the four tools of the specification ----------------------------------------------------
+
+    def search(self, query: str, limit: int = 10, offset: int = 0, kinds: list[str] | None = None) -> dict:
+        if not isinstance(query, str) or not query.strip():
+            raise NavigatorError("query is empty: give a name, a phrase or a bug report")
+        if not 1 <= limit <= 100:
+            raise NavigatorError(f"limit must be between 1 and 100, not {limit}")
+        if offset < 0:
+            raise NavigatorError(f"offset must be 0 or more, not {offset}")
+        signals = search_mod.ALL_SIGNALS if self._has_vectors() else search_mod.ALL_SIGNALS - {"vector"}
+        hits = search_mod.search(
+            self.store, query, limit=limit + offset, signals=signals, embedder=self.embedder,
+            kinds=tuple(kinds) if kinds else None, rrf_k=self.config.rrf_k,
+        )
+        results = [h.as_dict() for h in hits[offset : offset + limit]]
+        out = {"query": query, "results": results, "signals": sorted(signals)}
+        if len(hits) == limit + offset:
+            out["more"] = f"call again with offset={offset + limit} for the next results"
+        return out
+
+    def _has_vectors(self) -> bool:
+        try:
+            from nsccn import semantic
+
+            return semantic.has_vectors(self.store)
+        except ImportError:
+            return False
+
+    def skeleton(self, file_path: str) -> dict:
+        rel = self._check_file(file_path)
+        skel, indexed_hash = self.store.skeleton(rel)
+        try:
+            lines, disk_hash = read_lines(self.root, rel)
+        except OSError:
+            lines, disk_hash = [], None
+        source_tokens = count_tokens("\n".join(lines))
+        tokens = count_tokens(skel)
+        out = {
+            "file": rel,
+            "skeleton": skel,
+            "tokens": tokens,
+            "source_tokens": source_tokens,
+            "reduction": round(1 - tokens / source_tokens, 3) if source_tokens else 0.0,
+            "entities": [e.id for e in self.store.entities_in_file(rel)],
+        }
+        if disk_hash != indexed_hash:
+            out["stale"] = "the file changed on disk since it was indexed; the skeleton shows the indexed version"
+        return out
+
+    def trace(
+        self,
+        entity_id: str,
+        direction: str = "downstream",
+        depth: int = 3,
+        relations: list[str] | None = None,
+        min_confidence: float = 0.0,
+    ) -> dict:
+        row = self.entity(entity_id)
+        if relations:
+            bad = [r for r in relations if r not in graph.DIRECTION_RELATIONS["all"] + ("CONTAINS",)]
+            if bad:
+                raise NavigatorError(f"unknown relations {bad}; known: {list(graph.DIRECTION_RELATIONS['all'])}")
+        if not 0.0 <= min_confidence <= 1.0:
+            raise NavigatorError(f"min_confidence must be between 0 and 1, not {min_confidence}")
+        try:
+            return graph.trace(self.store, row.id, direction, depth, relations, min_confidence)
+        except ValueError as exc:
+            raise NavigatorError(str(exc)) from exc
+
+    def window(self, entity_id: str, context_lines: int = 5) -> dict:
+        row = self.entity(entity_id)
+        try:
+            out = window(self.root, row.path, row.start_line, row.end_line, context_lines)
+        except PathOutsideRepository as exc:
+            raise NavigatorError(str(exc)) from exc
+        except (FileNotFoundError, IsADirectoryError) as exc:
+            raise NavigatorError(f"{row.path} is indexed but no longer on disk; re-index") from exc
+        except ValueError as exc:
+            raise NavigatorError(str(exc)) from exc
+        indexed = self.store.file(row.path)
+        out = {"entity_id": row.id, **out}
+        if indexed and indexed["content_hash"] != out.pop("content_hash"):
+            out["stale"] = "the file changed since it was indexed: line numbers may have moved"
+        else:
+            out.pop("content_hash", None)
+        return out
+
+    # -- beyond the specification ---------------------------------------------------------------
+
+    def find_symbol(self, name: str, limit: int = 20) -> dict:
+        if not isinstance(name, str) or not name.strip():
+            raise NavigatorError("name is empty")
+        name = name.strip()
+        rows = self.store.entities_named(name)
+        if not rows and "." in name:  # `Class.method` or `pkg.module.func`
+            tail = name.rsplit(".", 1)[-1]
+            rows = [r for r in self.store.entities_named(tail) if (r.qualname == name or r.id.endswith(name)
+                    or f"{r.path[:-3].replace('/', '.')}.{r.qualname}".endswith(name))]
+        if not rows:
+            names = [n for (n,) in self.store.conn.execute("SELECT DISTINCT name FROM entities")]
+            close = difflib.get_close_matches(name.rsplit(".", 1)[-1], names, n=5, cutoff=0.6)
+            raise NavigatorError(f"no definition named {name!r}", close)
+        return {"name": name, "definitions": [r.brief() for r in rows[:limit]], "total": len(rows)}
+
+    def find_references(self, entity_id: str, limit: int = 100) -> dict:
+        row = self.entity(entity_id)
+        edges = [e for e in self.store.edges_to(row.id) if e.relation != "CONTAINS"]
+        edges.sort(key=lambda e: (-e.confidence, e.path, e.line))
+        refs = [
+            {"from": e.source, "relation": e.relation, "file": e.path, "line": e.line,
+             "confidence": round(e.confidence, 3), "resolution": e.resolution}
+            for e in edges[:limit]
+        ]
+        out = {"entity_id": row.id, "references": refs, "total": len(edges)}
+        if len(edges) > limit:
+            out["more"] = f"{len(edges) - limit} more; raise limit"
+        return out
+
+    def repo_map(self, max_tokens: int = 1024, focus: list[str] | None = None) -> dict:
+        try:
+            return repo_map(self.store, max_tokens, focus)
+        except ValueError as exc:
+            raise NavigatorError(str(exc)) from exc
+
+    def assemble_context(self, query: str, max_tokens: int = 8000) -> dict:
+        """The best entities' code, their neighbours' signatures and a map slice, within max_tokens."""
+        if max_tokens < 200:
+            raise NavigatorError("max_tokens must be at least 200")
+        found = self.search(query, limit=10)["results"]
+        parts: list[str] = []
+        used = 0
+        included: list[str] = []
+
+        def add(text: str) -> bool:
+            nonlocal used
+            cost = count_tokens(text)
+            if used + cost > max_tokens:
+                return False
+            parts.append(text)
+            used += cost
+            return True
+
+        budget_code = int(max_tokens * 0.7)
+        for hit in found:
+            if used >= budget_code:
+                break
+            try:
+                w = self.window(hit["id"], context_lines=2)
+            except NavigatorError:
+                continue
+            block = f"## {hit['id']}\n{w['code']}"
+            if used + count_tokens(block) > budget_code:
+                block, _ = truncate_to_tokens(block, budget_code - used)
+                if block.count("\n") < 4:
+                    continue
+            if add(block):
+                included.append(hit["id"])
+        neighbours: list[str] = []
+        for eid in included[:5]:
+            for e in self.store.edges_from(eid, ("CALLS",)) + self.store.edges_to(eid, ("CALLS",)):
+                other = e.target if e.source == eid else e.source
+                if other not in included and other not in neighbours and not other.startswith("ext:"):
+                    neighbours.append(other)
+        rows = self.store.entities(neighbours[:40])
+        sig_lines = [f"{rows[n].path}:{rows[n].start_line}  {rows[n].signature}" for n in neighbours[:40] if n in rows]
+        if sig_lines:
+            block, _ = truncate_to_tokens("## callers and callees\n" + "\n".join(sig_lines) + "\n", max(0, max_tokens - used - 10))
+            if block:
+                add(block)
+        remaining = max_tokens - used
+        if remaining > 150:
+            files = list(dict.fromkeys(h["file"] for h in found))[:5]
+            m = repo_map(self.store, max_tokens=max(64, remaining - 20), focus=files) if files else None
+            if m and m["map"]:
+                add("## repository map (focused)\n" + m["map"])
+        text = "\n".join(parts)
+        return {"query": query, "context": text, "tokens": count_tokens(text), "max_tokens": max_tokens,
+                "entities": included}
+
+    def status(self) -> dict:
+        try:
+            store = self.store
+        except NavigatorError:
+            return {"root": str(self.root), "index": str(self.db_path), "indexed": False}
+        counts = store.counts()
+        last = store.get_meta("last_indexed")
+        stale = self._staleness(store)
+        out = {
+            "root": str(self.root),
+            "index": str(self.db_path),
+            "indexed": True,
+            **counts,
+            "last_indexed": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(last))) if last else None,
+            "stale_files": stale,
+        }
+        try:
+            from nsccn import semantic
+
+            out["vectors"] = semantic.vector_status(store)
+        except ImportError:
+            pass
+        return out
+
+    def _staleness(self, store: Store, limit: int = 20) -> dict:
+        """Files whose size or mtime on disk differs from the index (cheap: no hashing)."""
+        changed, missing = [], []
+        for path, (_h, size, mtime) in store.file_states().items():
+            try:
+                st = (self.root / path).stat()
+            except OSError:
+                missing.append(path)
+                continue
+            if st.st_size != size or st.st_mtime != mtime:
+                changed.append(path)
+        return {"changed": len(changed), "deleted": len(missing), "examples": (changed + missing)[:limit]}

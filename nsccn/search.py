@@ -1,0 +1,297 @@
+"""Search: lexical (FTS5 BM25), query analysis (identifiers, paths, tracebacks), semantic vectors,
+fused by Reciprocal Rank Fusion, then graph expansion and a structural prior.
+
+Each stream produces a ranked list of entity rowids; `fuse` combines ranks, never raw scores,
+so streams with incomparable scales mix fairly.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nsccn.store import EntityRow, Store
+from nsccn.text import split_identifier
+
+ALL_SIGNALS = frozenset({"bm25", "vector", "query_analysis", "graph", "prior"})
+DEFAULT_SIGNALS = ALL_SIGNALS
+RRF_K = 60
+# FTS5 column weights: name, path, signature, docstring, body.
+BM25_WEIGHTS = (6.0, 3.0, 3.0, 1.0, 1.0)
+MAX_QUERY_TERMS = 64
+STREAM_DEPTH = 200  # how deep each stream is read before fusion
+
+_STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been before being
+    below between both but by can could did do does doing don down during each either else even every few
+    for from further get got had has have having he her here hers him his how however i if in into is it
+    its itself just like make may me might more most much must my no nor not now of off on once only or
+    other our ours out over own please same see seem seems should so some such than that the their them
+    then there these they this those though through to too under until up upon us use used using very via
+    want was way we well were what when where which while who whom why will with within without would
+    yet you your yours bug issue error fix fixed problem expected actual actually instead work works
+    working following example code case cases thing things one two new old true false none self def
+    return class import print value values return returns result results python version line lines file
+    files call called calls function functions method methods test tests run running""".split()
+)
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.py)\b")
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in ([\w<>]+)')
+
+
+@dataclass
+class QueryAnalysis:
+    terms: list[str]  # lexical terms, most telling first
+    identifiers: list[str]  # code-like names: snake_case, CamelCase, dotted, called()
+    paths: list[str]  # mentioned file paths
+    frames: list[tuple[str, int, str]]  # traceback frames (file, line, function), innermost last
+
+
+def analyze_query(query: str) -> QueryAnalysis:
+    frames = [(f, int(n), fn) for f, n, fn in _FRAME.findall(query)]
+    paths = list(dict.fromkeys(m.replace("\\", "/") for m in _PATH.findall(query)))
+    identifiers: list[str] = []
+    counts: dict[str, int] = defaultdict(int)
+    for m in _IDENT.finditer(query):
+        tok = m.group(0)
+        after = query[m.end() : m.end() + 1]
+        before = query[m.start() - 1 : m.start()] if m.start() else ""
+        codeish = (
+            "_" in tok.strip("_")
+            or "." in tok
+            or re.search(r"[a-z][A-Z]", tok) is not None
+            or after == "("
+            or before == "`"
+            or (tok[:1].isupper() and any(c.isupper() for c in tok[1:]))
+        )
+        if codeish and not tok.endswith(".py") and len(tok) > 2:
+            identifiers.append(tok)
+        for part in tok.split("."):
+            low = part.lower()
+            if len(low) > 1 and low not in _STOPWORDS and not low.isdigit():
+                counts[low] += 1
+            for sub in split_identifier(part):
+                if len(sub) > 2 and sub not in _STOPWORDS and sub != low:
+                    counts[sub] += 1
+    identifiers = list(dict.fromkeys(identifiers))
+    ident_terms = {p.lower() for i in identifiers for p in i.split(".")}
+    # Code identifiers first, then by frequency in the report.
+    terms = sorted(counts, key=lambda t: (t not in ident_terms, -counts[t]))
+    return QueryAnalysis(terms[:MAX_QUERY_TERMS], identifiers, paths, frames)
+
+
+@dataclass
+class Hit:
+    entity: EntityRow
+    score: float
+    streams: dict[str, int] = field(default_factory=dict)  # stream -> 1-based rank
+
+    def as_dict(self) -> dict:
+        d = self.entity.brief()
+        d["score"] = round(self.score, 6)
+        d["matched_by"] = self.streams
+        return d
+
+
+# -- streams ----------------------------------------------------------------------------------
+
+
+def bm25_stream(store: Store, terms: list[str], limit: int = STREAM_DEPTH) -> list[int]:
+    if not terms:
+        return []
+    match = " OR ".join(f'"{t}"' for t in terms)
+    q = (
+        "SELECT rowid FROM entities_fts WHERE entities_fts MATCH ? "
+        f"ORDER BY bm25(entities_fts, {', '.join(map(str, BM25_WEIGHTS))}) LIMIT ?"
+    )
+    return [r for (r,) in store.conn.execute(q, (match, limit))]
+
+
+def exact_stream(store: Store, analysis: QueryAnalysis) -> list[int]:
+    """Definitions named exactly as an identifier of the query, rarest names first; then
+    entities of files named in the query or in traceback frames (innermost frame first)."""
+    ranked: list[int] = []
+    seen: set[int] = set()
+
+    def add(rows):
+        for (rid,) in rows:
+            if rid not in seen:
+                seen.add(rid)
+                ranked.append(rid)
+
+    c = store.conn
+    for path, _line, func in reversed(analysis.frames):
+        norm = path.replace("\\", "/")
+        for cand in _indexed_suffix_matches(store, norm):
+            add(c.execute("SELECT rowid FROM entities WHERE path=? AND name=?", (cand, func)))
+    by_specificity = []
+    for ident in analysis.identifiers:
+        parts = ident.split(".")
+        name = parts[-1]
+        rows = c.execute(
+            "SELECT rowid, qualname FROM entities WHERE name=? AND kind != 'module'", (name,)
+        ).fetchall()
+        if not rows and len(parts) > 1:
+            continue
+        if len(parts) > 1:  # `Class.method` or `module.func`: prefer qualname suffix matches
+            tail = ".".join(parts[-2:])
+            exact = [r for r in rows if r[1].endswith(tail)]
+            rows = exact or rows
+        if 0 < len(rows) <= 20:
+            by_specificity.append((len(rows), [(r[0],) for r in rows]))
+    for _, rows in sorted(by_specificity, key=lambda x: x[0]):
+        add(rows)
+    for path in analysis.paths:
+        for cand in _indexed_suffix_matches(store, path):
+            add(c.execute("SELECT rowid FROM entities WHERE path=? ORDER BY start_line", (cand,)))
+    return ranked
+
+
+def _indexed_suffix_matches(store: Store, path: str) -> list[str]:
+    path = path.lstrip("./")
+    parts = path.split("/")
+    # Try the longest suffix that names indexed files: "/usr/lib/.../requests/models.py" -> "requests/models.py".
+    for i in range(len(parts)):
+        suffix = "/".join(parts[i:])
+        rows = store.conn.execute(
+            "SELECT path FROM files WHERE path=? OR path LIKE ? ESCAPE '\\' LIMIT 5",
+            (suffix, "%/" + suffix.replace("%", "\\%").replace("_", "\\_")),
+        ).fetchall()
+        if rows:
+            return [r[0] for r in rows]
+    return []
+
+
+def vector_stream(store: Store, query: str, limit: int = STREAM_DEPTH, embedder=None) -> list[int]:
+    """Nearest entities by embedding; empty when the index has no vectors yet."""
+    from nsccn import semantic  # heavy imports (onnxruntime) only when vectors are asked for
+
+    return semantic.nearest_rowids(store, query, limit, embedder=embedder)
+
+
+# -- fusion -----------------------------------------------------------------------------------
+
+
+def fuse(streams: dict[str, list[int]], k: int = RRF_K, weights: dict[str, float] | None = None) -> dict[int, float]:
+    """Reciprocal Rank Fusion: score(d) = sum over streams of w / (k + rank(d))."""
+    scores: dict[int, float] = defaultdict(float)
+    for name, ranked in streams.items():
+        w = (weights or {}).get(name, 1.0)
+        for rank, rid in enumerate(ranked, start=1):
+            scores[rid] += w / (k + rank)
+    return scores
+
+
+def expand_graph(store: Store, scores: dict[int, float], top: int = 20, decay: float = 0.5) -> dict[int, float]:
+    """Give neighbours of the best hits (callers, callees, container, members) a share of their score."""
+    best = sorted(scores.items(), key=lambda x: -x[1])[:top]
+    if not best:
+        return scores
+    rows = store.entity_at_rowids([rid for rid, _ in best])
+    by_id = {row.id: rid for rid, row in rows.items()}
+    out = dict(scores)
+    c = store.conn
+    for eid, rid in by_id.items():
+        base = scores[rid] * decay
+        neigh = c.execute(
+            "SELECT e.rowid, ed.confidence FROM edges ed JOIN entities e ON e.id = ed.target "
+            "WHERE ed.source=? AND ed.relation IN ('CALLS', 'CONTAINS', 'INHERITS') "
+            "UNION ALL SELECT e.rowid, ed.confidence FROM edges ed JOIN entities e ON e.id = ed.source "
+            "WHERE ed.target=? AND ed.relation IN ('CALLS', 'CONTAINS')",
+            (eid, eid),
+        ).fetchall()
+        if not neigh:
+            continue
+        share = base / max(3, len(neigh))  # a hub spreads thin
+        for nrid, conf in neigh:
+            out[nrid] = out.get(nrid, 0.0) + share * conf
+    return out
+
+
+def apply_prior(store: Store, scores: dict[int, float], weight: float = 0.15) -> dict[int, float]:
+    """Multiply by a structural prior in [1, 1+weight]: PageRank over the reference graph."""
+    from nsccn.repomap import entity_ranks
+
+    ranks = entity_ranks(store)
+    if not ranks:
+        return scores
+    top = max(ranks.values()) or 1.0
+    return {rid: s * (1.0 + weight * (ranks.get(rid, 0.0) / top) ** 0.5) for rid, s in scores.items()}
+
+
+# -- entry points -----------------------------------------------------------------------------
+
+
+def search(
+    store: Store,
+    query: str,
+    limit: int = 10,
+    signals: frozenset[str] | None = None,
+    kinds: tuple[str, ...] | None = None,
+    embedder=None,
+    rrf_k: int = RRF_K,
+) -> list[Hit]:
+    """Ranked entities for a query (a name, a phrase, or a whole bug report)."""
+    if not query or not query.strip():
+        raise ValueError("the query is empty")
+    signals = DEFAULT_SIGNALS if signals is None else signals
+    unknown = set(signals) - ALL_SIGNALS
+    if unknown:
+        raise ValueError(f"unknown signals {sorted(unknown)}; known: {sorted(ALL_SIGNALS)}")
+    analysis = analyze_query(query)
+    streams: dict[str, list[int]] = {}
+    if "bm25" in signals:
+        streams["bm25"] = bm25_stream(store, analysis.terms)
+    if "vector" in signals:
+        streams["vector"] = vector_stream(store, query, embedder=embedder)
+    if "query_analysis" in signals:
+        streams["exact"] = exact_stream(store, analysis)
+    scores = fuse(streams, k=rrf_k, weights={"exact": 2.0})
+    if "graph" in signals:
+        scores = expand_graph(store, scores)
+    if "prior" in signals:
+        scores = apply_prior(store, scores)
+    ranked = sorted(scores.items(), key=lambda x: -x[1])
+    ranks = {name: {rid: i for i, rid in enumerate(s, start=1)} for name, s in streams.items()}
+    wanted = max(limit * 4, 100)
+    rows = store.entity_at_rowids([rid for rid, _ in ranked[:wanted]])
+    hits: list[Hit] = []
+    for rid, score in ranked[:wanted]:
+        row = rows.get(rid)
+        if row is None or (kinds and row.kind not in kinds):
+            continue
+        hits.append(Hit(row, score, {n: r[rid] for n, r in ranks.items() if rid in r}))
+        if len(hits) >= limit:
+            break
+    return hits
+
+
+@dataclass
+class Localization:
+    files: list[str]
+    functions: list[str]  # entity ids of functions, methods and classes
+    seconds: float
+
+
+def localize(
+    db_path: str | Path, query: str, limit: int = 50, signals: frozenset[str] | None = None, embedder=None
+) -> Localization:
+    """Rank files and functions for a bug report: the benchmark's entry point."""
+    started = time.perf_counter()
+    with Store(db_path, readonly=True) as store:
+        hits = search(store, query, limit=limit * 6, signals=signals, embedder=embedder)
+    files: dict[str, float] = defaultdict(float)
+    seen_in_file: dict[str, int] = defaultdict(int)
+    functions: list[str] = []
+    for hit in hits:
+        e = hit.entity
+        # A file scores by its best entity plus a little for each further hit (damped).
+        seen_in_file[e.path] += 1
+        files[e.path] += hit.score / seen_in_file[e.path] ** 2
+        if e.kind in ("func", "method", "class") and len(functions) < limit:
+            functions.append(e.id)
+    ranked_files = sorted(files, key=lambda p: -files[p])[:limit]
+    return Localization(ranked_files, functions, time.perf_counter() - started)

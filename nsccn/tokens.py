@@ -1,0 +1,35 @@
+"""Exact token counts with a real LLM tokenizer (o200k_base), not characters divided by a constant."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import bpe_openai
+
+ENCODING = "o200k_base"
+
+
+@lru_cache(maxsize=1)
+def _encoding():
+    return bpe_openai.get_encoding(ENCODING)
+
+
+def count_tokens(text: str) -> int:
+    if not text:
+        return 0
+    return len(_encoding().encode_ordinary(text))
+
+
+def truncate_to_tokens(text: str, max_tokens: int) -> tuple[str, bool]:
+    """The longest prefix of `text` within `max_tokens`, cut at a line end; (text, was_cut)."""
+    if count_tokens(text) <= max_tokens:
+        return text, False
+    lines = text.splitlines(keepends=True)
+    lo, hi = 0, len(lines)
+    while lo < hi:  # binary search on the number of whole lines that fit
+        mid = (lo + hi + 1) // 2
+        if count_tokens("".join(lines[:mid])) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return "".join(lines[:lo]), True
