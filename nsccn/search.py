@@ -23,6 +23,9 @@ RRF_K = 60
 BM25_WEIGHTS = (6.0, 3.0, 3.0, 1.0, 1.0)
 MAX_QUERY_TERMS = 64
 STREAM_DEPTH = 200  # how deep each stream is read before fusion
+# RRF weight per stream: exact identifier/path/traceback matches are strong evidence; graph
+# neighbours and the structural prior only nudge.
+STREAM_WEIGHTS = {"bm25": 1.0, "vector": 1.0, "exact": 2.0, "graph": 0.5, "prior": 0.1}
 
 _STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before being
@@ -185,41 +188,43 @@ def fuse(streams: dict[str, list[int]], k: int = RRF_K, weights: dict[str, float
     return scores
 
 
-def expand_graph(store: Store, scores: dict[int, float], top: int = 20, decay: float = 0.5) -> dict[int, float]:
-    """Give neighbours of the best hits (callers, callees, container, members) a share of their score."""
+def graph_stream(store: Store, scores: dict[int, float], top: int = 20, keep: int = 10) -> list[int]:
+    """Neighbours of the best hits (callers, callees, container, members), ranked by the
+    scores of the hits that reach them; a hub's neighbours each get a thinner share.
+    The first `keep` hits are left out: the graph finds what the query does not name, it does
+    not reorder what the query matched well."""
     best = sorted(scores.items(), key=lambda x: -x[1])[:top]
+    settled = {rid for rid, _ in best[:keep]}
     if not best:
-        return scores
+        return []
     rows = store.entity_at_rowids([rid for rid, _ in best])
-    by_id = {row.id: rid for rid, row in rows.items()}
-    out = dict(scores)
+    gathered: dict[int, float] = defaultdict(float)
     c = store.conn
-    for eid, rid in by_id.items():
-        base = scores[rid] * decay
+    for rid, score in best:
+        row = rows.get(rid)
+        if row is None:
+            continue
         neigh = c.execute(
             "SELECT e.rowid, ed.confidence FROM edges ed JOIN entities e ON e.id = ed.target "
             "WHERE ed.source=? AND ed.relation IN ('CALLS', 'CONTAINS', 'INHERITS') "
             "UNION ALL SELECT e.rowid, ed.confidence FROM edges ed JOIN entities e ON e.id = ed.source "
             "WHERE ed.target=? AND ed.relation IN ('CALLS', 'CONTAINS')",
-            (eid, eid),
+            (row.id, row.id),
         ).fetchall()
-        if not neigh:
-            continue
-        share = base / max(3, len(neigh))  # a hub spreads thin
+        share = score / max(3, len(neigh)) ** 0.5
         for nrid, conf in neigh:
-            out[nrid] = out.get(nrid, 0.0) + share * conf
-    return out
+            gathered[nrid] += share * conf
+    return sorted((r for r in gathered if r not in settled), key=lambda r: -gathered[r])[:STREAM_DEPTH]
 
 
-def apply_prior(store: Store, scores: dict[int, float], weight: float = 0.15) -> dict[int, float]:
-    """Multiply by a structural prior in [1, 1+weight]: PageRank over the reference graph."""
+def prior_stream(store: Store, candidates: list[int]) -> list[int]:
+    """The candidates ordered by PageRank over the reference graph: central code first."""
     from nsccn.repomap import entity_ranks
 
     ranks = entity_ranks(store)
     if not ranks:
-        return scores
-    top = max(ranks.values()) or 1.0
-    return {rid: s * (1.0 + weight * (ranks.get(rid, 0.0) / top) ** 0.5) for rid, s in scores.items()}
+        return []
+    return sorted(candidates, key=lambda r: -ranks.get(r, 0.0))
 
 
 # -- entry points -----------------------------------------------------------------------------
@@ -249,11 +254,14 @@ def search(
         streams["vector"] = vector_stream(store, query, embedder=embedder)
     if "query_analysis" in signals:
         streams["exact"] = exact_stream(store, analysis)
-    scores = fuse(streams, k=rrf_k, weights={"exact": 2.0})
+    scores = fuse(streams, k=rrf_k, weights=STREAM_WEIGHTS)
+    # Second-order streams read the first fusion, then everything is fused again.
     if "graph" in signals:
-        scores = expand_graph(store, scores)
+        streams["graph"] = graph_stream(store, scores)
     if "prior" in signals:
-        scores = apply_prior(store, scores)
+        streams["prior"] = prior_stream(store, [r for r, _ in sorted(scores.items(), key=lambda x: -x[1])[:100]])
+    if "graph" in signals or "prior" in signals:
+        scores = fuse(streams, k=rrf_k, weights=STREAM_WEIGHTS)
     ranked = sorted(scores.items(), key=lambda x: -x[1])
     ranks = {name: {rid: i for i, rid in enumerate(s, start=1)} for name, s in streams.items()}
     wanted = max(limit * 4, 100)

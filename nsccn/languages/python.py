@@ -119,6 +119,10 @@ class PythonExtractor:
 
     def extract(self):
         tree = parser().parse(self.data)
+        if tree.root_node.has_error:
+            self._collect_errors(tree.root_node)
+            recovered = blank_broken_definitions(self.data)
+            tree = parser().parse(recovered)
         root = tree.root_node
         mod_id = entity_id("module", self.path, self.module or "__init__")
         doc = self._docstring(root)
@@ -142,8 +146,6 @@ class PythonExtractor:
                 body_head="",
             ),
         )
-        if root.has_error:
-            self._collect_errors(root)
         self.skeleton = SkeletonBuilder(self.data, self.text_lines).build(root)
         for star in self.star_imports:
             self.imports[f"*{star}"] = star
@@ -487,6 +489,50 @@ class PythonExtractor:
         if node.has_error:
             for child in node.children:
                 self._collect_errors(child)
+
+
+_DEF_LINE = re.compile(rb"^\s*(?:async\s+def|def|class|@)\b|^\s*@")
+
+
+def _first_error_row(node: ts.Node) -> int | None:
+    if node.type == "ERROR" or node.is_missing:
+        return node.start_point[0]
+    if node.has_error:
+        for child in node.children:
+            row = _first_error_row(child)
+            if row is not None:
+                return row
+    return None
+
+
+def _indent(line: bytes) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def blank_broken_definitions(data: bytes, rounds: int = 20) -> bytes:
+    """Blank out (keeping line numbers) the innermost definition around each syntax error, so the
+    rest of the file parses cleanly. Tree-sitter's own recovery can swallow what follows an error."""
+    lines = data.split(b"\n")
+    for _ in range(rounds):
+        tree = parser().parse(b"\n".join(lines))
+        row = _first_error_row(tree.root_node)
+        if row is None:
+            break
+        row = min(row, len(lines) - 1)
+        start = row
+        while start > 0 and not (_DEF_LINE.match(lines[start]) and _indent(lines[start]) <= _indent(lines[row])):
+            start -= 1
+        while start > 0 and lines[start - 1].lstrip().startswith(b"@"):
+            start -= 1  # the decorators go with their definition
+        base = _indent(lines[start])
+        end = row + 1
+        while end < len(lines) and (not lines[end].strip() or _indent(lines[end]) > base or lines[end].lstrip()[:1] in (b")", b"]", b"}")):
+            end += 1
+        if all(not ln.strip() for ln in lines[start:end]):
+            break  # nothing left to blank: give up, keep what tree-sitter recovered
+        for i in range(start, end):
+            lines[i] = b""
+    return b"\n".join(lines)
 
 
 _STATEMENT_TYPES = frozenset(

@@ -1,0 +1,133 @@
+"""Fixture repositories the tests write, and a helper to index them."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from nsccn.indexer import index_repository
+from nsccn.store import Store
+
+SHOP = {
+    "shop/__init__.py": "from .models import User\n",
+    "shop/config.py": """
+        import os
+
+        DATABASE_URL = os.environ.get("DATABASE_URL", "sqlite://")
+        MAX_ITEMS = 10
+        settings = {"debug": False}
+    """,
+    "shop/errors.py": """
+        class ShopError(Exception):
+            \"\"\"Base error of the shop.\"\"\"
+
+        class ValidationError(ShopError):
+            pass
+    """,
+    "shop/base.py": """
+        class Model:
+            registry = []
+
+            def save(self):
+                \"\"\"Persist the model.\"\"\"
+                self.validate()
+                Model.registry.append(self)
+
+            def validate(self):
+                return True
+    """,
+    "shop/models.py": """
+        import os
+        from .base import Model
+        from .errors import ValidationError as VErr
+        from . import config
+        from .config import MAX_ITEMS
+
+        COUNTER = 0
+
+
+        class User(Model):
+            \"\"\"A customer.\"\"\"
+
+            def __init__(self, name: str, email: str = "") -> None:
+                self.name = name
+                self.items = []
+
+            @property
+            def display(self) -> str:
+                return self.name.title()
+
+            def validate(self):
+                if not self.name:
+                    raise VErr("name required")
+                return super().validate()
+
+            def add_item(self, item):
+                if len(self.items) >= MAX_ITEMS:
+                    raise ValueError("too many")
+                self.items.append(item)
+                self.save()
+
+            def connect(self):
+                url = config.DATABASE_URL
+                home = os.getenv("HOME")
+                debug = config.settings["debug"]
+                return url, home, debug
+
+
+        def bump():
+            global COUNTER
+            COUNTER += 1
+
+
+        def make_user(name):
+            def helper(n):
+                return n.strip()
+            try:
+                return User(helper(name))
+            except VErr:
+                raise
+    """,
+    "shop/service.py": """
+        import json
+        import shop.models as m
+        from shop.models import make_user
+
+
+        def register(name):
+            \"\"\"Register a new user and dump it as JSON.\"\"\"
+            user = make_user(name)
+            m.bump()
+            return json.dumps({"name": user.name})
+    """,
+}
+
+
+def write_repo(root: Path, files: dict[str, str | bytes]) -> Path:
+    for rel, content in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(textwrap.dedent(content).lstrip("\n"))
+    return root
+
+
+@pytest.fixture
+def shop_repo(tmp_path: Path) -> Path:
+    return write_repo(tmp_path / "repo", SHOP)
+
+
+@pytest.fixture
+def shop_index(shop_repo: Path):
+    index_repository(shop_repo, workers=1)
+    store = Store(shop_repo / ".nsccn" / "index.db", readonly=True)
+    yield shop_repo, store
+    store.close()
+
+
+def edges_of(store: Store, source: str, relation: str) -> dict[str, tuple[float, str]]:
+    return {e.target: (e.confidence, e.resolution) for e in store.edges_from(source, [relation])}

@@ -1,0 +1,70 @@
+"""The `nsccn` command as a user runs it: a real subprocess, real output, real exit codes."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def nsccn(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "nsccn.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def test_cli_round_trip(shop_repo):
+    r = nsccn("index", str(shop_repo), "--workers", "1")
+    assert r.returncode == 0, r.stderr
+    assert "entities:" in r.stdout and "edges:" in r.stdout and "CALLS" in r.stdout
+
+    r = nsccn("index", str(shop_repo), "--json")
+    summary = json.loads(r.stdout)
+    assert summary["files_indexed"] == 0 and summary["files_unchanged"] == 6
+
+    root = ["--root", str(shop_repo)]
+    r = nsccn("search", "add_item", *root, "--json")
+    assert r.returncode == 0
+    assert json.loads(r.stdout)["results"][0]["id"] == "method:shop/models.py:User.add_item"
+
+    r = nsccn("skeleton", "shop/models.py", *root)
+    assert r.returncode == 0 and "class User(Model):" in r.stdout and "tokens" in r.stderr
+
+    r = nsccn("trace", "func:shop/service.py:register", *root, "--depth", "2")
+    assert r.returncode == 0 and "-> CALLS func:shop/models.py:make_user" in r.stdout
+
+    r = nsccn("trace", "method:shop/base.py:Model.validate", *root, "--direction", "upstream", "--json")
+    data = json.loads(r.stdout)
+    assert "method:shop/base.py:Model.save" in data["entities"]
+
+    r = nsccn("window", "func:shop/models.py:bump", *root, "--context", "0")
+    assert r.returncode == 0 and "def bump():" in r.stdout and "global COUNTER" in r.stdout
+
+    r = nsccn("status", *root, "--json")
+    status = json.loads(r.stdout)
+    assert status["files"] == 6 and status["stale_files"]["changed"] == 0
+
+    r = nsccn("map", *root, "--max-tokens", "100")
+    assert r.returncode == 0 and "shop/" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "args, code, text",
+    [
+        (["window", "func:shop/models.py:make_usr"], 1, "func:shop/models.py:make_user"),
+        (["skeleton", "../../etc/passwd"], 1, "refused"),
+        (["trace", "func:shop/models.py:bump", "--depth", "50"], 1, "depth must be between 1 and 10"),
+        (["search", ""], 1, "empty"),
+        (["trace"], 2, ""),
+        (["frobnicate"], 2, ""),
+    ],
+)
+def test_cli_errors_and_exit_codes(shop_index, args, code, text):
+    repo, _ = shop_index
+    r = nsccn(*args, "--root", str(repo)) if args[0] not in ("frobnicate",) else nsccn(*args)
+    assert r.returncode == code
+    assert text in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_cli_without_index(tmp_path):
+    r = nsccn("search", "x", "--root", str(tmp_path))
+    assert r.returncode == 3 and "nsccn index" in r.stderr

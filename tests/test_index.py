@@ -1,0 +1,147 @@
+"""Incremental indexing and every kind of bad input the scanner meets."""
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import SHOP, edges_of, write_repo
+from nsccn.config import Config
+from nsccn.indexer import index_repository
+from nsccn.scan import scan_repository
+from nsccn.store import Store
+
+
+def db(repo: Path) -> Store:
+    return Store(repo / ".nsccn" / "index.db", readonly=True)
+
+
+def test_unchanged_rerun_does_nothing(shop_repo):
+    first = index_repository(shop_repo, workers=1)
+    assert first.files_indexed == len(SHOP)
+    again = index_repository(shop_repo, workers=1)
+    assert again.files_indexed == 0 and again.files_unchanged == len(SHOP)
+    # Same content, new mtime: hashed, found equal, not re-parsed.
+    os.utime(shop_repo / "shop/base.py", (time.time() + 5, time.time() + 5))
+    touched = index_repository(shop_repo, workers=1)
+    assert touched.files_indexed == 0 and touched.files_unchanged == len(SHOP)
+
+
+def test_modify_rename_delete(shop_repo):
+    index_repository(shop_repo, workers=1)
+    svc = shop_repo / "shop/service.py"
+    svc.write_text(svc.read_text() + "\n\ndef unregister(name):\n    return make_user(name)\n")
+    s = index_repository(shop_repo, workers=1)
+    assert s.files_indexed == 1
+    with db(shop_repo) as store:
+        assert "func:shop/models.py:make_user" in edges_of(store, "func:shop/service.py:unregister", "CALLS")
+
+    # Rename the module that service imports from: edges into it must follow.
+    (shop_repo / "shop/base.py").rename(shop_repo / "shop/basics.py")
+    models = shop_repo / "shop/models.py"
+    models.write_text(models.read_text().replace("from .base import Model", "from .basics import Model"))
+    index_repository(shop_repo, workers=1)
+    with db(shop_repo) as store:
+        assert store.entity("class:shop/base.py:Model") is None
+        assert store.entity("class:shop/basics.py:Model") is not None
+        assert edges_of(store, "class:shop/models.py:User", "INHERITS") == {"class:shop/basics.py:Model": (1.0, "import")}
+        assert edges_of(store, "method:shop/models.py:User.add_item", "CALLS")["method:shop/basics.py:Model.save"][1] == "self+MRO"
+        assert store.skeleton("shop/base.py") is None
+
+    # Delete a file: its entities, edges and skeleton go; edges into it are re-resolved away.
+    (shop_repo / "shop/service.py").unlink()
+    s = index_repository(shop_repo, workers=1)
+    assert s.files_deleted == 1
+    with db(shop_repo) as store:
+        assert store.entities_in_file("shop/service.py") == []
+        assert store.edges_from("func:shop/service.py:register") == []
+        assert store.conn.execute("SELECT COUNT(*) FROM refs WHERE path='shop/service.py'").fetchone()[0] == 0
+        hits = store.conn.execute("SELECT COUNT(*) FROM entities_fts WHERE entities_fts MATCH 'unregister'").fetchone()[0]
+        assert hits == 0
+
+
+def test_definition_appearing_later_is_resolved(tmp_path):
+    repo = write_repo(tmp_path / "r", {"a.py": "from b import later\n\ndef f():\n    later()\n"})
+    index_repository(repo, workers=1)
+    with db(repo) as store:
+        assert edges_of(store, "func:a.py:f", "CALLS") == {"ext:b.later": (1.0, "external")}
+    write_repo(repo, {"b.py": "def later():\n    pass\n"})
+    index_repository(repo, workers=1)
+    with db(repo) as store:
+        assert edges_of(store, "func:a.py:f", "CALLS") == {"func:b.py:later": (1.0, "import")}
+
+
+def test_bad_inputs_are_skipped_and_counted(tmp_path):
+    repo = write_repo(tmp_path / "r", {
+        "ok.py": "def fine():\n    return 1\n",
+        "latin1.py": b"# \xe9t\xe9\ndef accent():\n    return '\xe9'\n",
+        "binary.py": b"\x00\x01\x02binary",
+        "huge.py": "x = 1\n" * 400_000,
+        "broken.py": "def ok_one():\n    pass\n\ndef bad(:\n    pass\n",
+        "outside_target/secret.py": "def secret():\n    pass\n",
+    })
+    os.symlink(repo, repo / "loop")  # a symlink loop back to the root
+    outside = tmp_path / "elsewhere.py"
+    outside.write_text("def elsewhere():\n    pass\n")
+    os.symlink(outside, repo / "escape.py")
+    os.symlink(repo / "missing.py", repo / "dangling.py")
+    unreadable = repo / "locked.py"
+    unreadable.write_text("def locked():\n    pass\n")
+    unreadable.chmod(0)
+    try:
+        s = index_repository(repo, workers=1)
+    finally:
+        unreadable.chmod(0o644)
+    assert s.skipped["binary"] == 1
+    assert s.skipped["too large"] == 1
+    assert s.skipped["symlink loop"] == 1
+    assert s.skipped["symlink outside repository"] == 1
+    assert s.skipped["broken symlink"] == 1
+    if os.geteuid() != 0:  # root reads anything
+        assert s.skipped["unreadable"] == 1
+    assert s.files_with_syntax_errors == 1
+    with db(repo) as store:
+        assert store.entity("func:ok.py:fine") is not None
+        assert store.entity("func:latin1.py:accent") is not None
+        assert store.entity("func:broken.py:ok_one") is not None
+        assert store.entity("func:escape.py:elsewhere") is None
+        assert store.file("binary.py") is None
+
+
+def test_gitignore_nested_defaults_and_config(tmp_path):
+    repo = write_repo(tmp_path / "r", {
+        ".gitignore": "generated/\n*.gen.py\n",
+        "pkg/.gitignore": "local_only.py\n",
+        "pkg/keep.py": "x = 1\n",
+        "pkg/local_only.py": "x = 1\n",
+        "pkg/sub/local_only.py": "x = 1\n",
+        "generated/out.py": "x = 1\n",
+        "a.gen.py": "x = 1\n",
+        "node_modules/lib.py": "x = 1\n",
+        ".venv/lib/site.py": "x = 1\n",
+        "__pycache__/c.py": "x = 1\n",
+        "vendor/thing.py": "x = 1\n",
+        "notes.txt": "not python\n",
+    })
+    files = {f.path for f in scan_repository(repo, Config(ignore_patterns=["vendor/"])).files}
+    assert files == {"pkg/keep.py"}
+    files = {f.path for f in scan_repository(repo, Config(use_gitignore=False)).files}
+    assert "generated/out.py" in files and "node_modules/lib.py" not in files
+
+
+def test_write_is_atomic_per_batch(shop_repo, tmp_path):
+    """A failure inside a write transaction leaves the previous rows intact."""
+    from nsccn.extract import parse_file
+
+    index_repository(shop_repo, workers=1)
+    store = Store(shop_repo / ".nsccn" / "index.db")
+    before = store.counts()["entities"]
+    good = parse_file("shop/base.py", b"def replaced():\n    pass\n")
+    bad = parse_file("shop/errors.py", b"class X:\n    pass\n")
+    bad = type(bad)(**{**{f: getattr(bad, f) for f in bad.__struct_fields__}, "entities": [None]})  # breaks mid-write
+    with pytest.raises(Exception):
+        store.write_files([good, bad])
+    assert store.counts()["entities"] == before
+    assert store.entity("func:shop/base.py:replaced") is None
+    store.close()

@@ -1,0 +1,109 @@
+"""Each edge kind on the fixture shop, with its resolution and confidence."""
+
+from conftest import edges_of
+
+
+def test_calls_through_imports_self_super_and_constructors(shop_index):
+    _, store = shop_index
+    reg = edges_of(store, "func:shop/service.py:register", "CALLS")
+    assert reg["func:shop/models.py:make_user"] == (1.0, "import")
+    assert reg["func:shop/models.py:bump"] == (1.0, "import")  # m.bump() via `import shop.models as m`
+    assert reg["ext:json.dumps"] == (1.0, "external")  # stdlib kept as an external target
+
+    add = edges_of(store, "method:shop/models.py:User.add_item", "CALLS")
+    assert add["method:shop/base.py:Model.save"] == (0.9, "self+MRO")  # inherited through Model
+    assert "method:shop/models.py:User.items" not in add
+
+    val = edges_of(store, "method:shop/models.py:User.validate", "CALLS")
+    assert val["method:shop/base.py:Model.validate"] == (1.0, "super+MRO")
+
+    save = edges_of(store, "method:shop/base.py:Model.save", "CALLS")
+    assert save["method:shop/base.py:Model.validate"] == (1.0, "self+MRO")
+
+    mk = edges_of(store, "func:shop/models.py:make_user", "CALLS")
+    assert mk["class:shop/models.py:User"] == (1.0, "same_module")
+    assert mk["method:shop/models.py:User.__init__"] == (1.0, "same_module+constructor")
+    assert mk["func:shop/models.py:make_user.helper"] == (1.0, "same_scope")
+
+
+def test_inherits_imports_contains(shop_index):
+    _, store = shop_index
+    assert edges_of(store, "class:shop/models.py:User", "INHERITS") == {"class:shop/base.py:Model": (1.0, "import")}
+    assert edges_of(store, "class:shop/errors.py:ShopError", "INHERITS") == {"ext:builtins.Exception": (1.0, "builtin")}
+    imports = edges_of(store, "module:shop/models.py:shop.models", "IMPORTS")
+    assert imports["class:shop/base.py:Model"] == (1.0, "import")
+    assert imports["module:shop/config.py:shop.config"] == (1.0, "import")
+    assert imports["ext:os"] == (1.0, "external")
+    # `from .models import User` in the package __init__ re-exports; service imports through it.
+    contains = edges_of(store, "class:shop/models.py:User", "CONTAINS")
+    assert set(contains) == {
+        "method:shop/models.py:User.__init__",
+        "method:shop/models.py:User.display",
+        "method:shop/models.py:User.validate",
+        "method:shop/models.py:User.add_item",
+        "method:shop/models.py:User.connect",
+    }
+
+
+def test_mutates(shop_index):
+    _, store = shop_index
+    init = edges_of(store, "method:shop/models.py:User.__init__", "MUTATES")
+    assert init["attr:shop/models.py:User.name"] == (1.0, "self")
+    add = edges_of(store, "method:shop/models.py:User.add_item", "MUTATES")
+    assert add["attr:shop/models.py:User.items"] == (1.0, "self")  # self.items.append(...)
+    assert edges_of(store, "func:shop/models.py:bump", "MUTATES") == {"var:shop/models.py:COUNTER": (1.0, "global")}
+
+
+def test_reads_config(shop_index):
+    _, store = shop_index
+    conn = edges_of(store, "method:shop/models.py:User.connect", "READS_CONFIG")
+    assert conn["var:shop/config.py:DATABASE_URL"] == (1.0, "import")
+    assert conn["env:HOME"] == (1.0, "environment")
+    add = edges_of(store, "method:shop/models.py:User.add_item", "READS_CONFIG")
+    assert add["var:shop/config.py:MAX_ITEMS"] == (1.0, "import")
+    cfg = edges_of(store, "module:shop/config.py:shop.config", "READS_CONFIG")
+    assert cfg["env:DATABASE_URL"] == (1.0, "environment")
+
+
+def test_propagates_error(shop_index):
+    _, store = shop_index
+    val = edges_of(store, "method:shop/models.py:User.validate", "PROPAGATES_ERROR")
+    assert val == {"class:shop/errors.py:ValidationError": (1.0, "import")}
+    add = edges_of(store, "method:shop/models.py:User.add_item", "PROPAGATES_ERROR")
+    assert add == {"ext:builtins.ValueError": (1.0, "builtin")}
+    mk = edges_of(store, "func:shop/models.py:make_user", "PROPAGATES_ERROR")
+    assert mk == {"class:shop/errors.py:ValidationError": (1.0, "import")}  # bare raise in `except VErr`
+
+
+def test_ambiguous_names_split_confidence(tmp_path):
+    from conftest import write_repo
+    from nsccn.indexer import index_repository
+    from nsccn.store import Store
+
+    repo = write_repo(tmp_path / "r", {
+        "a.py": "def handle():\n    pass\n",
+        "b.py": "def handle():\n    pass\n",
+        "c.py": "def go():\n    handle()\n\ndef solo_user():\n    only_here()\n",
+        "d.py": "def only_here():\n    pass\n",
+    })
+    index_repository(repo, workers=1)
+    with Store(repo / ".nsccn/index.db", readonly=True) as store:
+        go = edges_of(store, "func:c.py:go", "CALLS")
+        assert go == {"func:a.py:handle": (0.5, "ambiguous:2"), "func:b.py:handle": (0.5, "ambiguous:2")}
+        solo = edges_of(store, "func:c.py:solo_user", "CALLS")
+        assert solo == {"func:d.py:only_here": (0.7, "unique_name")}
+
+
+def test_src_layout_canonical_module_names(tmp_path):
+    from conftest import write_repo
+    from nsccn.indexer import index_repository
+    from nsccn.store import Store
+
+    repo = write_repo(tmp_path / "r", {
+        "src/pkg/__init__.py": "",
+        "src/pkg/core.py": "def f():\n    pass\n",
+        "tests/test_core.py": "from pkg.core import f\n\ndef test_f():\n    f()\n",
+    })
+    index_repository(repo, workers=1)
+    with Store(repo / ".nsccn/index.db", readonly=True) as store:
+        assert edges_of(store, "func:tests/test_core.py:test_f", "CALLS") == {"func:src/pkg/core.py:f": (1.0, "import")}
