@@ -38,9 +38,20 @@ def cmd_index(args) -> int:
             bar = tqdm(total=total, unit="file", desc="parsing", disable=args.json or None, file=sys.stderr)
         bar.update(1)
 
-    summary = index_repository(root, workers=args.workers, progress=progress)
-    if bar is not None:
-        bar.close()
+    ebar = None
+
+    def embed_progress(done: int, total: int) -> None:
+        nonlocal ebar
+        if ebar is None:
+            ebar = tqdm(total=total, unit="entity", desc="embedding", disable=args.json or None, file=sys.stderr)
+        ebar.n = done
+        ebar.refresh()
+
+    summary = index_repository(root, workers=args.workers, progress=progress, embed=args.embed,
+                               embed_progress=embed_progress)
+    for b in (bar, ebar):
+        if b is not None:
+            b.close()
     if args.json:
         _print_json(summary.as_dict())
         return EXIT_OK
@@ -53,6 +64,9 @@ def cmd_index(args) -> int:
     print(f"  entities: {summary.entities}   lines parsed: {summary.lines_indexed}")
     rels = ", ".join(f"{k} {v}" for k, v in sorted(summary.edges_by_relation.items()))
     print(f"  edges: {summary.edges} ({rels})")
+    if summary.vectors:
+        v = summary.vectors
+        print(f"  vectors: {v['embedded']} embedded, {v['from_cache']} from cache, model {v['model']}")
     return EXIT_OK
 
 
@@ -185,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("index", help="index a repository (incremental) and exit")
     sp.add_argument("path", nargs="?", default=".")
     sp.add_argument("--workers", type=int, default=0, help="parser processes (0: one per core)")
+    sp.add_argument("--embed", action="store_true", help="also compute embeddings (semantic search)")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_index, needs_nav=False)
 

@@ -43,6 +43,7 @@ class IndexSummary:
     edges_by_relation: dict = field(default_factory=dict)
     seconds: float = 0.0
     lines_indexed: int = 0
+    vectors: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -95,6 +96,8 @@ def index_repository(
     config: Config | None = None,
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
+    embed: bool = False,
+    embed_progress: Callable[[int, int], None] | None = None,
 ) -> IndexSummary:
     """Bring the index of `root` up to date; only new, changed and deleted files cost work."""
     started = time.perf_counter()
@@ -152,6 +155,10 @@ def index_repository(
                 resolve_affected(store, changed_paths, names)
             compute_ranks(store)
             store.set_meta("last_indexed", str(time.time()))
+        if embed:
+            from nsccn.semantic import embed_index
+
+            summary.vectors = embed_index(store, progress=embed_progress)
         counts = store.counts()
     summary.entities = counts["entities"]
     summary.edges = counts["edges"]

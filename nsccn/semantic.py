@@ -1,0 +1,106 @@
+"""Vectors for the index: which entities to embed, with what text, and the nearest-neighbour stream.
+
+The embedder (nsccn.embed) and the vector table (nsccn.vectors) know nothing of entities; this
+module joins them to the store. An entity whose embedded text is unchanged is never embedded
+again: vectors are cached by the hash of that text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+
+from nsccn.embed import embedding_text, load_embedder, text_hash
+from nsccn.store import Store
+from nsccn.vectors import VectorStore
+
+EMBEDDED_KINDS = ("func", "method", "class", "module")
+
+
+@lru_cache(maxsize=4)
+def default_embedder(model: str | None = None, dim: int | None = None):
+    return load_embedder(model, dim)
+
+
+def wanted_texts(store: Store, max_chars: int) -> dict[str, str]:
+    """entity id -> the text to embed for it."""
+    q = (
+        "SELECT id, kind, path, qualname, signature, docstring, body_head FROM entities "
+        f"WHERE kind IN ({','.join('?' * len(EMBEDDED_KINDS))})"
+    )
+    out = {}
+    for eid, kind, path, qualname, sig, doc, head in store.conn.execute(q, EMBEDDED_KINDS):
+        if kind == "module" and not doc:
+            continue  # a module without a docstring has nothing its members don't say better
+        out[eid] = embedding_text(qualname, sig, doc, head, path=path, max_chars=max_chars)
+    return out
+
+
+def embed_index(
+    store: Store,
+    embedder=None,
+    progress: Callable[[int, int], None] | None = None,
+    batch: int = 256,
+) -> dict:
+    """Bring the vectors of a (writable) store up to date with its entities."""
+    embedder = embedder or default_embedder()
+    vs = VectorStore(store.conn)
+    remodel = vs.ensure_model(embedder.model_id, embedder.dim)
+    texts = wanted_texts(store, embedder.max_chars)
+    wanted = {eid: text_hash(t) for eid, t in texts.items()}
+    gone = [eid for eid in vs.hashes() if eid not in wanted]
+    if gone:
+        vs.delete(gone)
+    todo = vs.fill_from_cache(wanted)  # the ones the cache could not serve
+    done = 0
+    for i in range(0, len(todo), batch):
+        ids = todo[i : i + batch]
+        vectors = embedder.embed_documents([texts[e] for e in ids])
+        vs.upsert((e, wanted[e], v) for e, v in zip(ids, vectors))
+        done += len(ids)
+        if progress:
+            progress(done, len(todo))
+    store.set_meta("embedding_model", embedder.model_id)
+    info = embedder.info() if hasattr(embedder, "info") else {}
+    if info.get("fallback"):
+        store.set_meta("embedding_fallback", str(info.get("fallback_reason", "")))
+    return {"embedded": done, "from_cache": len(wanted) - len(todo), "removed": len(gone), "remodeled": remodel,
+            "model": embedder.model_id}
+
+
+def has_vectors(store: Store) -> bool:
+    row = store.conn.execute("SELECT 1 FROM sqlite_master WHERE name='vec_ids'").fetchone()
+    return bool(row) and store.conn.execute("SELECT EXISTS(SELECT 1 FROM vec_ids)").fetchone()[0] == 1
+
+
+def vector_status(store: Store) -> dict:
+    if not has_vectors(store):
+        return {"vectors": 0, "model": None, "note": "no vectors yet: search runs lexical + graph only"}
+    vs = VectorStore(store.conn)
+    n = vs.count()
+    total = store.conn.execute(
+        f"SELECT COUNT(*) FROM entities WHERE kind IN ({','.join('?' * len(EMBEDDED_KINDS))})", EMBEDDED_KINDS
+    ).fetchone()[0]
+    out = {"vectors": n, "entities_without_vectors": max(0, total - n), "model": vs.model_id, "dim": vs.dim}
+    fallback = store.get_meta("embedding_fallback")
+    if fallback:
+        out["fallback"] = fallback
+    return out
+
+
+def nearest_rowids(store: Store, query: str, limit: int, embedder=None) -> list[int]:
+    """Entity rowids nearest to the query; [] when the index has no vectors."""
+    if not has_vectors(store):
+        return []
+    vs = VectorStore(store.conn)
+    embedder = embedder or default_embedder()
+    if vs.model_id != embedder.model_id:
+        raise RuntimeError(
+            f"the index holds vectors of {vs.model_id}, the query embedder is {embedder.model_id}: re-embed the index"
+        )
+    hits = vs.knn(embedder.embed_query(query), k=limit)
+    ids = [eid for eid, _ in hits]
+    rows = dict(store.conn.execute(
+        f"SELECT id, rowid FROM entities WHERE id IN ({','.join('?' * len(ids))})", ids
+    ).fetchall()) if ids else {}
+    return [rows[e] for e in ids if e in rows]
