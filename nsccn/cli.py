@@ -184,6 +184,18 @@ def cmd_status(nav: Navigator, args) -> dict:
     return out
 
 
+def cmd_mcp(args) -> int:
+    """Serve the MCP tools over stdio in this process, against the existing index (no pipeline)."""
+    root = Path(args.root)
+    if not root.is_dir():
+        print(f"nsccn: {root} is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    from nsccn.mcp_server import run_stdio
+
+    run_stdio(root)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nsccn", description="Neuro-Symbolic Causal Code Navigator")
     p.add_argument("--version", action="version", version=f"nsccn {__version__}")
@@ -230,6 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("query")
     sp.add_argument("--max-tokens", type=int, default=8000)
     query_cmd("status", "what the index holds and how fresh it is", cmd_status)
+    sp = sub.add_parser("mcp", help="serve the MCP tools over stdio against an existing index (no pipeline)")
+    sp.add_argument("--root", default=".", help="repository root (default: current directory)")
+    sp.set_defaults(func=cmd_mcp, needs_nav=False)
     return p
 
 

@@ -1,0 +1,745 @@
+"""The MCP front: NSCCN's navigation tools served over MCP (stdio) with fastmcp.
+
+Agents zoom in: `repo_map` / `read_skeleton` (the map) -> `search_and_rank` (entry points) ->
+`trace_causal_path` (the causal chain) -> `open_surgical_window` (the exact lines), with
+`find_symbol`, `find_references`, `assemble_context` and `index_status` around them.
+
+What every tool guarantees:
+- the answer (its text content, counted with the real tokenizer) stays within
+  `Config.result_token_cap` tokens (8000 by default); when it was cut it says so and says how
+  to get the rest (an offset, a narrower call);
+- bad input is a tool error (`ToolError`) whose message names the valid range or the closest
+  ids, never a stack trace;
+- an answer that involves files changed on disk since they were indexed, or that was computed
+  while the pipeline is still indexing or embedding, carries a `stale` / `partial` note.
+
+Each answer is one text block meant for the model (compact JSON for the structured tools, plain
+numbered code for skeletons and windows) plus the same data as `structuredContent` for
+programmatic clients.
+
+`create_server(root)` builds the server in-process (tests use `fastmcp.Client(server)`);
+`run_stdio(root)` serves it over stdio (`nsccn mcp`, and the pipeline's MCP front actor, which
+passes `status_provider`: a callable returning the live pipeline status, merged into
+`index_status` and used for the `partial` note: a dict whose `partial` is true, or whose
+`files_pending` / `vectors_pending` / `pending` is above 0, marks answers as partial).
+"""
+
+# No `from __future__ import annotations`: the tool signatures are read by pydantic at
+# registration, and some of their annotations close over `cap`.
+import json
+import logging
+import os
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastmcp import FastMCP
+from fastmcp.exceptions import ToolError, ValidationError as FastMCPValidationError
+from fastmcp.server.middleware import Middleware
+from fastmcp.tools.base import ToolResult
+from mcp_types import TextContent, ToolAnnotations
+from pydantic import Field, ValidationError as PydanticValidationError
+
+from nsccn import __version__
+from nsccn.navigator import Navigator, NavigatorError
+from nsccn.tokens import count_tokens, truncate_to_tokens
+
+log = logging.getLogger("nsccn.mcp")
+
+SERVER_NAME = "nsccn"
+ENTITY_KINDS = ("module", "class", "func", "method")
+DIRECTIONS = ("downstream", "upstream", "state", "all")
+RELATIONS = ("CALLS", "INHERITS", "IMPORTS", "MUTATES", "READS_CONFIG", "PROPAGATES_ERROR", "CONTAINS")
+MAX_DEPTH = 10
+MAX_SEARCH_LIMIT = 100
+MAX_REFS_LIMIT = 500
+MAX_SYMBOL_LIMIT = 100
+MAX_CONTEXT_LINES = 200
+MIN_MAP_TOKENS = 64
+MIN_CONTEXT_TOKENS = 200
+MAX_SIGNATURE_CHARS = 300  # one absurd signature must not eat a whole answer
+MAX_EDGE_LINES = 5  # line numbers listed per trace edge; `sites` counts them all
+STALE_CHECK_MAX_FILES = 64
+GLOBAL_STALE_TTL_S = 2.0
+PIPELINE_STATUS_TTL_S = 1.0
+
+INSTRUCTIONS = """\
+NSCCN is a live map of this repository's code: entities (modules, classes, functions, methods),
+the causal edges between them (CALLS, INHERITS, IMPORTS, MUTATES, READS_CONFIG, PROPAGATES_ERROR)
+with a confidence each, compressed skeletons, and hybrid search.
+Zoom in instead of reading whole files: repo_map or read_skeleton to orient -> search_and_rank to
+find entry points -> trace_causal_path to follow the causal chain -> open_surgical_window to read
+the exact lines you will edit. find_symbol / find_references answer "where is X defined / used";
+assemble_context builds a one-shot token-budgeted bundle for a task.
+Entity ids look like func:pkg/mod.py:name, method:pkg/mod.py:Class.method, class:pkg/mod.py:Class,
+module:pkg/mod.py:pkg.mod. Paths are relative to the repository root.
+Every answer stays under a token cap and says when it was cut and how to get the rest."""
+
+_READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+
+
+def _range(lo: int | float, hi: int | float | None = None, **extra) -> dict:
+    """JSON-schema bounds for a parameter, advertised to clients but checked by our own code,
+    so an out-of-range value gets our message (the valid range) instead of a validation dump."""
+    d: dict[str, Any] = {"minimum": lo}
+    if hi is not None:
+        d["maximum"] = hi
+    d.update(extra)
+    return d
+
+
+# -- rendering ------------------------------------------------------------------------------------
+
+
+def _flat(v: Any) -> bool:
+    """A scalar, a list of scalars, or a dict of those: printed on one line."""
+    if isinstance(v, dict):
+        return all(not isinstance(x, (dict, list)) or (isinstance(x, list) and all(not isinstance(y, (dict, list)) for y in x))
+                   for x in v.values())
+    if isinstance(v, list):
+        return all(not isinstance(x, (dict, list)) for x in v)
+    return True
+
+
+def render_json(v: Any, indent: int = 0) -> str:
+    """Valid JSON, one entry per line down to flat records: readable and cheap in tokens."""
+    if _flat(v) or not v:
+        return json.dumps(v, ensure_ascii=False)
+    pad = " " * (indent + 1)
+    if isinstance(v, dict):
+        body = ",\n".join(f"{pad}{json.dumps(k, ensure_ascii=False)}: {render_json(x, indent + 1)}" for k, x in v.items())
+        return "{\n" + body + "\n" + " " * indent + "}"
+    body = ",\n".join(pad + render_json(x, indent + 1) for x in v)
+    return "[\n" + body + "\n" + " " * indent + "]"
+
+
+def _short(sig: str) -> str:
+    return sig if len(sig) <= MAX_SIGNATURE_CHARS else sig[: MAX_SIGNATURE_CHARS - 3] + "..."
+
+
+def _fit(n_items: int, render: Callable[[int], str], cap: int) -> tuple[int, str]:
+    """The largest k <= n_items with count_tokens(render(k)) <= cap, and render(k)."""
+    text = render(n_items)
+    total = count_tokens(text)
+    if total <= cap:
+        return n_items, text
+    lo, hi = 0, n_items - 1
+    guess = min(hi, int(n_items * cap / total))  # tokens are roughly even per item: start near the answer
+    if guess > 0:
+        if count_tokens(render(guess)) <= cap:
+            lo = guess
+        else:
+            hi = guess - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count_tokens(render(mid)) <= cap:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo, render(lo)
+
+
+def _user_error(message: str) -> ToolError:
+    """A tool error caused by the caller's input: logged quietly, returned verbatim."""
+    return ToolError(message, log_level=logging.DEBUG)
+
+
+class ArgumentErrors(Middleware):
+    """Arguments of the wrong type or missing: a plain message naming the parameter and its valid
+    values (from the tool's schema), instead of pydantic's multi-line dump with a URL."""
+
+    def __init__(self, server: FastMCP):
+        self.server = server
+
+    async def on_call_tool(self, context, call_next):
+        try:
+            return await call_next(context)
+        except (FastMCPValidationError, PydanticValidationError) as exc:
+            cause = exc.__cause__ if isinstance(exc.__cause__, PydanticValidationError) else exc
+            name = context.message.name
+            props: dict = {}
+            try:
+                tool = await self.server.get_tool(name)
+                props = (tool.parameters or {}).get("properties", {}) if tool else {}
+            except Exception:
+                pass
+            parts = []
+            errors = cause.errors() if isinstance(cause, PydanticValidationError) else []
+            for err in errors:
+                loc = [str(x) for x in err.get("loc", ()) if not isinstance(x, int)]
+                param = loc[-1] if loc else "?"
+                if err.get("type") in ("missing", "missing_argument"):
+                    what = "is required"
+                elif err.get("type") in ("extra_forbidden", "unexpected_keyword_argument"):
+                    what = f"is not a parameter of {name}; parameters: {', '.join(props) or 'none'}"
+                else:
+                    what = f"{err.get('msg', 'is invalid').lower()} (got {err.get('input')!r})"
+                desc = props.get(param, {}).get("description")
+                parts.append(f"{param} {what}" + (f"; expected {desc}" if desc else ""))
+            msg = f"invalid arguments for {name}: " + ("; ".join(parts) if parts else str(exc).splitlines()[0])
+            raise _user_error(msg) from None
+
+
+def _closest_message(exc: NavigatorError) -> str:
+    msg = exc.message
+    if exc.suggestions:
+        msg += "\ndid you mean: " + ", ".join(exc.suggestions)
+    return msg
+
+
+# -- the server -----------------------------------------------------------------------------------
+
+
+class NavigatorService:
+    """The navigator behind the tools: one read-only connection, serialized, reopened when the
+    index file is replaced; staleness and pipeline notes; the token cap."""
+
+    def __init__(self, root: str | Path, db_path: str | Path | None = None, embedder=None,
+                 status_provider: Callable[[], dict | None] | None = None):
+        self.nav = Navigator(root, db_path=db_path)
+        self.nav.embedder = embedder
+        self.root = self.nav.root
+        self.cap = int(self.nav.config.result_token_cap)
+        self.status_provider = status_provider
+        self.lock = threading.RLock()
+        self._db_ino: tuple[int, int] | None = None
+        self._global_stale: tuple[float, dict] | None = None
+        self._pipeline: tuple[float, dict | None] | None = None
+
+    def close(self) -> None:
+        with self.lock:
+            self.nav.close()
+
+    # The index file can be deleted and rebuilt (a full re-index): follow it.
+    def _check_db(self) -> None:
+        try:
+            st = os.stat(self.nav.db_path)
+            ino = (st.st_dev, st.st_ino)
+        except OSError:
+            ino = None
+        if ino != self._db_ino:
+            self.nav.close()
+            self._db_ino = ino
+
+    def call(self, tool: str, fn: Callable[[], ToolResult]) -> ToolResult:
+        with self.lock:
+            try:
+                self._check_db()
+                return fn()
+            except ToolError:
+                raise
+            except NavigatorError as exc:
+                raise _user_error(_closest_message(exc)) from None
+            except Exception as exc:  # never a stack trace to the agent; the log has it
+                log.error("tool %s failed:\n%s", tool, traceback.format_exc())
+                raise _user_error(f"{tool} failed inside NSCCN ({type(exc).__name__}: {exc}); "
+                                "the server log has the details") from None
+
+    # -- freshness ---------------------------------------------------------------------------
+
+    def changed_files(self, paths: Iterable[str]) -> list[str]:
+        """Which of these indexed files differ on disk (size or mtime) from the index."""
+        out = []
+        for p in list(dict.fromkeys(paths))[:STALE_CHECK_MAX_FILES]:
+            row = self.nav.store.file(p)
+            if row is None:
+                continue
+            try:
+                st = (self.root / p).stat()
+            except OSError:
+                out.append(p)
+                continue
+            if st.st_size != row["size"] or st.st_mtime != row["mtime"]:
+                out.append(p)
+        return out
+
+    def global_staleness(self) -> dict:
+        now = time.monotonic()
+        if self._global_stale is None or now - self._global_stale[0] > GLOBAL_STALE_TTL_S:
+            changed, missing = [], []
+            for path, (_h, size, mtime) in self.nav.store.file_states().items():
+                try:
+                    st = (self.root / path).stat()
+                except OSError:
+                    missing.append(path)
+                    continue
+                if st.st_size != size or st.st_mtime != mtime:
+                    changed.append(path)
+            self._global_stale = (now, {"changed": len(changed), "deleted": len(missing),
+                                        "examples": (changed + missing)[:10]})
+        return self._global_stale[1]
+
+    def pipeline_status(self, fresh: bool = False) -> dict | None:
+        if self.status_provider is None:
+            return None
+        now = time.monotonic()
+        if fresh or self._pipeline is None or now - self._pipeline[0] > PIPELINE_STATUS_TTL_S:
+            try:
+                live = self.status_provider()
+            except Exception as exc:  # a sick pipeline must not break queries
+                live = {"error": f"status unavailable: {type(exc).__name__}: {exc}"}
+            self._pipeline = (now, live if isinstance(live, dict) or live is None else {"status": live})
+        return self._pipeline[1]
+
+    def partial_note(self) -> str | None:
+        live = self.pipeline_status()
+        if not live:
+            return None
+        pending = {k: live[k] for k in ("files_pending", "vectors_pending", "pending")
+                   if isinstance(live.get(k), (int, float)) and live[k] > 0}
+        if live.get("partial") or pending:
+            what = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in pending.items()) or "indexing in progress"
+            return f"the index is still being built ({what}); answers may miss what is not indexed yet"
+        return None
+
+    def notes(self, out: dict, files: Iterable[str] | None = None, whole_index: bool = False) -> dict:
+        """Add `stale` / `partial` notes to an answer."""
+        if files is not None:
+            changed = self.changed_files(files)
+            if changed and "stale" not in out:
+                out["stale"] = (f"{len(changed)} file(s) in this answer changed on disk since they were indexed "
+                                f"({', '.join(changed[:5])}{', ...' if len(changed) > 5 else ''}); lines and edges "
+                                "may be off until they are re-indexed (`nsccn index`, or the watcher under `nsccn serve`)")
+        if whole_index:
+            g = self.global_staleness()
+            n = g["changed"] + g["deleted"]
+            if n and "stale" not in out:
+                out["stale"] = (f"{n} indexed file(s) changed on disk since indexing (e.g. {', '.join(g['examples'][:3])}); "
+                                "re-index for exact answers")
+        partial = self.partial_note()
+        if partial:
+            out["partial"] = partial
+        return out
+
+
+def _result(text: str, data: dict) -> ToolResult:
+    return ToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def _json_result(data: dict) -> ToolResult:
+    return _result(render_json(data), data)
+
+
+def _check_int(name: str, value: int, lo: int, hi: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _user_error(f"{name} must be an integer" + (f" between {lo} and {hi}" if hi is not None else f" >= {lo}"))
+    if value < lo or (hi is not None and value > hi):
+        rng = f"between {lo} and {hi}" if hi is not None else f"{lo} or more"
+        raise _user_error(f"{name} must be {rng}, not {value}")
+    return value
+
+
+def _norm_path(root: Path, file_path: str) -> str:
+    """Agents often pass absolute paths: accept those inside the repository."""
+    if not isinstance(file_path, str) or not file_path.strip():
+        raise _user_error("file_path is empty: give a path relative to the repository root, e.g. pkg/module.py")
+    p = file_path.strip()
+    if os.path.isabs(p):
+        try:
+            rel = Path(os.path.realpath(p)).relative_to(root)
+        except ValueError:
+            raise _user_error(f"{p!r} is outside the repository ({root}); give a path relative to its root") from None
+        return rel.as_posix()
+    return p
+
+
+def create_server(root: str | Path, db_path: str | Path | None = None, embedder=None,
+                  status_provider: Callable[[], dict | None] | None = None) -> FastMCP:
+    """A FastMCP server exposing NSCCN's tools for the repository at `root`."""
+    svc = NavigatorService(root, db_path=db_path, embedder=embedder, status_provider=status_provider)
+    cap = svc.cap
+    mcp = FastMCP(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__, mask_error_details=True)
+    mcp._nsccn = svc  # for tests and the front actor
+    mcp.add_middleware(ArgumentErrors(mcp))
+
+    def tool(description: str):
+        return mcp.tool(description=description, annotations=_READ_ONLY, output_schema=None)
+
+    # -- search_and_rank ---------------------------------------------------------------------
+
+    @tool(
+        "Locate: find the entities (functions, methods, classes) a task or bug report is about, best first, "
+        "by hybrid ranking (lexical BM25 + identifier/path/traceback analysis + vectors when available + call graph). "
+        "Use it first when you know what you want but not where it is; then trace_causal_path or open_surgical_window on an id."
+    )
+    def search_and_rank(
+        query: Annotated[str, Field(description="a name, a phrase, or a whole bug report / traceback")],
+        limit: Annotated[int, Field(description="results to return (1-100)", json_schema_extra=_range(1, MAX_SEARCH_LIMIT))] = 10,
+        offset: Annotated[int, Field(description="skip this many results (paging)", json_schema_extra=_range(0))] = 0,
+        kinds: Annotated[list[str] | None, Field(description="only these kinds: module, class, func, method")] = None,
+    ) -> ToolResult:
+        def run():
+            if not isinstance(query, str) or not query.strip():
+                raise _user_error("query is empty: give a name, a phrase or a bug report")
+            _check_int("limit", limit, 1, MAX_SEARCH_LIMIT)
+            _check_int("offset", offset, 0)
+            if kinds:
+                bad = [k for k in kinds if k not in ENTITY_KINDS]
+                if bad:
+                    raise _user_error(f"unknown kinds {bad}; valid kinds: {list(ENTITY_KINDS)}")
+            res = svc.nav.search(query, limit=limit, offset=offset, kinds=kinds or None)
+            rows = [{"id": r["id"], "score": round(r["score"], 4), "sig": _short(r["signature"]), "file": r["file"],
+                     "line": r["line"], "kind": r["kind"]} for r in res["results"]]
+            base = {"query": query, "signals": res.get("signals", [])}
+
+            def build(k: int) -> dict:
+                out = {**base, "results": rows[:k]}
+                if k < len(rows):
+                    out["truncated"] = (f"cut to {k} of {len(rows)} results by the {cap}-token cap; "
+                                        f"call again with offset={offset + k} for the rest")
+                elif res.get("more"):
+                    out["more"] = res["more"]
+                return out
+
+            files = [r["file"] for r in rows]
+            svc.notes(base, files)
+            if not rows:
+                base["hint"] = "nothing matched: try other words, a bare identifier, or repo_map to see what exists"
+            k, text = _fit(len(rows), lambda k: render_json(build(k)), cap)
+            return _result(text, build(k))
+
+        return svc.call("search_and_rank", run)
+
+    # -- read_skeleton ----------------------------------------------------------------------
+
+    @tool(
+        "Orient: a file's skeleton (imports, signatures, type hints, docstrings; bodies elided as ...) with its token "
+        "count, typically 70-90% smaller than the file. Use it instead of reading a whole file to see what it defines; "
+        "then open_surgical_window on the entity you need."
+    )
+    def read_skeleton(
+        file_path: Annotated[str, Field(description="path relative to the repository root, e.g. pkg/models.py")],
+        offset: Annotated[int, Field(description="skip this many skeleton lines (to continue a cut skeleton)",
+                                     json_schema_extra=_range(0))] = 0,
+    ) -> ToolResult:
+        def run():
+            _check_int("offset", offset, 0)
+            res = svc.nav.skeleton(_norm_path(svc.root, file_path))
+            lines = res["skeleton"].splitlines(keepends=True)
+            if offset and offset >= len(lines):
+                raise _user_error(f"offset must be below {len(lines)} (the skeleton's line count), not {offset}")
+            body_lines = lines[offset:]
+            rel = res["file"]
+            head = (f"# {rel}: skeleton {res['tokens']} tokens, the file {res['source_tokens']} tokens "
+                    f"({res['reduction']:.0%} smaller); entity ids: <kind>:{rel}:<Qualified.name>\n")
+            base = {k: res[k] for k in ("file", "tokens", "source_tokens", "reduction")}
+            if res.get("stale"):
+                base["stale"] = res["stale"]
+            svc.notes(base)
+
+            def build(k: int) -> tuple[str, dict]:
+                out = {**base, "skeleton": "".join(body_lines[:k])}
+                if offset:
+                    out["offset"] = offset
+                text = head + (f"# (from skeleton line {offset})\n" if offset else "") + out["skeleton"]
+                if k < len(body_lines):
+                    out["truncated"] = (f"cut at skeleton line {offset + k} of {len(lines)} by the {cap}-token cap; call "
+                                        f"read_skeleton(file_path={rel!r}, offset={offset + k}) for the rest")
+                    text += ("" if text.endswith("\n") else "\n") + f"# ... {out['truncated']}\n"
+                for key in ("stale", "partial"):
+                    if out.get(key):
+                        text += f"# note: {out[key]}\n"
+                return text, out
+
+            k, text = _fit(len(body_lines), lambda k: build(k)[0], cap)
+            return _result(text, build(k)[1])
+
+        return svc.call("read_skeleton", run)
+
+    # -- trace_causal_path --------------------------------------------------------------------
+
+    @tool(
+        "Trace: follow the causal graph from an entity: downstream (what it calls), upstream (who calls it), "
+        "state (what it mutates / which config it reads) or all, up to depth hops. Returns an adjacency list with each "
+        "edge's relation, confidence (1.0 certain, lower = guessed) and how it was resolved, plus each entity's signature. "
+        "Use it after search_and_rank to find the cause or impact of a change; ids starting ext:/var:/attr:/env:/config: "
+        "are external symbols, variables, attributes and settings, not repository entities."
+    )
+    def trace_causal_path(
+        entity_id: Annotated[str, Field(description="entity id, e.g. func:pkg/auth.py:validate_token")],
+        direction: Annotated[str, Field(description="downstream | upstream | state | all",
+                                        json_schema_extra={"enum": list(DIRECTIONS)})] = "downstream",
+        depth: Annotated[int, Field(description="max hops (1-10)", json_schema_extra=_range(1, MAX_DEPTH))] = 3,
+        relations: Annotated[list[str] | None, Field(description="follow only these relations: CALLS, INHERITS, IMPORTS, "
+                                                     "MUTATES, READS_CONFIG, PROPAGATES_ERROR, CONTAINS")] = None,
+        min_confidence: Annotated[float, Field(description="drop edges below this confidence (0-1)",
+                                               json_schema_extra=_range(0, 1))] = 0.0,
+    ) -> ToolResult:
+        def run():
+            if direction not in DIRECTIONS:
+                raise _user_error(f"direction must be one of {list(DIRECTIONS)}, not {direction!r}")
+            _check_int("depth", depth, 1, MAX_DEPTH)
+            if relations:
+                bad = [r for r in relations if r not in RELATIONS]
+                if bad:
+                    raise _user_error(f"unknown relations {bad}; valid: {list(RELATIONS)}")
+            if not isinstance(min_confidence, (int, float)) or not 0.0 <= min_confidence <= 1.0:
+                raise _user_error(f"min_confidence must be between 0 and 1, not {min_confidence}")
+            res = svc.nav.trace(entity_id, direction, depth, relations or None, float(min_confidence))
+            order = list(res["entities"])  # breadth-first: nearest hops first
+            ents = {}
+            for eid, meta in res["entities"].items():
+                if "signature" in meta:  # kind and file are in the id
+                    ents[eid] = {"line": meta["line"], "end_line": meta["end_line"],
+                                 "signature": _short(meta["signature"]), "hops": meta["hops"]}
+                else:
+                    ents[eid] = {"kind": meta.get("kind"), "hops": meta["hops"]}
+            adjacency = {}
+            for src, items in res["adjacency_list"].items():
+                adjacency[src] = []
+                for it in items:
+                    it = dict(it)
+                    if len(it.get("lines", ())) > MAX_EDGE_LINES:  # the same call at many lines
+                        it["sites"] = len(it["lines"])
+                        it["lines"] = it["lines"][:MAX_EDGE_LINES]
+                    adjacency[src].append(it)
+            files = [e.split(":", 2)[1] for e in order if e.split(":", 1)[0] in ENTITY_KINDS and e.count(":") >= 2]
+            base = {"root": res["root"], "direction": res["direction"], "depth": res["depth"], "relations": res["relations"]}
+            svc.notes(base, files)
+            n_edges = sum(len(v) for v in adjacency.values())
+
+            def build(k: int) -> dict:
+                keep = set(order[:k])
+                adj = {}
+                for src, items in adjacency.items():
+                    if src not in keep:
+                        continue
+                    kept = [it for it in items if (it.get("target") or it.get("source")) in keep]
+                    if kept:
+                        adj[src] = kept
+                out = {**base, "adjacency_list": adj, "entities": {e: ents[e] for e in order[:k]},
+                       "nodes": len(order), "edges": n_edges}
+                notes = []
+                if res.get("truncated"):
+                    notes.append(f"the traversal stopped at {len(order)} nodes")
+                if k < len(order):
+                    notes.append(f"cut to the {k} nearest of {len(order)} nodes by the {cap}-token cap")
+                if notes:
+                    out["truncated"] = ("; ".join(notes) + "; narrow with a smaller depth, relations=[...], "
+                                        "min_confidence=0.9, or trace again from a node at the edge")
+                return out
+
+            k, text = _fit(len(order), lambda k: render_json(build(k)), cap)
+            return _result(text, build(k))
+
+        return svc.call("trace_causal_path", run)
+
+    # -- open_surgical_window -----------------------------------------------------------------
+
+    @tool(
+        "Examine: the exact numbered source lines of one entity (plus context_lines around it), straight from disk. "
+        "Use it last, when you know which entity you need to read or edit, instead of reading the whole file."
+    )
+    def open_surgical_window(
+        entity_id: Annotated[str, Field(description="entity id, e.g. method:pkg/models.py:User.save")],
+        context_lines: Annotated[int, Field(description="lines of context above and below (0-200)",
+                                            json_schema_extra=_range(0, MAX_CONTEXT_LINES))] = 5,
+        from_line: Annotated[int | None, Field(description="start showing at this line number (to continue a cut window)",
+                                               json_schema_extra=_range(1))] = None,
+    ) -> ToolResult:
+        def run():
+            _check_int("context_lines", context_lines, 0, MAX_CONTEXT_LINES)
+            res = svc.nav.window(entity_id, context_lines)
+            lo, hi = res["shown"]
+            code_lines = res["code"].splitlines(keepends=True)
+            if from_line is not None:
+                _check_int("from_line", from_line, lo, hi)
+                code_lines = code_lines[from_line - lo:]
+                lo = from_line
+            base = {k: res[k] for k in ("entity_id", "file", "start", "end")}
+            if res.get("stale"):
+                base["stale"] = res["stale"]
+            svc.notes(base)
+
+            def build(k: int) -> tuple[str, dict]:
+                out = {**base, "shown": [lo, lo + k - 1] if k else [lo, lo - 1], "code": "".join(code_lines[:k])}
+                head = f"# {res['entity_id']}  {res['file']}:{res['start']}-{res['end']}  (showing lines {lo}-{lo + k - 1})\n"
+                text = head + out["code"]
+                if k < len(code_lines):
+                    nxt = lo + k
+                    children = [e for e in svc.nav.store.entities_in_file(res["file"])
+                                if e.parent == res["entity_id"]][:8]
+                    hint = f"call open_surgical_window(entity_id={res['entity_id']!r}, from_line={nxt}) for the rest"
+                    if children:
+                        hint += " or open a smaller entity inside: " + ", ".join(c.id for c in children)
+                    out["truncated"] = f"cut at line {nxt - 1} of {hi} by the {cap}-token cap; {hint}"
+                    text += f"# ... {out['truncated']}\n"
+                for key in ("stale", "partial"):
+                    if out.get(key):
+                        text += f"# note: {out[key]}\n"
+                return text, out
+
+            k, text = _fit(len(code_lines), lambda k: build(k)[0], cap)
+            return _result(text, build(k)[1])
+
+        return svc.call("open_surgical_window", run)
+
+    # -- repo_map ------------------------------------------------------------------------------
+
+    @tool(
+        "Map: the repository's most important files and definitions (signatures), ranked by PageRank over the "
+        "reference graph and cut to max_tokens; pass focus (entity ids or file paths) to centre it on a region. "
+        "Use it first in an unfamiliar repository, or to see what surrounds the code you found."
+    )
+    def repo_map(
+        max_tokens: Annotated[int, Field(description=f"token budget ({MIN_MAP_TOKENS}-{cap})",
+                                         json_schema_extra=_range(MIN_MAP_TOKENS, cap))] = 1024,
+        focus: Annotated[list[str] | None, Field(description="entity ids or file paths to personalize the ranking toward")] = None,
+    ) -> ToolResult:
+        def run():
+            _check_int("max_tokens", max_tokens, MIN_MAP_TOKENS, cap)
+            if focus is not None and not all(isinstance(f, str) and f.strip() for f in focus):
+                raise _user_error("focus must be a list of entity ids or file paths")
+            res = svc.nav.repo_map(max_tokens - 40 if max_tokens > 2 * MIN_MAP_TOKENS else max_tokens,
+                                   [f.strip() for f in focus] if focus else None)
+            out = {k: res[k] for k in ("tokens", "files_shown", "files_total", "truncated")}
+            if res.get("hint"):
+                out["hint"] = res["hint"]
+            svc.notes(out, whole_index=True)
+            text = (f"# repository map: {res['files_shown']} of {res['files_total']} files, {res['tokens']} tokens"
+                    + (f"; {res['hint']}" if res.get("hint") else "") + "\n" + res["map"])
+            for key in ("stale", "partial"):
+                if out.get(key):
+                    text += f"# note: {out[key]}\n"
+            out["map"] = res["map"]
+            text, cut = truncate_to_tokens(text, cap)
+            if cut:
+                out["truncated"] = True
+            return _result(text, out)
+
+        return svc.call("repo_map", run)
+
+    # -- find_symbol / find_references ---------------------------------------------------------------
+
+    @tool(
+        "Look up where a name is defined: bare (save), qualified (User.save) or dotted module path "
+        "(pkg.models.User); suggests close names when nothing matches. Use it when you already know the name."
+    )
+    def find_symbol(
+        name: Annotated[str, Field(description="a function, class or method name, bare or qualified")],
+        limit: Annotated[int, Field(description=f"definitions to return (1-{MAX_SYMBOL_LIMIT})",
+                                    json_schema_extra=_range(1, MAX_SYMBOL_LIMIT))] = 20,
+    ) -> ToolResult:
+        def run():
+            if not isinstance(name, str) or not name.strip():
+                raise _user_error("name is empty: give a function, class or method name")
+            _check_int("limit", limit, 1, MAX_SYMBOL_LIMIT)
+            res = svc.nav.find_symbol(name, limit=limit)
+            defs = [{**d, "signature": _short(d["signature"])} for d in res["definitions"]]
+            base = {"name": res["name"], "total": res["total"]}
+            svc.notes(base, [d["file"] for d in defs])
+
+            def build(k: int) -> dict:
+                out = {**base, "definitions": defs[:k]}
+                if k < res["total"]:
+                    out["more"] = (f"showing {k} of {res['total']}; qualify the name (Class.method, pkg.module.name) "
+                                   + ("or raise limit" if k == len(defs) else f"(cut by the {cap}-token cap)"))
+                return out
+
+            k, text = _fit(len(defs), lambda k: render_json(build(k)), cap)
+            return _result(text, build(k))
+
+        return svc.call("find_symbol", run)
+
+    @tool(
+        "Every place that uses an entity: call sites, imports, subclasses, raises (file:line, the using entity, "
+        "the edge's confidence and how it was resolved). Use it before changing a signature or behaviour."
+    )
+    def find_references(
+        entity_id: Annotated[str, Field(description="entity id, e.g. func:pkg/auth.py:validate_token")],
+        limit: Annotated[int, Field(description=f"references to return (1-{MAX_REFS_LIMIT})",
+                                    json_schema_extra=_range(1, MAX_REFS_LIMIT))] = 50,
+        offset: Annotated[int, Field(description="skip this many references (paging)", json_schema_extra=_range(0))] = 0,
+    ) -> ToolResult:
+        def run():
+            _check_int("limit", limit, 1, MAX_REFS_LIMIT)
+            _check_int("offset", offset, 0)
+            res = svc.nav.find_references(entity_id, limit=offset + limit)
+            refs = res["references"][offset:]
+            base = {"entity_id": res["entity_id"], "total": res["total"], "offset": offset}
+            svc.notes(base, [r["file"] for r in refs] + [res["entity_id"].split(":", 2)[1]])
+
+            def build(k: int) -> dict:
+                out = {**base, "references": refs[:k]}
+                if offset + k < res["total"]:
+                    why = "" if k == len(refs) else f" (cut by the {cap}-token cap)"
+                    out["more"] = f"{res['total'] - offset - k} more{why}; call again with offset={offset + k}"
+                return out
+
+            k, text = _fit(len(refs), lambda k: render_json(build(k)), cap)
+            return _result(text, build(k))
+
+        return svc.call("find_references", run)
+
+    # -- assemble_context ----------------------------------------------------------------------
+
+    @tool(
+        "One shot: a token-budgeted context for a task: the best-matching entities' code, their callers' and callees' "
+        "signatures, and a focused slice of the repository map, never over max_tokens. Use it when you want one "
+        "answer to start from instead of several navigation calls."
+    )
+    def assemble_context(
+        query: Annotated[str, Field(description="the task, question or bug report")],
+        max_tokens: Annotated[int, Field(description=f"token budget ({MIN_CONTEXT_TOKENS}-{cap})",
+                                         json_schema_extra=_range(MIN_CONTEXT_TOKENS, cap))] = min(8000, cap),
+    ) -> ToolResult:
+        def run():
+            if not isinstance(query, str) or not query.strip():
+                raise _user_error("query is empty: describe the task or paste the bug report")
+            _check_int("max_tokens", max_tokens, MIN_CONTEXT_TOKENS, cap)
+            budget = max(MIN_CONTEXT_TOKENS, max_tokens - 120)  # room for the header and notes
+            res = svc.nav.assemble_context(query, budget)
+            out = {"query": query, "tokens": res["tokens"], "max_tokens": max_tokens, "entities": res["entities"]}
+            svc.notes(out, [e.split(":", 2)[1] for e in res["entities"]])
+            text = f"# context for: {query[:200]}\n# {res['tokens']} tokens; entities: {', '.join(res['entities'])}\n"
+            text += res["context"] + ("" if res["context"].endswith("\n") else "\n")
+            for key in ("stale", "partial"):
+                if out.get(key):
+                    text += f"# note: {out[key]}\n"
+            out["context"] = res["context"]
+            text, cut = truncate_to_tokens(text, max_tokens)
+            if cut:
+                out["truncated"] = True
+            return _result(text, out)
+
+        return svc.call("assemble_context", run)
+
+    # -- index_status --------------------------------------------------------------------------
+
+    @tool(
+        "What the index holds and how fresh it is: files, entities, edges by relation, vectors done/pending, last "
+        "update, files changed on disk but not yet re-indexed, and the pipeline's actor health when served by `nsccn serve`. "
+        "Use it when answers look incomplete or stale."
+    )
+    def index_status() -> ToolResult:
+        def run():
+            out = svc.nav.status()
+            live = svc.pipeline_status(fresh=True)
+            if live is not None:
+                out["pipeline"] = live
+            partial = svc.partial_note()
+            if partial:
+                out["partial"] = partial
+            out["server"] = {"nsccn": __version__, "result_token_cap": cap,
+                             "query_embedding": svc.nav.embedder is not None}
+            if not out.get("indexed"):
+                out["hint"] = f"no index yet: run `nsccn index {svc.root}` (or `nsccn serve`)"
+            text, cut = truncate_to_tokens(render_json(out), cap)
+            return _result(text, out)
+
+        return svc.call("index_status", run)
+
+    return mcp
+
+
+def run_stdio(root: str | Path, db_path: str | Path | None = None, embedder=None,
+              status_provider: Callable[[], dict | None] | None = None) -> None:
+    """Serve the tools over stdio until the client closes the stream. Logs go to stderr."""
+    server = create_server(root, db_path=db_path, embedder=embedder, status_provider=status_provider)
+    try:
+        server.run(transport="stdio", show_banner=False)
+    finally:
+        server._nsccn.close()

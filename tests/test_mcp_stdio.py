@@ -1,0 +1,130 @@
+"""The MCP front over a real stdio subprocess: `nsccn mcp --root <fixture>` (and `nsccn serve`, once
+the pipeline exists), driven by fastmcp's stdio client, exactly as Claude Code or Cursor would."""
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+from fastmcp.exceptions import ToolError
+
+from nsccn.indexer import index_repository
+from nsccn.tokens import count_tokens
+from test_mcp_server import TOOLS, make_repo, touch_later
+
+
+def nsccn_command() -> tuple[str, list[str]]:
+    exe = Path(sys.executable).parent / "nsccn"
+    if exe.exists():
+        return str(exe), []
+    found = shutil.which("nsccn")
+    return (found, []) if found else (sys.executable, ["-m", "nsccn.cli"])
+
+
+def has_subcommand(name: str) -> bool:
+    from nsccn.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    return name in sub.choices
+
+
+async def exercise(transport: StdioTransport, repo: Path) -> None:
+    """List tools, call each, bad inputs, the cap, and an edit + re-index seen by later answers."""
+    async with Client(transport, timeout=60) as c:
+        tools = await c.list_tools()
+        assert {t.name for t in tools} == TOOLS
+
+        found = (await c.call_tool("search_and_rank", {"query": "validate token", "limit": 5})).structured_content
+        assert found["results"][0]["id"] == "func:acme/auth.py:validate_token"
+        skel = await c.call_tool("read_skeleton", {"file_path": "acme/auth.py"})
+        assert "def validate_token(token: dict) -> bool:" in skel.content[0].text
+        trace = await c.call_tool("trace_causal_path", {"entity_id": "method:acme/auth.py:AuthService.login"})
+        assert json.loads(trace.content[0].text)["adjacency_list"]["func:acme/auth.py:validate_token"]
+        win = (await c.call_tool("open_surgical_window", {"entity_id": "func:acme/auth.py:check_expiry", "context_lines": 0})).structured_content
+        assert win["code"].startswith(f"{win['start']} | def check_expiry(token):")
+        assert "acme/" in (await c.call_tool("repo_map", {"max_tokens": 256})).structured_content["map"]
+        assert (await c.call_tool("find_symbol", {"name": "AuthService"})).structured_content["total"] == 1
+        refs = (await c.call_tool("find_references", {"entity_id": "func:acme/auth.py:validate_token"})).structured_content
+        assert refs["total"] >= 2
+        ctx = await c.call_tool("assemble_context", {"query": "login with a bad token", "max_tokens": 500})
+        assert count_tokens(ctx.content[0].text) <= 500
+        status = (await c.call_tool("index_status", {})).structured_content
+        assert status["indexed"] and status["files"] >= 6
+
+        # the default cap holds over the wire too
+        big = await c.call_tool("read_skeleton", {"file_path": "acme/big.py"})
+        assert count_tokens(big.content[0].text) <= 8000
+
+        # bad input: clear errors, no stack traces, and the session survives them
+        for tool, args, expect in [
+            ("trace_causal_path", {"entity_id": "func:acme/auth.py:validate", "depth": 3}, "did you mean"),
+            ("trace_causal_path", {"entity_id": "func:acme/auth.py:validate_token", "depth": 50}, "between 1 and 10"),
+            ("read_skeleton", {"file_path": "/etc/passwd"}, "outside the repository"),
+            ("search_and_rank", {"query": "token", "limit": -3}, "between 1 and 100"),
+            ("search_and_rank", {"query": ""}, "query is empty"),
+        ]:
+            with pytest.raises(ToolError) as exc:
+                await c.call_tool(tool, args)
+            assert expect in str(exc.value) and "Traceback" not in str(exc.value)
+
+        # edit a file during the session: first flagged stale, then, once re-indexed, in the answers
+        auth = repo / "acme" / "auth.py"
+        auth.write_text(auth.read_text() + textwrap.dedent('''
+
+            def rotate_secret(service, new_secret):
+                """Rotate the signing secret of an AuthService."""
+                service.secret = new_secret
+                return validate_token({"sig": "ok"})
+        '''))
+        touch_later(auth)
+        stale = (await c.call_tool("search_and_rank", {"query": "validate token"})).structured_content
+        assert "acme/auth.py" in stale.get("stale", "")
+        await asyncio.to_thread(index_repository, repo, None, None, 1)
+        again = (await c.call_tool("search_and_rank", {"query": "rotate secret"})).structured_content
+        assert again["results"][0]["id"] == "func:acme/auth.py:rotate_secret" and "stale" not in again
+        refs2 = (await c.call_tool("find_references", {"entity_id": "func:acme/auth.py:validate_token"})).structured_content
+        assert "func:acme/auth.py:rotate_secret" in {r["from"] for r in refs2["references"]}
+
+
+def test_nsccn_mcp_over_stdio(tmp_path):
+    repo = make_repo(tmp_path / "acme_repo")
+    cmd, pre = nsccn_command()
+    log = tmp_path / "server.log"
+    transport = StdioTransport(cmd, pre + ["mcp", "--root", str(repo)], keep_alive=False, log_file=log)
+    asyncio.run(exercise(transport, repo))
+    assert "Traceback" not in log.read_text()
+
+
+def test_nsccn_mcp_without_index_still_serves_status(tmp_path):
+    repo = make_repo(tmp_path / "acme_repo", index=False)
+    cmd, pre = nsccn_command()
+
+    async def main():
+        async with Client(StdioTransport(cmd, pre + ["mcp", "--root", str(repo)], keep_alive=False), timeout=60) as c:
+            st = (await c.call_tool("index_status", {})).structured_content
+            assert st["indexed"] is False and "nsccn index" in st["hint"]
+            with pytest.raises(ToolError, match="run `nsccn index`"):
+                await c.call_tool("find_symbol", {"name": "validate_token"})
+
+    asyncio.run(main())
+
+
+def test_nsccn_mcp_bad_root_exits_with_usage_error(tmp_path):
+    cmd, pre = nsccn_command()
+    r = subprocess.run([cmd, *pre, "mcp", "--root", str(tmp_path / "missing")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "not a directory" in r.stderr
+
+
+@pytest.mark.skipif(not has_subcommand("serve"), reason="`nsccn serve` (the pipeline) is not in this tree yet")
+def test_nsccn_serve_over_stdio(tmp_path):
+    repo = make_repo(tmp_path / "acme_repo")
+    cmd, pre = nsccn_command()
+    transport = StdioTransport(cmd, pre + ["serve", "--root", str(repo)], keep_alive=False, log_file=tmp_path / "serve.log")
+    asyncio.run(exercise(transport, repo))
