@@ -68,6 +68,10 @@ CONFIGS: dict[str, frozenset[str]] = {
     "rrf+qa": frozenset({"bm25", "vector", "query_analysis"}),
     "rrf+qa+graph": frozenset({"bm25", "vector", "query_analysis", "graph"}),
     "full": frozenset({"bm25", "vector", "query_analysis", "graph", "prior"}),
+    # Lexical-only ablations: no vectors needed in the index.
+    "bm25+qa": frozenset({"bm25", "query_analysis"}),
+    "bm25+qa+graph": frozenset({"bm25", "query_analysis", "graph"}),
+    "lexical-full": frozenset({"bm25", "query_analysis", "graph", "prior"}),
 }
 
 FILE_KS = (1, 3, 5)
@@ -353,6 +357,14 @@ def _jsonable(obj: Any) -> Any:
     return str(obj)
 
 
+def _mean(xs: Sequence[float], nd: int) -> float | None:
+    return round(statistics.fmean(xs), nd) if xs else None
+
+
+def _median(xs: Sequence[float], nd: int) -> float | None:
+    return round(statistics.median(xs), nd) if xs else None
+
+
 def _slug(repo: str) -> str:
     return repo.replace("/", "+")
 
@@ -380,6 +392,7 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
         return mirrors / _slug(repo) / "repo"
 
     groups = order_instances(instances, gitdir_of)
+    want_vectors = any("vector" in CONFIGS[c] for c in configs)
     total = sum(len(v) for v in groups.values())
     records: dict[str, list[dict]] = {c: [] for c in configs}
     index_log: dict[str, list[dict]] = {}
@@ -401,9 +414,16 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
                 t0 = time.perf_counter()
                 summary = index_fn(tree, db)
                 index_s = time.perf_counter() - t0
+                embed_s, embed_summary = None, None
+                if want_vectors:  # a second pass finds every file unchanged and only embeds
+                    t0 = time.perf_counter()
+                    embed_summary = index_fn(tree, db, embed=True)
+                    embed_s = time.perf_counter() - t0
                 index_log.setdefault(repo, []).append({
                     "instance_id": inst["instance_id"], "base_commit": commit, "full": full_index,
-                    "tree": _jsonable(upd), "index_s": round(index_s, 4), "summary": _jsonable(summary)})
+                    "tree": _jsonable(upd), "index_s": round(index_s, 4), "summary": _jsonable(summary),
+                    "embed_s": None if embed_s is None else round(embed_s, 4),
+                    "embed_summary": _jsonable(getattr(embed_summary, "vectors", embed_summary))})
                 if not warmed:  # model loading and first-open costs stay out of the query times
                     for cfg in configs:
                         try:
@@ -425,6 +445,7 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
                     rec = {"instance_id": inst["instance_id"], "repo": repo, "config": cfg,
                            "base_commit": commit, "query_s": round(query_s, 5),
                            "index_s": round(index_s, 4), "index_full": full_index,
+                           "embed_s": None if embed_s is None else round(embed_s, 4),
                            "metrics": m, "files": files, "functions": funcs, "error": err}
                     rank_fh.write(json.dumps(rec) + "\n")
                     records[cfg].append(rec)
@@ -434,7 +455,9 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
                 rank_fh.flush()
                 _progress(f"[{done}/{total}] {inst['instance_id']} {commit[:10]} "
                           f"tree {'full' if upd.full else 'diff'} +{upd.added} ~{upd.modified} -{upd.deleted} "
-                          f"({upd.seconds:.2f}s), index {index_s:.2f}s | file@1,@5/func@10 "
+                          f"({upd.seconds:.2f}s), index {index_s:.2f}s"
+                          + ("" if embed_s is None else f" + embed {embed_s:.2f}s")
+                          + " | file@1,@5/func@10 "
                           + " ".join(hits))
 
     repos = list(groups)
@@ -452,6 +475,9 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
             "build_s": [e["index_s"] for e in builds],
             "update_s_mean": round(statistics.fmean(e["index_s"] for e in ups), 3) if ups else None,
             "update_s_p50": round(statistics.median(e["index_s"] for e in ups), 3) if ups else None,
+            "embed_build_s": [e["embed_s"] for e in builds if e["embed_s"] is not None],
+            "embed_update_s_mean": _mean([e["embed_s"] for e in ups if e["embed_s"] is not None], 3),
+            "embed_update_s_p50": _median([e["embed_s"] for e in ups if e["embed_s"] is not None], 3),
             "changed_files_mean": round(statistics.fmean(
                 e["tree"]["added"] + e["tree"]["modified"] + e["tree"]["deleted"] for e in ups), 1) if ups else None,
             "log": log,
@@ -469,7 +495,9 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
                           "over instances with gold functions",
             "query_ms": "wall time of one localize() call, after one untimed warm-up call per configuration",
             "index_update_s": "wall time of index_repository() after the tree moved to the next base commit "
-                              "(the first, full build of each repository excluded)",
+                              "(the first, full build of each repository excluded); parse, write, resolve, ranks",
+            "embed_update_s": "wall time of the following index_repository(embed=True) call: a scan that finds "
+                              "nothing changed, then embedding the entities whose text is new",
         },
         "wall_s": round(time.perf_counter() - t_start, 1),
         "results": results,
@@ -489,6 +517,10 @@ def _fmt(v: Any) -> str:
     return f"{v:.1f}" if isinstance(v, float) else str(v)
 
 
+def _fmt2(v: Any) -> str:
+    return "–" if v is None else f"{v:.2f}"
+
+
 def markdown_table(metrics: dict[str, Any]) -> str:
     configs = list(metrics["configs"])
     repos = metrics["repos"]
@@ -506,14 +538,18 @@ def markdown_table(metrics: dict[str, Any]) -> str:
         for repo in repos:
             parts += ["", f"{repo}\n", head]
             parts += [row(c, metrics["results"][c][repo]) for c in configs]
-    parts += ["", "Index (one index per repository, moved from base commit to base commit)\n",
-              "| repository | instances | full build s | update s mean / p50 | changed .py files per update |",
-              "|---|---|---|---|---|"]
+    parts += ["", "Index (one index per repository, moved from base commit to base commit; seconds)\n",
+              "| repository | instances | full build: index + embed | update: index mean / p50 "
+              "| update: embed mean / p50 | changed .py files per update |",
+              "|---|---|---|---|---|---|"]
     for repo in repos:
         ix = metrics["index"].get(repo, {})
         builds = ", ".join(f"{b:.1f}" for b in ix.get("build_s", [])) or "–"
-        parts.append(f"| {repo} | {ix.get('instances', 0)} | {builds} | {_fmt(ix.get('update_s_mean'))} / "
-                     f"{_fmt(ix.get('update_s_p50'))} | {_fmt(ix.get('changed_files_mean'))} |")
+        ebuilds = ", ".join(f"{b:.1f}" for b in ix.get("embed_build_s", [])) or "–"
+        parts.append(f"| {repo} | {ix.get('instances', 0)} | {builds} + {ebuilds} | "
+                     f"{_fmt2(ix.get('update_s_mean'))} / {_fmt2(ix.get('update_s_p50'))} | "
+                     f"{_fmt2(ix.get('embed_update_s_mean'))} / {_fmt2(ix.get('embed_update_s_p50'))} | "
+                     f"{_fmt(ix.get('changed_files_mean'))} |")
     return "\n".join(parts) + "\n"
 
 

@@ -213,7 +213,12 @@ def test_run_benchmark_with_fake_search(two_commits, tmp_path):
     ]
     indexed: list[set[str]] = []
 
-    def fake_index(root: Path, db: Path):
+    embed_calls: list[bool] = []
+
+    def fake_index(root: Path, db: Path, embed: bool = False):
+        if embed:  # the second pass, for the vector configurations
+            embed_calls.append(True)
+            return {"vectors": {"embedded": 1}}
         indexed.append({str(p.relative_to(root)) for p in root.rglob("*.py")})
         db.write_text("x")
         return {"files": len(indexed[-1])}
@@ -230,6 +235,7 @@ def test_run_benchmark_with_fake_search(two_commits, tmp_path):
                                   index_fn=fake_index, localize_fn=fake_localize)
     assert "pkg/c.py" in indexed[0] and "new/e.py" not in indexed[0]  # c1 first
     assert "new/e.py" in indexed[1] and "pkg/c.py" not in indexed[1]
+    assert len(indexed) == 2 and len(embed_calls) == 2  # "vector" is among the configurations
     bm = metrics["results"]["bm25"]["overall"]
     assert bm["file@1"] == 50.0 and bm["file@3"] == 100.0
     assert bm["function@5"] == 100.0 and bm["n_function"] == 1
