@@ -6,6 +6,7 @@ pipeline (`nsccn serve`) runs the same steps in separate processes.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections import Counter
@@ -21,6 +22,8 @@ from nsccn.repomap import compute_ranks
 from nsccn.resolve import resolve_affected, resolve_all
 from nsccn.scan import FileInfo, read_source, scan_repository
 from nsccn.store import Store
+
+log = logging.getLogger(__name__)
 
 WRITE_BATCH = 256
 # Above this share of changed files a full re-resolution is cheaper than chasing names.
@@ -83,7 +86,11 @@ def parse_one(root: str, info: FileInfo, max_size: int, known_hash: str | None) 
         return reason
     if known_hash is not None and content_hash(data) == known_hash:
         return None
-    return parse_file(info.path, data, info.mtime)
+    try:
+        return parse_file(info.path, data, info.mtime)
+    except Exception as exc:  # a bug of ours must cost one file, not the index run
+        log.warning("could not parse %s: %r", info.path, exc)
+        return "parser error"
 
 
 def _parse_star(args):

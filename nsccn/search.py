@@ -7,6 +7,8 @@ so streams with incomparable scales mix fairly.
 
 from __future__ import annotations
 
+import builtins
+import keyword
 import re
 import time
 from collections import defaultdict
@@ -25,7 +27,7 @@ MAX_QUERY_TERMS = 64
 STREAM_DEPTH = 200  # how deep each stream is read before fusion
 # RRF weight per stream: exact identifier/path/traceback matches are strong evidence; graph
 # neighbours and the structural prior only nudge.
-STREAM_WEIGHTS = {"bm25": 1.0, "vector": 1.0, "exact": 2.0, "graph": 0.5, "prior": 0.1}
+STREAM_WEIGHTS = {"bm25": 1.0, "vector": 1.0, "exact": 1.0, "graph": 0.5, "prior": 0.1}
 
 _STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before being
@@ -70,7 +72,7 @@ def analyze_query(query: str) -> QueryAnalysis:
             or before == "`"
             or (tok[:1].isupper() and any(c.isupper() for c in tok[1:]))
         )
-        if codeish and not tok.endswith(".py") and len(tok) > 2:
+        if codeish and _specific_identifier(tok):
             identifiers.append(tok)
         for part in tok.split("."):
             low = part.lower()
@@ -84,6 +86,23 @@ def analyze_query(query: str) -> QueryAnalysis:
     # Code identifiers first, then by frequency in the report.
     terms = sorted(counts, key=lambda t: (t not in ident_terms, -counts[t]))
     return QueryAnalysis(terms[:MAX_QUERY_TERMS], identifiers, paths, frames)
+
+
+_NOT_SPECIFIC = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"self", "cls", "args", "kwargs"}
+
+
+def _specific_identifier(tok: str) -> bool:
+    """Whether a code-looking token names something specific enough to look up exactly:
+    not a builtin or keyword, not an acronym (`XML`, `SELECT`), not `e.g`-style abbreviations."""
+    if tok.endswith(".py") or len(tok) < 3 or tok in _NOT_SPECIFIC:
+        return False
+    parts = tok.split(".")
+    if any(len(p) < 2 for p in parts):
+        return False
+    last = parts[-1]
+    if last.isupper() and "_" not in last:
+        return False
+    return last not in _NOT_SPECIFIC
 
 
 @dataclass
@@ -148,8 +167,11 @@ def exact_stream(store: Store, analysis: QueryAnalysis) -> list[int]:
     for _, rows in sorted(by_specificity, key=lambda x: x[0]):
         add(rows)
     for path in analysis.paths:
-        for cand in _indexed_suffix_matches(store, path):
-            add(c.execute("SELECT rowid FROM entities WHERE path=? ORDER BY start_line", (cand,)))
+        cands = _indexed_suffix_matches(store, path)
+        if "/" not in path and len(cands) > 1:
+            continue  # "utils.py" alone could be any of them
+        for cand in cands:
+            add(c.execute("SELECT rowid FROM entities WHERE path=? AND kind='module'", (cand,)))
     return ranked
 
 
@@ -277,6 +299,23 @@ def search(
     return hits
 
 
+_TEST_DIRS = frozenset({"tests", "test", "testing", "doc", "docs", "example", "examples"})
+
+
+def is_test_path(path: str) -> bool:
+    parts = path.split("/")
+    name = parts[-1]
+    return (
+        any(p in _TEST_DIRS for p in parts[:-1])
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+    )
+
+
+TEST_PENALTY = 0.3  # a bug is fixed in the code under test; tests mention the bug's words too
+
+
 @dataclass
 class Localization:
     files: list[str]
@@ -294,6 +333,11 @@ def localize(
     files: dict[str, float] = defaultdict(float)
     seen_in_file: dict[str, int] = defaultdict(int)
     functions: list[str] = []
+    for hit in hits:
+        e = hit.entity
+        if is_test_path(e.path):
+            hit.score *= TEST_PENALTY
+    hits.sort(key=lambda h: -h.score)
     for hit in hits:
         e = hit.entity
         # A file scores by its best entity plus a little for each further hit (damped).

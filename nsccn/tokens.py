@@ -14,10 +14,23 @@ def _encoding():
     return bpe_openai.get_encoding(ENCODING)
 
 
+CHUNK_CHARS = 100_000  # the encoder refuses inputs over 200k tokens; count long texts in pieces
+
+
 def count_tokens(text: str) -> int:
     if not text:
         return 0
-    return len(_encoding().encode_ordinary(text))
+    enc = _encoding()
+    if len(text) <= CHUNK_CHARS:
+        return len(enc.encode_ordinary(text))
+    total, start = 0, 0
+    while start < len(text):
+        end = text.rfind("\n", start, start + CHUNK_CHARS) + 1 or start + CHUNK_CHARS
+        if end <= start:
+            end = start + CHUNK_CHARS
+        total += len(enc.encode_ordinary(text[start:end]))
+        start = end
+    return total
 
 
 def truncate_to_tokens(text: str, max_tokens: int) -> tuple[str, bool]:

@@ -76,6 +76,9 @@ class Fine:
     names = {e.qualname for e in pf.entities}
     assert {"good_before", "good_after", "Fine", "Fine.ok"} <= names
     assert pf.error_lines and min(pf.error_lines) >= 4
+    # Recovery keeps byte offsets: signatures and skeleton lines are the real ones.
+    assert {e.qualname: e.signature for e in pf.entities}["good_after"] == "def good_after()"
+    assert "def good_after():\n    ..." in pf.skeleton and "class Fine:" in pf.skeleton
 
 
 def test_non_utf8_and_empty_files_parse():

@@ -510,7 +510,7 @@ def _indent(line: bytes) -> int:
 
 
 def blank_broken_definitions(data: bytes, rounds: int = 20) -> bytes:
-    """Blank out (keeping line numbers) the innermost definition around each syntax error, so the
+    """Blank out (keeping line numbers and byte offsets) the innermost definition around each syntax error, so the
     rest of the file parses cleanly. Tree-sitter's own recovery can swallow what follows an error."""
     lines = data.split(b"\n")
     for _ in range(rounds):
@@ -531,7 +531,7 @@ def blank_broken_definitions(data: bytes, rounds: int = 20) -> bytes:
         if all(not ln.strip() for ln in lines[start:end]):
             break  # nothing left to blank: give up, keep what tree-sitter recovered
         for i in range(start, end):
-            lines[i] = b""
+            lines[i] = b" " * len(lines[i])  # same length: byte offsets into the original stay valid
     return b"\n".join(lines)
 
 
