@@ -311,13 +311,15 @@ def commit_time(gitdir: Path, commit: str) -> int:
 
 
 def load_instances(dataset: Path, repo: str | None = None, limit: int | None = None) -> list[dict]:
-    """Instances of the dataset in file order, filtered by repo, the first `limit` of them."""
+    """Instances of the dataset in file order, filtered by repo (comma-separated for several),
+    the first `limit` of them."""
+    repos = None if repo is None else {r.strip() for r in repo.split(",") if r.strip()}
     rows = []
     with open(dataset) as fh:
         for line in fh:
             if line.strip():
                 row = json.loads(line)
-                if repo is None or row["repo"] == repo:
+                if repos is None or row["repo"] in repos:
                     rows.append(row)
     return rows[:limit] if limit is not None else rows
 
@@ -596,7 +598,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dataset", type=Path, required=True, help="JSONL in the format of swebench-dev.jsonl")
     ap.add_argument("--mirrors", type=Path, required=True, help="directory of {owner}+{name}/repo bare clones")
-    ap.add_argument("--repo", help="only this repository (owner/name)")
+    ap.add_argument("--repo", help="only this repository (owner/name; comma-separated for several)")
     ap.add_argument("--limit", type=int, help="only the first N instances of the dataset (after --repo)")
     ap.add_argument("--configs", default=",".join(CONFIGS),
                     help=f"comma-separated, of {', '.join(CONFIGS)} (default: all)")

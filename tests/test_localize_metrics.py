@@ -248,3 +248,12 @@ def test_run_benchmark_with_fake_search(two_commits, tmp_path):
     assert json.loads((out / "metrics.json").read_text())["instances"] == 2
     table = bench.markdown_table(metrics)
     assert "| bm25 | 2 (1) | 50.0 | 100.0 | 100.0 |" in table
+
+
+def test_load_instances_filters_and_limits(tmp_path):
+    rows = [{"instance_id": f"i{n}", "repo": repo} for n, repo in enumerate(["a/x", "b/y", "a/x", "c/z", "b/y"])]
+    ds = tmp_path / "ds.jsonl"
+    ds.write_text("".join(json.dumps(r) + "\n" for r in rows) + "\n")
+    assert [r["instance_id"] for r in bench.load_instances(ds)] == ["i0", "i1", "i2", "i3", "i4"]
+    assert [r["instance_id"] for r in bench.load_instances(ds, "b/y")] == ["i1", "i4"]
+    assert [r["instance_id"] for r in bench.load_instances(ds, "a/x,c/z", limit=2)] == ["i0", "i2"]
