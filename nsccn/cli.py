@@ -47,8 +47,15 @@ def cmd_index(args) -> int:
         ebar.n = done
         ebar.refresh()
 
-    summary = index_repository(root, workers=args.workers, progress=progress, embed=args.embed,
-                               embed_progress=embed_progress)
+    if args.in_process:
+        summary = index_repository(root, workers=args.workers, progress=progress, embed=args.embed,
+                                   embed_progress=embed_progress)
+    else:  # the actor pipeline (supervisor/): parser pool, single writer, embedder
+        from supervisor.cli import pipeline_index
+
+        summary = pipeline_index(root, workers=args.workers, embed=args.embed, progress=not args.json)
+        if isinstance(summary, int):
+            return summary
     for b in (bar, ebar):
         if b is not None:
             b.close()
@@ -184,6 +191,16 @@ def cmd_status(nav: Navigator, args) -> dict:
     return out
 
 
+def cmd_serve(args) -> int:
+    """Index through the pipeline, keep watching, serve MCP on stdio (nothing else on stdout)."""
+    from supervisor.cli import serve
+
+    if not Path(args.path).is_dir():
+        print(f"nsccn: {args.path} is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    return serve(args.path, workers=args.workers, embed=not args.no_embed, mcp=not args.no_mcp)
+
+
 def cmd_mcp(args) -> int:
     """Serve the MCP tools over stdio in this process, against the existing index (no pipeline)."""
     root = Path(args.root)
@@ -212,8 +229,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("path", nargs="?", default=".")
     sp.add_argument("--workers", type=int, default=0, help="parser processes (0: one per core)")
     sp.add_argument("--embed", action="store_true", help="also compute embeddings (semantic search)")
+    sp.add_argument("--in-process", action="store_true", help="index in this process (no actor pipeline)")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_index, needs_nav=False)
+
+    sp = sub.add_parser("serve", help="index, keep watching and serve MCP on stdio (the actor pipeline)")
+    sp.add_argument("path", nargs="?", default=".")
+    sp.add_argument("--workers", type=int, default=0, help="parser processes (0: one per core)")
+    sp.add_argument("--no-embed", action="store_true", help="no embeddings (lexical + graph search only)")
+    sp.add_argument("--no-mcp", action="store_true", help="index and watch only, no MCP on stdio")
+    sp.set_defaults(func=cmd_serve, needs_nav=False)
 
     sp = query_cmd("search", "ranked entities for a query", cmd_search)
     sp.add_argument("query")

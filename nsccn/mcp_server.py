@@ -20,8 +20,9 @@ programmatic clients.
 `create_server(root)` builds the server in-process (tests use `fastmcp.Client(server)`);
 `run_stdio(root)` serves it over stdio (`nsccn mcp`, and the pipeline's MCP front actor, which
 passes `status_provider`: a callable returning the live pipeline status, merged into
-`index_status` and used for the `partial` note: a dict whose `partial` is true, or whose
-`files_pending` / `vectors_pending` / `pending` is above 0, marks answers as partial).
+`index_status` and used for the `partial` note: a dict whose `partial` is true, whose `state` is
+"indexing", or whose `files_pending` / `vectors_pending` / `pending` is above 0, marks answers as
+partial).
 """
 
 # No `from __future__ import annotations`: the tool signatures are read by pydantic at
@@ -104,15 +105,17 @@ def _flat(v: Any) -> bool:
     return True
 
 
-def render_json(v: Any, indent: int = 0) -> str:
-    """Valid JSON, one entry per line down to flat records: readable and cheap in tokens."""
-    if _flat(v) or not v:
+def render_json(v: Any, indent: int = 0, max_depth: int = 99) -> str:
+    """Valid JSON, one entry per line down to flat records (or `max_depth` levels): readable and
+    cheap in tokens."""
+    if _flat(v) or not v or indent >= max_depth:
         return json.dumps(v, ensure_ascii=False)
     pad = " " * (indent + 1)
     if isinstance(v, dict):
-        body = ",\n".join(f"{pad}{json.dumps(k, ensure_ascii=False)}: {render_json(x, indent + 1)}" for k, x in v.items())
+        body = ",\n".join(f"{pad}{json.dumps(k, ensure_ascii=False)}: {render_json(x, indent + 1, max_depth)}"
+                          for k, x in v.items())
         return "{\n" + body + "\n" + " " * indent + "}"
-    body = ",\n".join(pad + render_json(x, indent + 1) for x in v)
+    body = ",\n".join(pad + render_json(x, indent + 1, max_depth) for x in v)
     return "[\n" + body + "\n" + " " * indent + "]"
 
 
@@ -233,10 +236,17 @@ class NavigatorService:
                 raise
             except NavigatorError as exc:
                 raise _user_error(_closest_message(exc)) from None
+            except RuntimeError as exc:
+                if "nsccn index" in str(exc):  # e.g. an index of another schema version: actionable
+                    raise _user_error(str(exc)) from None
+                raise self._internal(tool, exc) from None
             except Exception as exc:  # never a stack trace to the agent; the log has it
-                log.error("tool %s failed:\n%s", tool, traceback.format_exc())
-                raise _user_error(f"{tool} failed inside NSCCN ({type(exc).__name__}: {exc}); "
-                                "the server log has the details") from None
+                raise self._internal(tool, exc) from None
+
+    @staticmethod
+    def _internal(tool: str, exc: Exception) -> ToolError:
+        log.error("tool %s failed:\n%s", tool, "".join(traceback.format_exception(exc)))
+        return ToolError(f"{tool} failed inside NSCCN ({type(exc).__name__}: {exc}); the server log has the details")
 
     # -- freshness ---------------------------------------------------------------------------
 
@@ -290,7 +300,7 @@ class NavigatorService:
             return None
         pending = {k: live[k] for k in ("files_pending", "vectors_pending", "pending")
                    if isinstance(live.get(k), (int, float)) and live[k] > 0}
-        if live.get("partial") or pending:
+        if live.get("partial") or pending or live.get("state") == "indexing":
             what = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in pending.items()) or "indexing in progress"
             return f"the index is still being built ({what}); answers may miss what is not indexed yet"
         return None
@@ -690,12 +700,15 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             if not isinstance(query, str) or not query.strip():
                 raise _user_error("query is empty: describe the task or paste the bug report")
             _check_int("max_tokens", max_tokens, MIN_CONTEXT_TOKENS, cap)
-            budget = max(MIN_CONTEXT_TOKENS, max_tokens - 120)  # room for the header and notes
+            title = " ".join(query.split())
+            title = title if len(title) <= 160 else title[:157] + "..."
+            head = f"# context for: {title}\n# @TOKENS@ of {max_tokens} tokens\n"
+            # room for the header and a stale/partial note, so the context itself is never cut
+            budget = max(MIN_CONTEXT_TOKENS, max_tokens - count_tokens(head) - (80 if max_tokens > 400 else 8))
             res = svc.nav.assemble_context(query, budget)
             out = {"query": query, "tokens": res["tokens"], "max_tokens": max_tokens, "entities": res["entities"]}
             svc.notes(out, [e.split(":", 2)[1] for e in res["entities"]])
-            text = f"# context for: {query[:200]}\n# {res['tokens']} tokens; entities: {', '.join(res['entities'])}\n"
-            text += res["context"] + ("" if res["context"].endswith("\n") else "\n")
+            text = head.replace("@TOKENS@", str(res["tokens"]), 1) + res["context"] + ("" if res["context"].endswith("\n") else "\n")
             for key in ("stale", "partial"):
                 if out.get(key):
                     text += f"# note: {out[key]}\n"
@@ -727,7 +740,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
                              "query_embedding": svc.nav.embedder is not None}
             if not out.get("indexed"):
                 out["hint"] = f"no index yet: run `nsccn index {svc.root}` (or `nsccn serve`)"
-            text, cut = truncate_to_tokens(render_json(out), cap)
+            text, cut = truncate_to_tokens(render_json(out, max_depth=3), cap)  # one line per actor
             return _result(text, out)
 
         return svc.call("index_status", run)

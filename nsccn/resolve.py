@@ -26,6 +26,7 @@ from collections import defaultdict
 from nsccn.model import split_entity_id
 from nsccn.store import Store
 
+FULL_RESOLVE_SHARE = 0.3  # past this share of affected references, one full pass is cheaper
 MAX_AMBIGUOUS = 8  # a name defined more often than this says nothing about the target
 MAX_AMBIGUOUS_METHOD = 4  # obj.m() with an unknown receiver: stricter
 _BUILTINS = frozenset(dir(builtins))
@@ -304,9 +305,16 @@ def resolve_all(store: Store) -> int:
 
 def resolve_affected(store: Store, paths: set[str], names: set[str]) -> int:
     """Recompute the edges of refs in changed files and of refs elsewhere that name what changed."""
+    from nsccn.store import EVERYTHING
+
+    if EVERYTHING in names:
+        return resolve_all(store)
     refs = store.refs(paths, names)
     if not refs:
         return 0
+    total = store.conn.execute("SELECT COUNT(*) FROM refs").fetchone()[0]
+    if len(refs) > FULL_RESOLVE_SHARE * total:
+        return resolve_all(store)
     edges = resolve_edges(store, refs)
     store.replace_edges([r[0] for r in refs], edges)
     return len(edges)

@@ -132,6 +132,18 @@ def bm25_stream(store: Store, terms: list[str], limit: int = STREAM_DEPTH) -> li
     return [r for (r,) in store.conn.execute(q, (match, limit))]
 
 
+def file_bm25(store: Store, terms: list[str], limit: int = STREAM_DEPTH) -> list[str]:
+    """Files ranked by BM25 over their whole text (path weighted higher)."""
+    if not terms:
+        return []
+    match = " OR ".join(f'"{t}"' for t in terms)
+    q = (
+        "SELECT i.path FROM files_fts f JOIN files_fts_ids i ON i.rowid = f.rowid "
+        "WHERE files_fts MATCH ? ORDER BY bm25(files_fts, 3.0, 1.0) LIMIT ?"
+    )
+    return [p for (p,) in store.conn.execute(q, (match, limit))]
+
+
 def exact_stream(store: Store, analysis: QueryAnalysis) -> list[int]:
     """Definitions named exactly as an identifier of the query, rarest names first; then
     entities of files named in the query or in traceback frames (innermost frame first)."""
@@ -313,6 +325,7 @@ def is_test_path(path: str) -> bool:
     )
 
 
+FILE_SHARE = 1.0  # weight of a function's file rank in its own score (hierarchical localization)
 TEST_PENALTY = 0.3  # a bug is fixed in the code under test; tests mention the bug's words too
 
 
@@ -328,8 +341,10 @@ def localize(
 ) -> Localization:
     """Rank files and functions for a bug report: the benchmark's entry point."""
     started = time.perf_counter()
+    signals_used = DEFAULT_SIGNALS if signals is None else signals
     with Store(db_path, readonly=True) as store:
         hits = search(store, query, limit=limit * 6, signals=signals, embedder=embedder)
+        by_file_bm25 = file_bm25(store, analyze_query(query).terms) if "bm25" in signals_used else []
     files: dict[str, float] = defaultdict(float)
     seen_in_file: dict[str, int] = defaultdict(int)
     functions: list[str] = []
@@ -345,5 +360,14 @@ def localize(
         files[e.path] += hit.score / seen_in_file[e.path] ** 2
         if e.kind in ("func", "method", "class") and len(functions) < limit:
             functions.append(e.id)
-    ranked_files = sorted(files, key=lambda p: -files[p])[:limit]
-    return Localization(ranked_files, functions, time.perf_counter() - started)
+    ranked_files = sorted(files, key=lambda p: -files[p])
+    if "bm25" in signals_used:
+        # Whole-file BM25 is a second opinion on files; functions inherit some of their file's rank.
+        file_streams = {"entities": ranked_files, "files": [p for p in by_file_bm25 if not is_test_path(p)]}
+        file_scores = fuse(file_streams, k=RRF_K)
+        ranked_files = sorted(file_scores, key=lambda p: -file_scores[p])
+        file_rank = {p: i for i, p in enumerate(ranked_files, start=1)}
+        fn_scores = {h.entity.id: h.score + FILE_SHARE / (RRF_K + file_rank.get(h.entity.path, 1000))
+                     for h in hits if h.entity.kind in ("func", "method", "class")}
+        functions = sorted(fn_scores, key=lambda i: -fn_scores[i])[:limit]
+    return Localization(ranked_files[:limit], functions, time.perf_counter() - started)

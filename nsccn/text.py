@@ -3,29 +3,39 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 
-def split_identifier(ident: str) -> list[str]:
-    """`getHTTPResponse_v2` -> ['get', 'http', 'response', 'v2'] (lower case)."""
+@lru_cache(maxsize=1 << 18)  # identifiers repeat across a repository: split each once
+def _split(ident: str) -> tuple[str, ...]:
     parts: list[str] = []
     for chunk in ident.split("_"):
         parts.extend(p.lower() for p in _CAMEL.findall(chunk))
-    return parts
+    return tuple(parts)
 
 
-def index_terms(text: str) -> str:
-    """Text for the FTS index: every identifier whole (lower case) and split into its parts."""
+def split_identifier(ident: str) -> list[str]:
+    """`getHTTPResponse_v2` -> ['get', 'http', 'response', 'v2'] (lower case)."""
+    return list(_split(ident))
+
+
+def index_terms(text: str, unique: bool = True) -> str:
+    """Text for the FTS index: every identifier whole (lower case) and split into its parts.
+    `unique=False` keeps repetitions, so BM25 sees term frequency."""
     out: list[str] = []
     seen: set[str] = set()
     for ident in _IDENT.findall(text):
         low = ident.lower()
-        for term in (low, *split_identifier(ident)):
-            if term not in seen:
+        parts = _split(ident)
+        for term in (low, *parts) if parts != (low,) else (low,):
+            if unique:
+                if term in seen:
+                    continue
                 seen.add(term)
-                out.append(term)
+            out.append(term)
     return " ".join(out)
 
 

@@ -145,3 +145,32 @@ def test_write_is_atomic_per_batch(shop_repo, tmp_path):
     assert store.counts()["entities"] == before
     assert store.entity("func:shop/base.py:replaced") is None
     store.close()
+
+
+def test_schema_migrates_forward(tmp_path):
+    import apsw
+
+    from nsccn.store.schema import MIGRATIONS, SCHEMA_VERSION
+
+    path = tmp_path / "old.db"
+    conn = apsw.Connection(str(path))
+    conn.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT)")
+    conn.execute(MIGRATIONS[0])
+    conn.execute("INSERT INTO meta VALUES('schema_version', '1')")
+    conn.execute("INSERT INTO files VALUES('a.py','python','h',1,0,1,'a','{}','[]','[]',0)")
+    conn.execute(
+        "INSERT INTO entities(id, kind, path, qualname, name, start_line, end_line, signature, docstring,"
+        " decorators, parent, body_head) VALUES('func:a.py:frobnicate','func','a.py','frobnicate','frobnicate',"
+        "1,2,'def frobnicate()','','[]',NULL,'')"
+    )
+    conn.close()
+    store = Store(path)
+    assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
+    hits = store.conn.execute("SELECT rowid FROM files_fts WHERE files_fts MATCH 'frobnicate'").fetchall()
+    assert len(hits) == 1
+    store.close()
+    newer = apsw.Connection(str(path))
+    newer.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    newer.close()
+    with pytest.raises(RuntimeError, match="newer"):
+        Store(path)

@@ -122,38 +122,49 @@ class Store:
 
     def write_files(self, parsed: Iterable[ParsedFile]) -> set[str]:
         """Replace each file's rows, all in one transaction. Returns the names whose meaning may
-        have changed (defined before or after), for `resolve.resolve_affected`."""
+        have changed, for `resolve.resolve_affected`: only what the file defines or exports
+        differently than before. An edit inside a body changes no other file's edges."""
         affected: set[str] = set()
         now = time.time()
         with self.conn:
             for pf in parsed:
-                affected |= self._delete_file_rows(pf.path)
+                before = self._symbols(pf.path)
+                self._delete_file_rows(pf.path)
                 self._insert_file(pf, now)
-                affected |= _names_of(pf)
+                affected |= _changed_names(before, _symbols_of(pf))
         return affected
 
     def delete_files(self, paths: Iterable[str]) -> set[str]:
         affected: set[str] = set()
         with self.conn:
             for path in paths:
-                affected |= self._delete_file_rows(path)
+                affected |= _changed_names(self._symbols(path), None)
+                self._delete_file_rows(path)
         return affected
 
-    def _delete_file_rows(self, path: str) -> set[str]:
+    def _symbols(self, path: str) -> "_Symbols | None":
+        """What other files can see of a file: its entities, imports (re-exports), globals, bases."""
         c = self.conn
-        row = c.execute("SELECT module FROM files WHERE path=?", (path,)).fetchone()
+        row = c.execute("SELECT module, imports, module_globals FROM files WHERE path=?", (path,)).fetchone()
         if row is None:
-            return set()
-        names = {n for (n,) in c.execute("SELECT name FROM entities WHERE path=?", (path,))}
-        names |= set(json.loads(c.execute("SELECT module_globals FROM files WHERE path=?", (path,)).fetchone()[0]))
-        names.add(row[0].rsplit(".", 1)[-1])
+            return None
+        ids = {eid: name for eid, name in c.execute("SELECT id, name FROM entities WHERE path=?", (path,))}
+        bases = {
+            (src, tgt)
+            for src, tgt in c.execute("SELECT source, target FROM refs WHERE path=? AND relation='INHERITS'", (path,))
+        }
+        return _Symbols(row[0], ids, json.loads(row[1]), set(json.loads(row[2])), bases)
+
+    def _delete_file_rows(self, path: str) -> None:
+        c = self.conn
         c.execute("DELETE FROM entities_fts WHERE rowid IN (SELECT rowid FROM entities WHERE path=?)", (path,))
         c.execute("DELETE FROM entities WHERE path=?", (path,))
         c.execute("DELETE FROM refs WHERE path=?", (path,))
         c.execute("DELETE FROM edges WHERE path=?", (path,))
         c.execute("DELETE FROM skeletons WHERE path=?", (path,))
+        c.execute("DELETE FROM files_fts WHERE rowid IN (SELECT rowid FROM files_fts_ids WHERE path=?)", (path,))
+        c.execute("DELETE FROM files_fts_ids WHERE path=?", (path,))
         c.execute("DELETE FROM files WHERE path=?", (path,))
-        return names
 
     def _insert_file(self, pf: ParsedFile, now: float) -> None:
         c = self.conn
@@ -174,6 +185,18 @@ class Store:
             ),
         )
         path_terms = index_terms(pf.path.replace("/", " ").rsplit(".", 1)[0])
+        c.execute("INSERT INTO files_fts_ids(path) VALUES(?)", (pf.path,))
+        c.execute(
+            "INSERT INTO files_fts(rowid, path, body) VALUES(?,?,?)",
+            (
+                c.last_insert_rowid(),
+                path_terms,
+                index_terms(
+                    " ".join(f"{e.qualname} {e.signature} {e.docstring} {e.body_terms}" for e in pf.entities),
+                    unique=False,
+                ),
+            ),
+        )
         for e in pf.entities:
             c.execute(
                 "INSERT OR REPLACE INTO entities(id, kind, path, qualname, name, start_line, end_line, signature,"
@@ -238,7 +261,10 @@ class Store:
             if ref_ids is None:
                 self.conn.execute("DELETE FROM edges")
             else:
-                self.conn.executemany("DELETE FROM edges WHERE ref=?", ((r,) for r in ref_ids))
+                self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS doomed(ref INTEGER PRIMARY KEY)")
+                self.conn.execute("DELETE FROM temp.doomed")
+                self.conn.executemany("INSERT OR IGNORE INTO temp.doomed VALUES(?)", ((r,) for r in ref_ids))
+                self.conn.execute("DELETE FROM edges WHERE ref IN (SELECT ref FROM temp.doomed)")
             self.conn.executemany("INSERT INTO edges VALUES(?,?,?,?,?,?,?,?)", edges)
 
     # -- reading -----------------------------------------------------------------------------
@@ -332,9 +358,40 @@ def _head(target: str) -> str:
     return target.split(".", 1)[0].split(":")[-1]
 
 
-def _names_of(pf: ParsedFile) -> set[str]:
-    names = {e.name for e in pf.entities}
-    names.update(pf.module_globals)
-    names.add(pf.module.rsplit(".", 1)[-1])
-    return names
+@dataclass(frozen=True, slots=True)
+class _Symbols:
+    module: str
+    ids: dict[str, str]  # entity id -> name
+    imports: dict[str, str]
+    globals: set[str]
+    bases: set[tuple[str, str]]  # (class id, base expression)
 
+
+def _symbols_of(pf: ParsedFile) -> _Symbols:
+    return _Symbols(
+        pf.module,
+        {e.id: e.name for e in pf.entities},
+        pf.imports,
+        set(pf.module_globals),
+        {(r.source, r.target) for r in pf.refs if r.relation == "INHERITS"},
+    )
+
+
+def _changed_names(before: _Symbols | None, after: _Symbols | None) -> set[str]:
+    """Names whose resolution elsewhere may differ between two versions of one file."""
+    if before is None or after is None:
+        whole = before or after
+        if whole is None:
+            return set()
+        return set(whole.ids.values()) | whole.globals | set(whole.imports) | {whole.module.rsplit(".", 1)[-1]}
+    names = {before.ids.get(i) or after.ids[i] for i in before.ids.keys() ^ after.ids.keys()}
+    names |= before.globals ^ after.globals
+    names |= {k for k in before.imports.keys() | after.imports.keys() if before.imports.get(k) != after.imports.get(k)}
+    if before.bases != after.bases:
+        # A class that changed its bases changes what self.m() means in it and in every subclass,
+        # wherever they are: rare enough to re-resolve everything.
+        names.add(EVERYTHING)
+    return {n for n in names if n}
+
+
+EVERYTHING = "*"  # among affected names: re-resolve every reference

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import apsw
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # Each entry upgrades the schema from version i to i+1; entry 0 creates it.
 MIGRATIONS: list[str] = [
@@ -85,6 +85,23 @@ MIGRATIONS: list[str] = [
         content='', contentless_delete=1,
         tokenize="unicode61 tokenchars '_'"
     );
+    """,
+    # 2: a file-level lexical index (BM25 over whole files ranks files better than their best
+    # entity alone). Existing rows are filled from what the entities table keeps; the next
+    # re-index of a file writes its full text terms.
+    """
+    CREATE VIRTUAL TABLE files_fts USING fts5(
+        path, body,
+        content='', contentless_delete=1,
+        tokenize="unicode61 tokenchars '_'"
+    );
+    CREATE TABLE files_fts_ids(rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
+    INSERT INTO files_fts_ids(path) SELECT path FROM files;
+    INSERT INTO files_fts(rowid, path, body)
+        SELECT i.rowid, replace(replace(i.path, '/', ' '), '.py', ''),
+               (SELECT group_concat(e.qualname || ' ' || e.signature || ' ' || e.docstring, ' ')
+                FROM entities e WHERE e.path = i.path)
+        FROM files_fts_ids i;
     """,
 ]
 
