@@ -1,0 +1,127 @@
+"""Ranking behaviour: exact identifiers, tracebacks, semantic-only queries, RRF arithmetic."""
+
+import pytest
+
+from conftest import write_repo
+from nsccn.indexer import index_repository
+from nsccn.search import analyze_query, fuse, localize, search
+from nsccn.store import Store
+
+BILLING = {
+    "billing/__init__.py": "",
+    "billing/invoice.py": '''
+        from .tax import apply_tax
+
+
+        class Invoice:
+            """A bill sent to a customer."""
+
+            def total(self):
+                return apply_tax(sum(line.amount for line in self.lines))
+
+            def render_pdf(self):
+                """Draw the invoice as a PDF document."""
+                return b"%PDF"
+    ''',
+    "billing/tax.py": '''
+        RATE = 0.2
+
+
+        def apply_tax(amount):
+            """Add value-added tax to an amount of money."""
+            if amount < 0:
+                raise ValueError("negative amount")
+            return amount * (1 + RATE)
+    ''',
+    "billing/mail.py": '''
+        def send_reminder(address):
+            """E-mail a payment reminder to a customer who has not paid."""
+            return address
+    ''',
+    "tests/test_tax.py": '''
+        from billing.tax import apply_tax
+
+
+        def test_apply_tax_negative_amount():
+            apply_tax(-1)
+    ''',
+}
+
+
+@pytest.fixture(scope="module")
+def billing(tmp_path_factory):
+    repo = write_repo(tmp_path_factory.mktemp("b") / "repo", BILLING)
+    index_repository(repo, workers=1)
+    store = Store(repo / ".nsccn/index.db", readonly=True)
+    yield repo, store
+    store.close()
+
+
+def test_rrf_arithmetic():
+    scores = fuse({"a": [1, 2, 3], "b": [3, 1]}, k=60)
+    assert scores[1] == pytest.approx(1 / 61 + 1 / 62)
+    assert scores[3] == pytest.approx(1 / 63 + 1 / 61)
+    assert scores[2] == pytest.approx(1 / 62)
+    weighted = fuse({"a": [1], "b": [2]}, k=10, weights={"b": 2.0})
+    assert weighted[2] == pytest.approx(2 / 11) and weighted[1] == pytest.approx(1 / 11)
+
+
+def test_query_analysis():
+    q = analyze_query(
+        "Calling `Invoice.total()` fails, see billing/tax.py and apply_tax. XML SELECT list e.g. this\n"
+        'Traceback (most recent call last):\n  File "/site/billing/invoice.py", line 8, in total\n'
+        '  File "/site/billing/tax.py", line 7, in apply_tax\nValueError: negative amount'
+    )
+    assert "Invoice.total" in q.identifiers and "apply_tax" in q.identifiers
+    assert not {"XML", "SELECT", "list", "e.g"} & set(q.identifiers)
+    assert "billing/tax.py" in q.paths
+    assert q.frames[-1] == ("/site/billing/tax.py", 7, "apply_tax")
+    assert q.terms[0] in {"invoice", "total", "apply_tax"}
+
+
+def test_exact_identifier_ranks_its_definition_first(billing):
+    _, store = billing
+    hits = search(store, "something is off in send_reminder for customers", limit=3)
+    assert hits[0].entity.id == "func:billing/mail.py:send_reminder"
+    assert "exact" in hits[0].streams
+
+
+def test_traceback_ranks_its_frames(billing):
+    _, store = billing
+    report = (
+        "Crash when totalling:\n"
+        'Traceback (most recent call last):\n  File "/usr/lib/python3/site-packages/billing/invoice.py", line 8, in total\n'
+        '  File "/usr/lib/python3/site-packages/billing/tax.py", line 7, in apply_tax\n'
+        "ValueError: negative amount"
+    )
+    ids = [h.entity.id for h in search(store, report, limit=5)]
+    assert ids[0] == "func:billing/tax.py:apply_tax"  # the innermost frame first
+    assert "method:billing/invoice.py:Invoice.total" in ids[:3]
+
+
+def test_localize_demotes_tests_and_ranks_files(billing):
+    repo, _ = billing
+    loc = localize(repo / ".nsccn/index.db", "apply_tax raises for a negative amount", limit=5,
+                   signals=frozenset({"bm25", "query_analysis"}))
+    assert loc.files[0] == "billing/tax.py"
+    assert loc.functions[0] == "func:billing/tax.py:apply_tax"
+    assert loc.files.index("tests/test_tax.py") > 0
+
+
+def test_unknown_signal_and_empty_query(billing):
+    _, store = billing
+    with pytest.raises(ValueError, match="unknown signals"):
+        search(store, "x", signals=frozenset({"telepathy"}))
+    with pytest.raises(ValueError, match="empty"):
+        search(store, "   ")
+
+
+def test_semantic_only_query_with_bundled_model(tmp_path):
+    """No word of the query appears in the target: only the vectors can find it."""
+    repo = write_repo(tmp_path / "repo", BILLING)
+    index_repository(repo, workers=1, embed=True)
+    with Store(repo / ".nsccn/index.db", readonly=True) as store:
+        hits = search(store, "dunning letter for overdue bills", limit=3, signals=frozenset({"vector"}))
+        assert hits[0].entity.id == "func:billing/mail.py:send_reminder"
+        lexical = search(store, "dunning letter for overdue bills", limit=3, signals=frozenset({"bm25"}))
+        assert "func:billing/mail.py:send_reminder" not in [h.entity.id for h in lexical]
