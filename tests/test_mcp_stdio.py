@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -35,9 +36,27 @@ def has_subcommand(name: str) -> bool:
     return name in sub.choices
 
 
-async def exercise(transport: StdioTransport, repo: Path) -> None:
-    """List tools, call each, bad inputs, the cap, and an edit + re-index seen by later answers."""
+async def wait_until_indexed(c: Client, timeout_s: float = 60) -> dict:
+    """Under `nsccn serve` the index is built while the session is already open."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        st = (await c.call_tool("index_status", {})).structured_content
+        live = st.get("pipeline") or {}
+        if st.get("indexed") and st.get("files", 0) >= 6 and live.get("files_pending", 0) == 0 and live.get("state") != "indexing":
+            return st
+        assert time.monotonic() < deadline, f"the pipeline did not finish indexing: {st}"
+        await asyncio.sleep(0.2)
+
+
+async def exercise(transport: StdioTransport, repo: Path, live: bool = False) -> None:
+    """List tools, call each, bad inputs, the cap, and an edit + re-index seen by later answers.
+
+    live: the server is `nsccn serve` (its watcher re-indexes edits by itself), not `nsccn mcp`
+    (the test re-indexes through the library, from this process)."""
     async with Client(transport, timeout=60) as c:
+        if live:
+            st = await wait_until_indexed(c)
+            assert "pipeline" in st and st["pipeline"]["actors"]
         tools = await c.list_tools()
         assert {t.name for t in tools} == TOOLS
 
@@ -84,11 +103,22 @@ async def exercise(transport: StdioTransport, repo: Path) -> None:
                 return validate_token({"sig": "ok"})
         '''))
         touch_later(auth)
-        stale = (await c.call_tool("search_and_rank", {"query": "validate token"})).structured_content
-        assert "acme/auth.py" in stale.get("stale", "")
-        await asyncio.to_thread(index_repository, repo, None, None, 1)
-        again = (await c.call_tool("search_and_rank", {"query": "rotate secret"})).structured_content
-        assert again["results"][0]["id"] == "func:acme/auth.py:rotate_secret" and "stale" not in again
+        if live:  # the watcher re-indexes on its own: wait for the new function to appear
+            deadline = time.monotonic() + 30
+            while True:
+                again = (await c.call_tool("search_and_rank", {"query": "rotate secret"})).structured_content
+                if again["results"] and again["results"][0]["id"] == "func:acme/auth.py:rotate_secret":
+                    break
+                assert time.monotonic() < deadline, f"the edit never reached the index: {again}"
+                await asyncio.sleep(0.2)
+            await wait_until_indexed(c)
+        else:
+            stale = (await c.call_tool("search_and_rank", {"query": "validate token"})).structured_content
+            assert "acme/auth.py" in stale.get("stale", "")
+            await asyncio.to_thread(index_repository, repo, None, None, 1)
+            again = (await c.call_tool("search_and_rank", {"query": "rotate secret"})).structured_content
+            assert again["results"][0]["id"] == "func:acme/auth.py:rotate_secret"
+        assert "stale" not in again
         refs2 = (await c.call_tool("find_references", {"entity_id": "func:acme/auth.py:validate_token"})).structured_content
         assert "func:acme/auth.py:rotate_secret" in {r["from"] for r in refs2["references"]}
 
@@ -124,7 +154,13 @@ def test_nsccn_mcp_bad_root_exits_with_usage_error(tmp_path):
 
 @pytest.mark.skipif(not has_subcommand("serve"), reason="`nsccn serve` (the pipeline) is not in this tree yet")
 def test_nsccn_serve_over_stdio(tmp_path):
-    repo = make_repo(tmp_path / "acme_repo")
+    """The same session against the actor pipeline: indexing, watching and the MCP front actor."""
+    repo = make_repo(tmp_path / "acme_repo", index=False)
     cmd, pre = nsccn_command()
-    transport = StdioTransport(cmd, pre + ["serve", "--root", str(repo)], keep_alive=False, log_file=tmp_path / "serve.log")
-    asyncio.run(exercise(transport, repo))
+    log = tmp_path / "serve.log"
+    transport = StdioTransport(cmd, pre + ["serve", str(repo), "--no-embed", "--workers", "1"], keep_alive=False, log_file=log)
+    try:
+        asyncio.run(exercise(transport, repo, live=True))
+    except BaseException:
+        print(log.read_text()[-5000:])
+        raise
