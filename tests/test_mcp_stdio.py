@@ -2,6 +2,7 @@
 the pipeline exists), driven by fastmcp's stdio client, exactly as Claude Code or Cursor would."""
 
 import asyncio
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -34,6 +35,14 @@ def has_subcommand(name: str) -> bool:
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     return name in sub.choices
+
+
+def has_pipeline() -> bool:
+    """`nsccn serve` and the supervisor/workers packages it runs."""
+    try:
+        return has_subcommand("serve") and all(importlib.util.find_spec(m) for m in ("supervisor.cli", "workers.mcp_front"))
+    except ImportError:
+        return False
 
 
 async def wait_until_indexed(c: Client, timeout_s: float = 60) -> dict:
@@ -152,7 +161,7 @@ def test_nsccn_mcp_bad_root_exits_with_usage_error(tmp_path):
     assert r.returncode == 2 and "not a directory" in r.stderr
 
 
-@pytest.mark.skipif(not has_subcommand("serve"), reason="`nsccn serve` (the pipeline) is not in this tree yet")
+@pytest.mark.skipif(not has_pipeline(), reason="`nsccn serve` (the pipeline) is not in this tree yet")
 def test_nsccn_serve_over_stdio(tmp_path):
     """The same session against the actor pipeline: indexing, watching and the MCP front actor."""
     repo = make_repo(tmp_path / "acme_repo", index=False)
