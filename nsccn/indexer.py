@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 WRITE_BATCH = 256
 # Above this share of changed files a full re-resolution is cheaper than chasing names.
 FULL_RESOLVE_SHARE = 0.2
+RANKS_REFRESH_SHARE = 0.05
 
 
 @dataclass
@@ -160,7 +161,13 @@ def index_repository(
                 resolve_all(store)
             else:
                 resolve_affected(store, changed_paths, names)
-            compute_ranks(store)
+            # PageRank is a global, slow-moving prior: recompute once enough of the repository
+            # changed since the last computation, not on every small edit.
+            pending = int(store.get_meta("ranks_pending_files", "0") or 0) + len(changed_paths)
+            if pending > RANKS_REFRESH_SHARE * max(1, summary.files_seen) or not known:
+                compute_ranks(store)
+                pending = 0
+            store.set_meta("ranks_pending_files", str(pending))
             store.set_meta("last_indexed", str(time.time()))
         if embed:
             from nsccn.semantic import embed_index
