@@ -26,8 +26,6 @@ from nsccn.store import Store
 log = logging.getLogger(__name__)
 
 WRITE_BATCH = 256
-# Above this share of changed files a full re-resolution is cheaper than chasing names.
-FULL_RESOLVE_SHARE = 0.2
 RANKS_REFRESH_SHARE = 0.05
 
 
@@ -156,8 +154,7 @@ def index_repository(
             changed_paths.update(p.path for p in batch)
             summary.files_indexed += len(batch)
         if changed_paths:
-            total = max(1, summary.files_seen)
-            if len(changed_paths) / total > FULL_RESOLVE_SHARE or not known:
+            if not known:  # a first build: everything is new
                 resolve_all(store)
             else:
                 resolve_affected(store, changed_paths, names)
