@@ -123,6 +123,12 @@ def _short(sig: str) -> str:
     return sig if len(sig) <= MAX_SIGNATURE_CHARS else sig[: MAX_SIGNATURE_CHARS - 3] + "..."
 
 
+def _echo(query: str, limit: int = 200) -> str:
+    """The query as echoed in an answer: a pasted bug report must not eat the answer's budget."""
+    q = " ".join(query.split())
+    return q if len(q) <= limit else q[: limit - 3] + "..."
+
+
 def _fit(n_items: int, render: Callable[[int], str], cap: int) -> tuple[int, str]:
     """The largest k <= n_items with count_tokens(render(k)) <= cap, and render(k)."""
     text = render(n_items)
@@ -329,10 +335,6 @@ def _result(text: str, data: dict) -> ToolResult:
     return ToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
-def _json_result(data: dict) -> ToolResult:
-    return _result(render_json(data), data)
-
-
 def _check_int(name: str, value: int, lo: int, hi: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise _user_error(f"{name} must be an integer" + (f" between {lo} and {hi}" if hi is not None else f" >= {lo}"))
@@ -393,7 +395,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             res = svc.nav.search(query, limit=limit, offset=offset, kinds=kinds or None)
             rows = [{"id": r["id"], "score": round(r["score"], 4), "sig": _short(r["signature"]), "file": r["file"],
                      "line": r["line"], "kind": r["kind"]} for r in res["results"]]
-            base = {"query": query, "signals": res.get("signals", [])}
+            base = {"query": _echo(query), "signals": res.get("signals", [])}
 
             def build(k: int) -> dict:
                 out = {**base, "results": rows[:k]}
@@ -700,13 +702,11 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             if not isinstance(query, str) or not query.strip():
                 raise _user_error("query is empty: describe the task or paste the bug report")
             _check_int("max_tokens", max_tokens, MIN_CONTEXT_TOKENS, cap)
-            title = " ".join(query.split())
-            title = title if len(title) <= 160 else title[:157] + "..."
-            head = f"# context for: {title}\n# @TOKENS@ of {max_tokens} tokens\n"
+            head = f"# context for: {_echo(query, 160)}\n# @TOKENS@ of {max_tokens} tokens\n"
             # room for the header and a stale/partial note, so the context itself is never cut
             budget = max(MIN_CONTEXT_TOKENS, max_tokens - count_tokens(head) - (80 if max_tokens > 400 else 8))
             res = svc.nav.assemble_context(query, budget)
-            out = {"query": query, "tokens": res["tokens"], "max_tokens": max_tokens, "entities": res["entities"]}
+            out = {"query": _echo(query), "tokens": res["tokens"], "max_tokens": max_tokens, "entities": res["entities"]}
             svc.notes(out, [e.split(":", 2)[1] for e in res["entities"]])
             text = head.replace("@TOKENS@", str(res["tokens"]), 1) + res["context"] + ("" if res["context"].endswith("\n") else "\n")
             for key in ("stale", "partial"):

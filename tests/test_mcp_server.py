@@ -225,6 +225,15 @@ def test_search_and_rank_spec_shape_and_paging(server):
     assert only["results"] and all(r["kind"] == "class" for r in only["results"])
 
 
+def test_a_pasted_bug_report_is_not_echoed_back_in_full(server):
+    report = ("Login fails for valid users.\n" + "Some long log line that says nothing useful. " * 800
+              + '\nTraceback (most recent call last):\n  File "acme/auth.py", line 19, in validate_token\n'
+              "acme.errors.AuthError: bad signature\n")
+    text, data = call(server, "search_and_rank", query=report, limit=5)
+    assert count_tokens(text) < 1500 and len(data["query"]) <= 200
+    assert data["results"][0]["id"] == "func:acme/auth.py:validate_token"
+
+
 def test_read_skeleton_elides_bodies_and_counts_tokens(server, repo):
     text, data = call(server, "read_skeleton", file_path="acme/auth.py")
     assert text.startswith("# acme/auth.py: skeleton")
