@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 import shutil
 import sys
 import sysconfig
@@ -157,11 +158,14 @@ def main() -> None:
     ap.add_argument("--batch-sizes", default="32,64")
     ap.add_argument("--threads", type=int, default=None, help="ONNX Runtime threads (default: all cores)")
     ap.add_argument("--skip-embed", action="store_true", help="no embedding run; random vectors only")
+    ap.add_argument("--skip-search", action="store_true", help="the embedding throughput only")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     dims = [int(d) for d in args.dims.split(",")]
     rng = np.random.default_rng(args.seed)
+    # Timings on a shared machine mean little without the load they were taken under.
+    print(f"cores: {os.cpu_count()}, load average at start: {os.getloadavg()[0]:.2f}")
 
     real = None
     if not args.skip_embed:
@@ -174,6 +178,9 @@ def main() -> None:
             print("too few snippets for the code distribution; random only")
             real = None
 
+    if args.skip_search:
+        print(f"load average at end: {os.getloadavg()[0]:.2f}")
+        return
     kinds = ["random"] + (["code"] if real is not None else [])
     workdir = Path(tempfile.mkdtemp(prefix="nsccn-vecbench-"))
     results = []
@@ -199,6 +206,7 @@ def main() -> None:
             f"{r['exact_p50']:>9.1f} {r['exact_p99']:>9.1f} {r['quant_p50']:>9.1f} {r['quant_p99']:>9.1f} "
             f"{r['recall10']:>9.3f}"
         )
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

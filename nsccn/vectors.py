@@ -220,7 +220,7 @@ class VectorStore:
         May re-center the bit vectors (see CENTER_FIRST_AT), which rewrites all of them.
         """
         model_id, dim = self._require_model()
-        items = list(items)
+        items = list({eid: (eid, th, v) for eid, th, v in items}.values())  # last one wins
         if not items:
             return 0
         vecs = _normalize(np.stack([np.asarray(v, dtype=np.float32).reshape(-1) for _, _, v in items]))
@@ -286,13 +286,18 @@ class VectorStore:
                 "INSERT OR REPLACE INTO vec_meta (key, value) VALUES (?, ?)",
                 [("bit_center", center.tobytes()), ("bit_center_n", n)],
             )
-            rows = self.conn.execute(f"SELECT i.rowid, c.vector {join}").fetchall()
-            for chunk in _chunks(rows, 10_000):
-                vecs = np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in chunk])
-                bits = quantize(vecs, center)
+            last = -1  # rewrite the bits in rowid-ordered slices, not all vectors in memory at once
+            while True:
+                rows = self.conn.execute(
+                    f"SELECT i.rowid, c.vector {join} WHERE i.rowid > ? ORDER BY i.rowid LIMIT 10000", (last,)
+                ).fetchall()
+                if not rows:
+                    break
+                last = rows[-1][0]
+                bits = quantize(np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in rows]), center)
                 self.conn.executemany(
                     "UPDATE vec_bits SET bits = ? WHERE rowid = ?",
-                    [(b.tobytes(), r) for (r, _), b in zip(chunk, bits)],
+                    [(b.tobytes(), r) for (r, _), b in zip(rows, bits)],
                 )
 
     def delete(self, entity_ids: Iterable[str]) -> int:

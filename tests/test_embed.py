@@ -46,6 +46,8 @@ def test_absent_model_falls_back_to_bundled(fallback):
 
 
 def test_probe_for_absent_model_is_fast(empty_cache):
+    import fastembed  # noqa: F401  (importing it, ~0.7 s once per process, is not the probe)
+
     start = time.perf_counter()
     with pytest.raises(ModelUnavailable):
         load_embedder(cache_dir=empty_cache, allow_fallback=False)

@@ -78,6 +78,9 @@ def test_upsert_replaces_and_normalizes(store):
     assert store.knn(new, 1, quantized=True)[0][0] == ids[3]
     assert store.hashes([ids[3]]) == {ids[3]: "new-hash"}
     assert np.allclose(store.vectors([ids[3]])[ids[3]], unit(new), atol=1e-6)
+    # The same entity twice in one batch: the last one wins.
+    store.upsert([(ids[4], "a", vecs[0]), (ids[4], "b", vecs[1])])
+    assert store.hashes([ids[4]]) == {ids[4]: "b"} and store.count() == 50
     with pytest.raises(ValueError):
         store.upsert([("x", "h", np.ones(32))])
     with pytest.raises(ValueError):
