@@ -169,7 +169,10 @@ def index_repository(
         if embed:
             from nsccn.semantic import embed_index
 
-            summary.vectors = embed_index(store, progress=embed_progress)
+            from nsccn.semantic import default_embedder
+
+            embedder = default_embedder(config.embedding_model, config.embedding_dim)
+            summary.vectors = embed_index(store, embedder, progress=embed_progress)
         counts = store.counts()
     summary.entities = counts["entities"]
     summary.edges = counts["edges"]

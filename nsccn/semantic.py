@@ -88,12 +88,19 @@ def vector_status(store: Store) -> dict:
     return out
 
 
+def _recorded_model(vs: VectorStore) -> tuple[str | None, int | None]:
+    """The configuration that most likely made the stored vectors, to load the same for queries."""
+    if vs.model_id and vs.model_id.startswith("nsccn/"):
+        return None, None  # the bundled fallback: loading the default falls back to it again
+    return (vs.model_id.split("@")[0], vs.dim) if vs.model_id else (None, None)
+
+
 def nearest_rowids(store: Store, query: str, limit: int, embedder=None) -> list[int]:
     """Entity rowids nearest to the query; [] when the index has no vectors."""
     if not has_vectors(store):
         return []
     vs = VectorStore(store.conn)
-    embedder = embedder or default_embedder()
+    embedder = embedder or default_embedder(*_recorded_model(vs))
     if vs.model_id != embedder.model_id:
         raise RuntimeError(
             f"the index holds vectors of {vs.model_id}, the query embedder is {embedder.model_id}: re-embed the index"
