@@ -118,6 +118,11 @@ def index_repository(
     with Store(db_path) as store:
         plan = plan_changes(root, store, scan.files)
         known = store.file_states()
+        # A run that died between writing files and resolving their references leaves this set:
+        # the next run re-resolves everything instead of trusting half-made edges.
+        interrupted = store.get_meta("resolve_pending") == "1"
+        if plan.to_parse or plan.to_delete:
+            store.set_meta("resolve_pending", "1")
         summary.files_unchanged = plan.unchanged
         changed_paths: set[str] = set()
         names: set[str] = set()
@@ -153,18 +158,19 @@ def index_repository(
             names |= store.write_files(batch)
             changed_paths.update(p.path for p in batch)
             summary.files_indexed += len(batch)
-        if changed_paths:
-            if not known:  # a first build: everything is new
+        if changed_paths or interrupted:
+            if not known or interrupted:  # a first build, or a repair after a crash
                 resolve_all(store)
             else:
                 resolve_affected(store, changed_paths, names)
             # PageRank is a global, slow-moving prior: recompute once enough of the repository
             # changed since the last computation, not on every small edit.
             pending = int(store.get_meta("ranks_pending_files", "0") or 0) + len(changed_paths)
-            if pending > RANKS_REFRESH_SHARE * max(1, summary.files_seen) or not known:
+            if pending > RANKS_REFRESH_SHARE * max(1, summary.files_seen) or not known or interrupted:
                 compute_ranks(store)
                 pending = 0
             store.set_meta("ranks_pending_files", str(pending))
+            store.set_meta("resolve_pending", "0")
             store.set_meta("last_indexed", str(time.time()))
         if embed:
             from nsccn.semantic import embed_index

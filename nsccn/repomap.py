@@ -15,8 +15,20 @@ DAMPING = 0.85
 ITERATIONS = 40
 
 
+_graph_cache: dict[tuple[str, str], tuple] = {}
+
+
 def _graph(store: Store) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
-    """(sources, targets, weights, n, rowids) with entity rowids mapped to 0..n-1."""
+    """(sources, targets, weights, n, rowids) with entity rowids mapped to 0..n-1; cached per
+    database and index run (readers see one index run at a time)."""
+    key = (str(store.path), store.get_meta("last_indexed", "") or "")
+    if key not in _graph_cache or store.readonly is False:
+        _graph_cache.clear()
+        _graph_cache[key] = _read_graph(store)
+    return _graph_cache[key]
+
+
+def _read_graph(store: Store) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
     rowids = np.array([r for (r,) in store.conn.execute("SELECT rowid FROM entities ORDER BY rowid")], dtype=np.int64)
     index = {int(r): i for i, r in enumerate(rowids)}
     src, dst, w = [], [], []

@@ -174,3 +174,16 @@ def test_schema_migrates_forward(tmp_path):
     newer.close()
     with pytest.raises(RuntimeError, match="newer"):
         Store(path)
+
+
+def test_crash_between_write_and_resolve_is_repaired(shop_repo):
+    """A run killed after writing files but before resolving leaves a flag; the next run repairs."""
+    index_repository(shop_repo, workers=1)
+    store = Store(shop_repo / ".nsccn" / "index.db")
+    expected = store.counts()["edges"]
+    store.set_meta("resolve_pending", "1")
+    store.conn.execute("DELETE FROM edges WHERE path='shop/service.py'")  # as if never resolved
+    store.close()
+    s = index_repository(shop_repo, workers=1)  # nothing changed on disk
+    assert s.files_indexed == 0
+    assert s.edges == expected
