@@ -8,8 +8,9 @@ frame, a message of the wrong shape) decodes to an exception the actor logs and 
 
 Who sends what (``A -> B``):
 
-* watcher -> parsers: `ParseJob` (one path to look at; the parser finds out whether it is
-  new, changed, unchanged or gone)
+* watcher (ROUTER) -> parsers (DEALER): `ParseJob` (one path to look at; the parser finds out
+  whether it is new, changed, unchanged or gone), only to a parser that has sent `Ready`
+  credits for it
 * parsers -> writer: `Parsed`, `Unchanged`, `Skipped`, `Removed` (each carries the job's seq)
 * writer -> watcher: `Committed` (the acknowledgement that returns the watcher's credits)
 * watcher -> writer: `BulkStart`, `BulkDone` (the initial scan's boundaries)
@@ -110,6 +111,17 @@ class ParseJob(Message):
     known_hash: str | None = None
 
 
+class Ready(Message):
+    """Parser -> watcher (DEALER -> ROUTER): credits. `free` more jobs may be sent to this parser;
+    with `reset`, its queue is empty and `free` replaces what the watcher counted (a parser
+    repeats this while idle, so a restarted watcher learns its parsers)."""
+
+    actor: str
+    pid: int
+    free: int
+    reset: bool = False
+
+
 class Parsed(Message):
     seq: int
     file: ParsedFile
@@ -207,7 +219,7 @@ class QueryVector(Message):
 
 class Addresses(msgspec.Struct, kw_only=True):
     """Where each socket lives. Binders: the supervisor (control, supervisor), the watcher
-    (watcher, jobs), the writer (writer), the embedder (embedder, query)."""
+    (watcher, jobs: a ROUTER), the writer (writer), the embedder (embedder, query: a ROUTER)."""
 
     control: str
     supervisor: str
@@ -234,7 +246,9 @@ class ActorSpec(msgspec.Struct, kw_only=True):
     once: bool = False  # scan and dispatch, no file watching (nsccn index)
     debounce_ms: int = 100
     max_wait_ms: int = 2000
-    window: int = 256  # parse jobs in flight (sent, not yet committed)
+    window: int = 256  # parse jobs in flight (sent, not yet committed by the writer)
+    # parser
+    prefetch: int = 2  # jobs a parser holds (working on one, the next one waiting)
     # writer
     embed: bool = True
     embed_window: int = 2  # embed jobs in flight
@@ -254,6 +268,7 @@ MESSAGES = (
     Ok,
     Error,
     ParseJob,
+    Ready,
     Parsed,
     Unchanged,
     Skipped,

@@ -1,0 +1,5 @@
+import sys
+
+from supervisor.cli import main
+
+sys.exit(main())

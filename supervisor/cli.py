@@ -1,0 +1,247 @@
+"""`nsccn index` and `nsccn serve` through the pipeline, and `python -m supervisor`.
+
+    python -m supervisor index PATH [--workers N] [--embed] [--json]
+    python -m supervisor serve PATH [--workers N] [--no-embed] [--no-mcp]
+    python -m supervisor monitor PATH      # status + lock for actors started by `honcho start`
+    python -m supervisor status PATH
+    python -m supervisor stop PATH
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from nsccn.config import load_config
+from nsccn.store import Store
+from supervisor.addresses import addresses, running_pipeline
+from supervisor.main import PipelineBusy, Policy, Supervisor
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+@dataclass
+class PipelineSummary:
+    """The fields of `nsccn.indexer.PipelineSummary` (so `nsccn index` prints either), plus the
+    pipeline's per-actor restarts and peak memory."""
+
+    root: str
+    db_path: str
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_deleted: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    skipped_examples: dict = field(default_factory=dict)
+    files_with_syntax_errors: int = 0
+    entities: int = 0
+    edges: int = 0
+    edges_by_relation: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    lines_indexed: int = 0
+    vectors: dict = field(default_factory=dict)
+    pipeline: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["skipped"] = dict(self.skipped)
+        return d
+
+
+def _setup_logging(level: int) -> None:
+    logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s supervisor %(levelname)s %(message)s")
+
+
+def busy_message(info: dict) -> str:
+    if info.get("mode") == "index":
+        what = "an index run is in progress"
+    elif info.get("mode") == "serve":
+        what = "a pipeline is serving and keeping the index up to date"
+    else:
+        what = f"a pipeline ({info.get('mode', 'unknown mode')}) is running"
+    return (
+        f"{what} on {info.get('root', 'this repository')} (pid {info.get('pid')}, since {info.get('started')};"
+        f" index {info.get('db')}, logs in {info.get('logs')}): see `nsccn status --root {info.get('root', '.')}`"
+    )
+
+
+class _Progress:
+    """tqdm bars on stderr: files (with files/s and ETA), then entities embedded."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.files = None
+        self.vectors = None
+        self.started = time.monotonic()
+
+    def __call__(self, sup: Supervisor) -> None:
+        if not self.enabled:
+            return
+        from tqdm import tqdm
+
+        w = sup.slots.get("watcher")
+        ws = w.hb.stats if w and w.hb else None
+        if ws and ws.get("bulk_total"):
+            total, done = ws["bulk_total"], ws.get("bulk_done", 0)
+            if self.files is None:
+                self.files = tqdm(total=total, unit="file", desc="indexing", file=sys.stderr, dynamic_ncols=True)
+            if self.files.total != total:
+                self.files.total = total
+            if done != self.files.n:
+                self.files.update(done - self.files.n)
+        r = sup.slots.get("writer")
+        rs = r.hb.stats if r and r.hb else None
+        if sup.embed and rs and (ws is None or ws.get("idle")) and rs.get("vectors_pending") is not None:
+            written = sup.stats_of("writer").get("vectors_written", 0)
+            pending = rs.get("vectors_pending", 0)
+            if self.vectors is None and pending:
+                self.vectors = tqdm(total=written + pending, unit="entity", desc="embedding", file=sys.stderr,
+                                    dynamic_ncols=True)
+            if self.vectors is not None:
+                self.vectors.total = max(self.vectors.total, written + pending)
+                if written != self.vectors.n:
+                    self.vectors.update(written - self.vectors.n)
+
+    def close(self) -> None:
+        for bar in (self.files, self.vectors):
+            if bar is not None:
+                bar.close()
+
+
+def pipeline_index(
+    root: str | Path,
+    workers: int = 0,
+    embed: bool = False,
+    progress: bool = True,
+    policy: Policy | None = None,
+) -> PipelineSummary | int:
+    """Index `root` through the actor pipeline and return a summary (as the library's), or an exit
+    code when another pipeline runs on the repository or this one failed."""
+    root = Path(root).resolve()
+    config = load_config(root)
+    _setup_logging(logging.WARNING)
+    started = time.perf_counter()
+    bars = _Progress(progress)
+    sup = Supervisor(root, "index", parsers=workers, embed=embed, mcp=False, config=config, policy=policy,
+                     on_progress=bars)
+    try:
+        code = sup.run()
+    except PipelineBusy as busy:
+        print(f"nsccn: {busy_message(busy.info)}", file=sys.stderr)
+        return EXIT_FAILED
+    finally:
+        bars.close()
+    if code != 0 or sup.complete is None:
+        why = sup.failure or ("interrupted" if code else "the pipeline stopped before the index was complete")
+        print(f"nsccn: index incomplete: {why}", file=sys.stderr)
+        return code or EXIT_FAILED
+    ws = sup.stats_of("watcher")
+    rs = sup.stats_of("writer")
+    summary = PipelineSummary(str(root), str(config.db_path(root)))
+    summary.files_seen = int(ws.get("files_seen", 0))
+    summary.files_indexed = int(rs.get("files_written", 0))
+    summary.files_unchanged = int(ws.get("unchanged", 0)) + int(rs.get("unchanged", 0))
+    summary.files_deleted = int(rs.get("removed", 0))
+    summary.lines_indexed = int(rs.get("lines", 0))
+    for part in (ws.get("skipped") or {}, rs.get("skipped") or {}):
+        for why, n in part.items():
+            summary.skipped[why] += n
+    with Store(config.db_path(root), readonly=True) as store:
+        counts = store.counts()
+    summary.entities = counts["entities"]
+    summary.edges = counts["edges"]
+    summary.edges_by_relation = counts["edges_by_relation"]
+    summary.files_with_syntax_errors = counts["files_with_syntax_errors"]
+    if embed:
+        c = sup.complete
+        embedded = int(sup.stats_of("embedder").get("embedded", 0))
+        summary.vectors = {
+            "embedded": embedded,
+            "from_cache": max(0, c.vectors - embedded),
+            "vectors": c.vectors,
+            "entities_without_vectors": c.entities_without_vectors,
+            "model": rs.get("model"),
+        }
+    summary.seconds = time.perf_counter() - started
+    summary.pipeline = sup.summary()
+    return summary
+
+
+def serve(root: str | Path, workers: int = 0, embed: bool = True, mcp: bool = True) -> int:
+    """Index, keep watching, serve MCP on stdio. A second `serve` on the same repository attaches
+    to the running pipeline and serves its own MCP front against the shared index."""
+    root = Path(root).resolve()
+    config = load_config(root)
+    _setup_logging(logging.INFO)
+    sup = Supervisor(root, "serve", parsers=workers, embed=embed, mcp=mcp, config=config)
+    try:
+        return sup.run()
+    except PipelineBusy as busy:
+        info = busy.info
+        logging.getLogger("nsccn.supervisor").info("%s: attaching with an MCP front of our own", busy_message(info))
+        if not mcp:
+            print(f"nsccn: {busy_message(info)}", file=sys.stderr)
+            return EXIT_FAILED
+        from workers.mcp_front import serve_stdio
+
+        query = (info.get("addresses") or {}).get("query") or addresses(root, config).query
+        serve_stdio(root, config.db_path(root), query)
+        return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m supervisor", description="the NSCCN actor pipeline")
+    sub = p.add_subparsers(dest="command", required=True)
+    for name in ("index", "serve", "monitor", "status", "stop"):
+        sp = sub.add_parser(name)
+        sp.add_argument("path", nargs="?", default=".")
+        if name in ("index", "serve"):
+            sp.add_argument("--workers", type=int, default=0, help="parser processes (0: one per core)")
+        if name == "index":
+            sp.add_argument("--embed", action="store_true", help="also embed every entity before exiting")
+            sp.add_argument("--json", action="store_true")
+        if name == "serve":
+            sp.add_argument("--no-embed", action="store_true")
+            sp.add_argument("--no-mcp", action="store_true", help="index and watch only (no MCP on stdio)")
+    args = p.parse_args(argv)
+    root = Path(args.path).resolve()
+    if not root.is_dir():
+        print(f"{root} is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    if args.command == "index":
+        out = pipeline_index(root, args.workers, args.embed, progress=not args.json)
+        if isinstance(out, int):
+            return out
+        d = out.as_dict()
+        print(json.dumps(d, indent=2, default=str) if args.json else f"indexed {root} in {out.seconds:.2f} s")
+        return EXIT_OK
+    if args.command == "serve":
+        return serve(root, args.workers, embed=not args.no_embed, mcp=not args.no_mcp)
+    if args.command == "monitor":
+        _setup_logging(logging.INFO)
+        try:
+            return Supervisor(root, "monitor").run()
+        except PipelineBusy as busy:
+            print(f"nsccn: {busy_message(busy.info)}", file=sys.stderr)
+            return EXIT_FAILED
+    if args.command == "status":
+        from supervisor.control import query_status
+
+        st = query_status(root)
+        print(json.dumps(st, indent=2, default=str) if st else "no pipeline runs on this repository")
+        return EXIT_OK
+    if args.command == "stop":
+        from supervisor.control import request_shutdown
+
+        info = running_pipeline(root, load_config(root))
+        ok = request_shutdown(root)
+        print("asked the pipeline to stop" if ok else "no pipeline runs on this repository", file=sys.stderr)
+        return EXIT_OK if ok or info is None else EXIT_FAILED
+    return EXIT_USAGE

@@ -1,0 +1,560 @@
+"""The supervisor: starts and wires every actor, watches heartbeats, restarts what crashes or
+hangs (exponential backoff, a limit), answers status on a control socket, and shuts everything
+down cleanly on SIGTERM/SIGINT.
+
+Modes:
+
+* ``index``: watcher (scan once, no watching), parsers, writer, embedder when embedding;
+  returns when the writer reports the index complete.
+* ``serve``: the same with a live watcher, plus the MCP front on this process's stdin/stdout;
+  returns when the MCP client goes away (the front exits 0) or on a signal.
+* ``monitor``: spawns nothing; takes the lock and answers status for actors started by
+  `honcho start` (Procfile).
+
+It knows processes and addresses, not code: every actor is `python -m workers.<kind>`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+import zmq
+
+from nsccn.config import Config, index_dir, load_config
+from nsccn.messages import (
+    ActorSpec,
+    BadMessage,
+    Heartbeat,
+    Hello,
+    IndexComplete,
+    Ok,
+    ShutdownRequest,
+    StatusReply,
+    StatusRequest,
+    decode,
+    encode,
+    encode_spec,
+)
+from supervisor.addresses import PipelineLock, addresses, bind_address, ipc_paths, run_dir
+
+log = logging.getLogger("nsccn.supervisor")
+
+MODULES = {"watcher": "workers.watcher", "parser": "workers.parser", "writer": "workers.writer",
+           "embedder": "workers.embedder", "mcp": "workers.mcp_front"}
+# Per-generation counters that add up across restarts (the rest are gauges).
+COUNTERS = frozenset(
+    "parsed unchanged removed files_written duplicates batches resolves vectors_written dispatched resent"
+    " committed events jobs embedded queries dropped seconds lines".split()
+)
+STOP_ORDER = ("mcp", "watcher", "parser", "embedder", "writer")  # the writer last: it commits on the way out
+
+
+@dataclass
+class Policy:
+    heartbeat_s: float = 0.5
+    heartbeat_timeout_s: float = 15.0  # no heartbeat for this long: hung (or frozen) -> kill, restart
+    loop_timeout_s: float = 60.0  # the loop has not gone round for this long outside a `busy` call
+    startup_grace_s: float = 60.0  # before the first heartbeat
+    backoff_first_s: float = 0.25
+    backoff_max_s: float = 8.0
+    max_restarts: int = 5  # within restart_window_s; one more and the pipeline gives up
+    restart_window_s: float = 60.0
+    stop_timeout_s: float = 8.0
+
+
+@dataclass
+class Slot:
+    name: str
+    kind: str
+    proc: subprocess.Popen | None = None
+    pid: int | None = None
+    generation: int = 0
+    started: float = 0.0
+    next_start: float | None = 0.0  # when to (re)start; None: not scheduled
+    restarts: int = 0
+    recent: deque = field(default_factory=deque)  # monotonic times of recent restarts
+    last_hb: float = 0.0
+    hb: Heartbeat | None = None
+    state: str = "pending"
+    last_error: str | None = None
+    exits: list = field(default_factory=list)  # (pid, code) of processes that ended
+    banked: dict = field(default_factory=dict)  # counters of earlier generations
+    peak_rss_kb: int = 0
+    log_path: Path | None = None
+    external: bool = False  # started by someone else (honcho): watched, never restarted
+
+
+class PipelineBusy(RuntimeError):
+    def __init__(self, info: dict):
+        super().__init__(f"a pipeline already runs on this repository: {info}")
+        self.info = info
+
+
+class Supervisor:
+    def __init__(
+        self,
+        root: str | Path,
+        mode: str = "serve",
+        *,
+        parsers: int = 0,
+        embed: bool = True,
+        mcp: bool | None = None,
+        policy: Policy | None = None,
+        config: Config | None = None,
+        on_progress=None,
+    ):
+        self.root = Path(root).resolve()
+        self.mode = mode
+        self.config = config or load_config(self.root)
+        self.db_path = self.config.db_path(self.root)
+        self.addrs = addresses(self.root, self.config)
+        self.run_dir = run_dir(self.root, self.config)
+        self.log_dir = index_dir(self.root, self.config) / "logs"
+        self.policy = policy or Policy()
+        self.embed = embed
+        self.mcp = (mode == "serve") if mcp is None else mcp
+        n = parsers or self.config.parser_workers or os.cpu_count() or 1
+        self.n_parsers = max(1, n)
+        self.on_progress = on_progress
+        self.lock = PipelineLock(self.root, self.config)
+        self.slots: dict[str, Slot] = {}
+        self.stopping = False
+        self.exit_code = 0
+        self.failure: str | None = None
+        self.complete: IndexComplete | None = None
+        self.started_at = time.time()
+        self._signals: list[int] = []
+        self.ctx = zmq.Context()
+
+    # -- setup -------------------------------------------------------------------------------------
+
+    def _slots(self) -> None:
+        if self.mode == "monitor":
+            return
+        kinds = ["writer", "watcher"] + [f"parser-{i}" for i in range(self.n_parsers)]
+        if self.embed:
+            kinds.append("embedder")
+        if self.mcp:
+            kinds.append("mcp")
+        for name in kinds:
+            self.slots[name] = Slot(name=name, kind=name.split("-")[0])
+
+    def _spec(self, slot: Slot) -> ActorSpec:
+        return ActorSpec(
+            name=slot.name,
+            kind=slot.kind,
+            root=str(self.root),
+            db_path=str(self.db_path),
+            addresses=self.addrs,
+            generation=slot.generation,
+            supervised=True,
+            parent_pid=os.getpid(),
+            heartbeat_s=self.policy.heartbeat_s,
+            once=self.mode == "index",
+            debounce_ms=self.config.watch_debounce_ms,
+            embed=self.embed,
+            embed_batch=self.config.embedding_batch_size,
+            nice=10 if slot.kind == "embedder" else 0,
+        )
+
+    def _spawn(self, slot: Slot) -> None:
+        spec = self._spec(slot)
+        slot.log_path = self.log_dir / f"{slot.name}.log"
+        if slot.log_path.exists() and slot.log_path.stat().st_size > 10 << 20:
+            slot.log_path.replace(slot.log_path.with_suffix(".log.1"))
+        logf = open(slot.log_path, "ab")
+        cmd = [sys.executable, "-m", MODULES[slot.kind], "--spec", encode_spec(spec)]
+        if slot.kind == "mcp":
+            # The MCP front owns this process's stdin/stdout: the MCP client talks to it.
+            proc = subprocess.Popen(cmd, stdin=None, stdout=None, stderr=logf, cwd=str(self.root))
+        else:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, cwd=str(self.root))
+        logf.close()
+        slot.proc = proc
+        slot.pid = proc.pid
+        slot.started = time.monotonic()
+        slot.last_hb = 0.0
+        slot.hb = None
+        slot.state = "starting"
+        slot.next_start = None
+        log.info("started %s (pid %d, generation %d)", slot.name, proc.pid, slot.generation)
+
+    # -- the loop ----------------------------------------------------------------------------------
+
+    def run(self) -> int:
+        if not self.lock.acquire():
+            from supervisor.addresses import running_pipeline
+
+            raise PipelineBusy(running_pipeline(self.root, self.config) or {})
+        old_handlers = {}
+        try:
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                old_handlers[sig] = signal.signal(sig, self._on_signal)
+            self._prepare_run_dir()
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            self.lock.write_info(self._info())
+            self.control = self._bind(zmq.ROUTER, self.addrs.control)
+            self.inbox = self._bind(zmq.PULL, self.addrs.supervisor)
+            self._slots()
+            self._loop()
+        finally:
+            self._shutdown()
+            for sig, h in old_handlers.items():
+                signal.signal(sig, h)
+            self.ctx.destroy(linger=0)
+            self._cleanup_run_dir()
+            self.lock.release()
+        return self.exit_code
+
+    def _bind(self, kind: int, address: str) -> zmq.Socket:
+        s = self.ctx.socket(kind)
+        s.setsockopt(zmq.LINGER, 0)
+        s.bind(bind_address(address))
+        return s
+
+    def _info(self) -> dict:
+        return {
+            "pid": os.getpid(),
+            "mode": self.mode,
+            "root": str(self.root),
+            "db": str(self.db_path),
+            "run_dir": str(self.run_dir),
+            "logs": str(self.log_dir),
+            "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.started_at)),
+            "addresses": msgspec.to_builtins(self.addrs),
+            "embed": self.embed,
+        }
+
+    def _own_ipc_paths(self) -> list[Path]:
+        """The socket files this supervisor may remove: all of them when it starts the actors;
+        only its own in monitor mode (honcho's actors bind theirs, maybe before we start)."""
+        if self.mode == "monitor":
+            return ipc_paths(msgspec.structs.replace(self.addrs, watcher="", jobs="", writer="", embedder="", query=""))
+        return ipc_paths(self.addrs)
+
+    def _prepare_run_dir(self) -> None:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        for p in self._own_ipc_paths():  # left by a pipeline that was killed: we hold the lock now
+            p.unlink(missing_ok=True)
+
+    def _cleanup_run_dir(self) -> None:
+        for p in self._own_ipc_paths():
+            p.unlink(missing_ok=True)
+        try:
+            self.run_dir.rmdir()
+            if self.run_dir.parent.name.startswith("nsccn-"):
+                self.run_dir.parent.rmdir()  # the /tmp fallback's per-user directory, when empty
+        except OSError:
+            pass
+
+    def _on_signal(self, signum, frame) -> None:
+        self._signals.append(signum)
+
+    def _loop(self) -> None:
+        poller = zmq.Poller()
+        poller.register(self.control, zmq.POLLIN)
+        poller.register(self.inbox, zmq.POLLIN)
+        last_progress = 0.0
+        while not self.stopping:
+            if self._signals:
+                sig = self._signals.pop()
+                log.info("got %s: shutting down", signal.Signals(sig).name)
+                self.exit_code = 128 + sig if sig != signal.SIGTERM else 0
+                break
+            now = time.monotonic()
+            for slot in self.slots.values():
+                self._check(slot, now)
+                if self.stopping:
+                    break
+            if self.stopping:
+                break
+            ready = dict(poller.poll(100))
+            if self.inbox in ready:
+                self._drain_inbox()
+            if self.control in ready:
+                self._drain_control()
+            if self.complete is not None and self.mode == "index":
+                log.info("index complete: %s", self.complete)
+                break
+            if self.on_progress and now - last_progress > 0.25:
+                last_progress = now
+                self.on_progress(self)
+
+    def _check(self, slot: Slot, now: float) -> None:
+        p = self.policy
+        if slot.proc is not None:
+            code = slot.proc.poll()
+            if code is not None:
+                self._ended(slot, code, now)
+                return
+            hb_age = now - (slot.last_hb or slot.started)
+            limit = p.heartbeat_timeout_s if slot.last_hb else p.startup_grace_s
+            hung = hb_age > limit
+            if slot.hb is not None and slot.hb.busy is None and slot.hb.loop_age > p.loop_timeout_s:
+                hung = True
+            if hung:
+                why = f"no heartbeat for {hb_age:.1f} s" if hb_age > limit else f"loop stuck for {slot.hb.loop_age:.0f} s"
+                slot.last_error = f"hung ({why}): killed"
+                log.error("%s (pid %s) is hung (%s): killing it", slot.name, slot.pid, why)
+                try:
+                    slot.proc.kill()
+                except ProcessLookupError:
+                    pass
+            return
+        if slot.next_start is not None and now >= slot.next_start and not slot.external:
+            self._spawn(slot)
+
+    def _ended(self, slot: Slot, code: int, now: float) -> None:
+        slot.exits.append((slot.pid, code))
+        self._bank(slot)
+        slot.proc = None
+        slot.state = "exited"
+        if slot.kind == "mcp" and code == 0:
+            log.info("the MCP client went away: shutting down")
+            self.stopping = True
+            return
+        what = f"exit code {code}" if code >= 0 else f"signal {signal.Signals(-code).name}"
+        slot.last_error = slot.last_error if (slot.last_error or "").startswith("hung") else f"{what}" + (
+            f" (last error: {slot.hb.last_error})" if slot.hb and slot.hb.last_error else ""
+        )
+        while slot.recent and now - slot.recent[0] > self.policy.restart_window_s:
+            slot.recent.popleft()
+        if len(slot.recent) >= self.policy.max_restarts:
+            self.failure = (
+                f"{slot.name} died {len(slot.recent) + 1} times within {self.policy.restart_window_s:.0f} s"
+                f" ({slot.last_error}); see {slot.log_path}"
+            )
+            log.error("%s: giving up", self.failure)
+            self.exit_code = 1
+            self.stopping = True
+            return
+        delay = min(self.policy.backoff_max_s, self.policy.backoff_first_s * (2 ** len(slot.recent)))
+        slot.recent.append(now)
+        slot.restarts += 1
+        slot.generation += 1
+        slot.next_start = now + delay
+        slot.state = "restarting"
+        log.warning("%s (pid %s) ended with %s: restart %d in %.2f s", slot.name, slot.pid, what, slot.restarts, delay)
+
+    def _bank(self, slot: Slot) -> None:
+        """Keep the counters of a generation that ended, for the summary."""
+        if slot.hb is None:
+            return
+        for k, v in slot.hb.stats.items():
+            if k in COUNTERS and isinstance(v, (int, float)):
+                slot.banked[k] = slot.banked.get(k, 0) + v
+
+    def _slot_for(self, name: str, kind: str, pid: int) -> Slot | None:
+        slot = self.slots.get(name)
+        if slot is None and self.mode == "monitor":
+            slot = self.slots[name] = Slot(name=name, kind=kind, external=True, next_start=None)
+        if slot is None:
+            return None
+        if slot.external and slot.pid != pid:
+            slot.pid = pid
+            slot.started = time.monotonic()
+        if slot.pid != pid:
+            return None  # a late message of a process we already replaced
+        return slot
+
+    def _drain_inbox(self) -> None:
+        for _ in range(1000):
+            try:
+                frame = self.inbox.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            try:
+                msg = decode(frame)
+            except BadMessage as exc:
+                log.warning("dropped a message: %s", exc)
+                continue
+            if isinstance(msg, Heartbeat):
+                slot = self._slot_for(msg.actor, msg.kind, msg.pid)
+                if slot is not None:
+                    slot.hb = msg
+                    slot.last_hb = time.monotonic()
+                    slot.state = msg.state if msg.busy is None else f"busy: {msg.busy}"
+                    slot.peak_rss_kb = max(slot.peak_rss_kb, msg.rss_kb)
+                    if msg.last_error:
+                        slot.last_error = msg.last_error
+            elif isinstance(msg, Hello):
+                slot = self._slot_for(msg.actor, msg.kind, msg.pid)
+                if slot is not None and slot.last_hb == 0.0:
+                    slot.state = "started"
+            elif isinstance(msg, IndexComplete):
+                watcher = self.slots.get("watcher")
+                if watcher is None or msg.generation == watcher.generation:
+                    self.complete = msg
+            else:
+                log.warning("dropped a message: %s is not for the supervisor", type(msg).__name__)
+
+    def _drain_control(self) -> None:
+        for _ in range(100):
+            try:
+                frames = self.control.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if len(frames) < 2:
+                continue
+            route, body = frames[:-1], frames[-1]
+            try:
+                msg = decode(body)
+            except BadMessage as exc:
+                log.warning("dropped a control message: %s", exc)
+                reply = None
+            else:
+                if isinstance(msg, StatusRequest):
+                    reply = StatusReply(status=self.status())
+                elif isinstance(msg, ShutdownRequest):
+                    log.info("shutdown requested%s", f": {msg.reason}" if msg.reason else "")
+                    self.stopping = True
+                    reply = Ok(detail="shutting down")
+                else:
+                    log.warning("dropped a control message: %s", type(msg).__name__)
+                    reply = None
+            if reply is not None:
+                try:
+                    self.control.send_multipart([*route, encode(reply)], zmq.NOBLOCK)
+                except zmq.ZMQError:
+                    pass
+
+    # -- status --------------------------------------------------------------------------------------
+
+    def stats_of(self, kind: str) -> dict:
+        """Live counters of one kind of actor, summed over its processes and past generations
+        (other values, gauges, are the latest heartbeat's)."""
+        out: dict = {}
+        for slot in self.slots.values():
+            if slot.kind != kind:
+                continue
+            merged = dict(slot.banked)
+            alive = slot.proc is not None or slot.external
+            for k, v in (slot.hb.stats if slot.hb else {}).items():
+                if k in COUNTERS and isinstance(v, (int, float)):
+                    if alive:  # a dead generation's counters are in `banked` already
+                        merged[k] = merged.get(k, 0) + v
+                else:
+                    merged[k] = v
+            for k, v in merged.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and isinstance(out.get(k), (int, float)):
+                    out[k] = out[k] + v
+                elif k not in out:
+                    out[k] = v
+        return out
+
+    def status(self) -> dict:
+        now = time.monotonic()
+        w = self.slots.get("watcher")
+        ws = w.hb.stats if w and w.hb else {}
+        wr = self.slots.get("writer")
+        rs = wr.hb.stats if wr and wr.hb else {}
+        files_pending = sum(int(ws.get(k, 0)) for k in ("pending", "inflight", "debouncing")) + int(rs.get("batch", 0))
+        actors = {}
+        last_error = self.failure
+        for slot in self.slots.values():
+            hb = slot.hb
+            actors[slot.name] = {
+                "kind": slot.kind,
+                "pid": slot.pid if slot.proc is not None or slot.external else None,
+                "state": slot.state,
+                "generation": slot.generation,
+                "restarts": slot.restarts,
+                "last_heartbeat_s": round(now - slot.last_hb, 2) if slot.last_hb else None,
+                "loop_age_s": hb.loop_age if hb else None,
+                "busy": hb.busy if hb else None,
+                "peak_rss_mb": round(slot.peak_rss_kb / 1024, 1),
+                "stats": hb.stats if hb else {},
+                "last_error": slot.last_error,
+                "log": str(slot.log_path) if slot.log_path else None,
+            }
+            if slot.last_error and not last_error:
+                last_error = f"{slot.name}: {slot.last_error}"
+        if self.failure:
+            state = "failed"
+        elif self.stopping:
+            state = "stopping"
+        elif not ws or not ws.get("idle", False) and ws.get("bulk_done", 0) < ws.get("bulk_total", 1):
+            state = "indexing"
+        else:
+            state = rs.get("phase", "starting") if rs else "starting"
+            if state == "idle" and self.mode == "serve":
+                state = "watching"
+        return {
+            "pid": os.getpid(),
+            "mode": self.mode,
+            "root": str(self.root),
+            "db": str(self.db_path),
+            "run_dir": str(self.run_dir),
+            "logs": str(self.log_dir),
+            "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.started_at)),
+            "uptime_s": round(time.time() - self.started_at, 1),
+            "state": state,
+            "idle": bool(ws.get("idle")) and files_pending == 0 and rs.get("phase") in ("idle", "embedding"),
+            "files_pending": files_pending,
+            "vectors_pending": int(rs.get("vectors_pending", 0)) if self.embed else 0,
+            "entities_without_vectors": rs.get("entities_without_vectors"),
+            "queues": {
+                "parse_pending": ws.get("pending", 0),
+                "parse_in_flight": ws.get("inflight", 0),
+                "parse_window": ws.get("window"),
+                "debouncing": ws.get("debouncing", 0),
+                "writer_batch": rs.get("batch", 0),
+                "embed_queue": rs.get("embed_queue", 0),
+                "embed_jobs_in_flight": rs.get("embed_outstanding", 0),
+            },
+            "bulk": {"done": ws.get("bulk_done", 0), "total": ws.get("bulk_total", 0)},
+            "actors": actors,
+            "last_error": last_error,
+        }
+
+    # -- shutdown --------------------------------------------------------------------------------------
+
+    def _shutdown(self) -> None:
+        self.stopping = True
+        live = [s for s in self.slots.values() if s.proc is not None]
+        order = {k: i for i, k in enumerate(STOP_ORDER)}
+        live.sort(key=lambda s: order.get(s.kind, 0))
+        # Everyone but the writer first, then the writer (it commits what it holds on the way out).
+        for group in ([s for s in live if s.kind != "writer"], [s for s in live if s.kind == "writer"]):
+            for slot in group:
+                try:
+                    slot.proc.terminate()
+                except ProcessLookupError:
+                    pass
+            deadline = time.monotonic() + self.policy.stop_timeout_s
+            for slot in group:
+                try:
+                    slot.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    log.error("%s (pid %s) did not stop: killing it", slot.name, slot.pid)
+                    slot.proc.kill()
+                    slot.proc.wait()
+        # Their last heartbeats carry the final counters.
+        if live and hasattr(self, "inbox"):
+            time.sleep(0.05)
+            self._drain_inbox()
+        for slot in live:
+            self._bank(slot)
+            slot.exits.append((slot.pid, slot.proc.returncode))
+            slot.proc = None
+            slot.state = "stopped"
+
+    def summary(self) -> dict:
+        return {
+            "actors": {
+                s.name: {"restarts": s.restarts, "peak_rss_mb": round(s.peak_rss_kb / 1024, 1), "exits": s.exits,
+                         "last_error": s.last_error}
+                for s in self.slots.values()
+            },
+            "failure": self.failure,
+        }
+

@@ -1,0 +1,174 @@
+"""Embedder actor: bulk embedding jobs from the writer, and a priority lane for query embeddings.
+
+Two sockets: a PULL inbox for `EmbedJob`s (at most `embed_window` of them are ever in flight,
+the writer's credits) and a ROUTER for `QueryEmbed` requests from MCP fronts (DEALER). Queries
+are answered before the next model call of a bulk job: a job is embedded `embed_sub_batch`
+texts at a time, and the query socket is drained between those calls, so a query waits at most
+one small model call. The process runs at a lower CPU priority (nice) than the readers, so
+graph queries keep their latency while a large repository is being embedded.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import zmq
+
+from nsccn.config import load_config
+from nsccn.messages import EmbedJob, Hello, ModelInfo, QueryEmbed, QueryVector, Vectors, encode
+from workers.base import Actor, actor_main
+
+
+class HashEmbedder:
+    """A deterministic stand-in for tests of the pipeline's mechanics (NSCCN_EMBED_MODEL=test-hash):
+    word hashes into 64 dimensions, no model to load, microseconds per text. Never a default."""
+
+    model_id = "test-hash"
+    dim = 64
+    max_chars = 750
+
+    def _vec(self, text: str) -> np.ndarray:
+        import hashlib
+
+        v = np.zeros(self.dim, np.float32)
+        for w in text.lower().split():
+            h = int.from_bytes(hashlib.blake2b(w.encode(), digest_size=4).digest(), "little")
+            v[h % self.dim] += 1.0 if h & 1 << 31 else -1.0
+        n = float(np.linalg.norm(v))
+        return v / n if n else v
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        return np.stack([self._vec(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._vec(text)
+
+    def info(self) -> dict:
+        return {"model_id": self.model_id, "dim": self.dim, "source": "tests", "fallback": False}
+
+
+def load_model(root):
+    """The configured model (fastembed), or the bundled fallback when it is not cached."""
+    from nsccn.embed import load_embedder
+
+    config = load_config(root)
+    model = os.environ.get("NSCCN_EMBED_MODEL") or config.embedding_model
+    if model == "test-hash":
+        return HashEmbedder()
+    return load_embedder(
+        model,
+        config.embedding_dim,
+        batch_size=config.embedding_batch_size,
+        threads=config.embedding_threads or None,
+    )
+
+
+class Embedder(Actor):
+    """Embed entity texts for the writer and queries for the MCP fronts."""
+
+    kind = "embedder"
+
+    def run(self) -> None:
+        inbox = self.socket(zmq.PULL, bind=self.addrs.embedder)
+        self.router = self.socket(zmq.ROUTER, bind=self.addrs.query)
+        self.to_writer = self.socket(zmq.PUSH, connect=self.addrs.writer)
+        with self.busy("loading model"):
+            self.model = load_model(self.root)
+        info = self.model.info()
+        self.model_info = ModelInfo(
+            model_id=self.model.model_id,
+            dim=self.model.dim,
+            max_chars=self.model.max_chars,
+            pid=os.getpid(),
+            info={k: v for k, v in info.items() if isinstance(v, (str, int, float, bool, type(None)))},
+        )
+        self.log.info("model %s (dim %d) from %s", self.model.model_id, self.model.dim, info.get("source"))
+        self.send(self.to_writer, self.model_info)
+        self.stats.update(jobs=0, embedded=0, queries=0, model=self.model.model_id, seconds=0.0)
+        poller = self.poller(self.router, inbox)
+        self.tick("running")
+        while not self.stop.is_set():
+            self.tick()
+            ready = self.wait(poller, 200)
+            self._serve_queries()
+            if inbox in ready:
+                try:
+                    _, msg = self.recv(inbox)
+                except zmq.Again:
+                    continue
+                if msg is None:
+                    continue
+                if isinstance(msg, EmbedJob):
+                    self._embed_job(msg)
+                elif isinstance(msg, Hello):
+                    if msg.kind == "writer":  # a (re)started writer needs to know the model
+                        self.send(self.to_writer, self.model_info)
+                else:
+                    self.unexpected(msg)
+
+    def _serve_queries(self) -> None:
+        while True:
+            try:
+                route, msg = self.recv(self.router)
+            except zmq.Again:
+                return
+            if not route:
+                continue  # a ROUTER always has the peer's identity; anything else is junk
+            if not isinstance(msg, QueryEmbed):
+                if msg is not None:
+                    self.unexpected(msg)
+                continue
+            try:
+                vec = np.asarray(self.model.embed_query(msg.text), dtype=np.float32)
+                reply = QueryVector(req=msg.req, model_id=self.model.model_id, dim=int(vec.shape[0]), data=vec.tobytes())
+            except Exception as exc:
+                reply = QueryVector(req=msg.req, error=f"{type(exc).__name__}: {exc}")
+            self.stats["queries"] += 1
+            try:
+                self.router.send_multipart([*route, encode(reply)], zmq.NOBLOCK)
+            except zmq.ZMQError:
+                pass  # the asker is gone
+
+    def _embed_job(self, job: EmbedJob) -> None:
+        t = time.perf_counter()
+        texts = [it.text for it in job.items]
+        parts = []
+        step = max(1, self.spec.embed_sub_batch)
+        error = None
+        try:
+            for i in range(0, len(texts), step):
+                self.tick("running")
+                parts.append(np.asarray(self.model.embed_documents(texts[i : i + step]), dtype=np.float32))
+                self._serve_queries()  # the priority lane, between model calls
+                if self.stop.is_set():
+                    return
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            self.last_error = error
+            self.log.exception("embed job %d failed", job.job)
+        data = np.concatenate(parts) if parts and error is None else np.zeros((0, self.model.dim), np.float32)
+        self.send(
+            self.to_writer,
+            Vectors(
+                job=job.job,
+                model_id=self.model.model_id,
+                dim=self.model.dim,
+                ids=[it.entity_id for it in job.items] if error is None else [],
+                hashes=[it.text_hash for it in job.items] if error is None else [],
+                data=np.ascontiguousarray(data).tobytes(),
+                error=error,
+            ),
+        )
+        self.stats["jobs"] += 1
+        self.stats["embedded"] += len(texts) if error is None else 0
+        self.stats["seconds"] = round(self.stats["seconds"] + time.perf_counter() - t, 3)
+
+
+def main(argv=None) -> int:
+    return actor_main(Embedder, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,118 @@
+"""Parser actor: ParseJob in (from the watcher), one result per job out (to the writer).
+
+It asks for work: `Ready` credits go to the watcher's ROUTER (`prefetch` at start, one more per
+job done), so a parser never holds more than `prefetch` jobs, the pool is balanced however long
+each file takes, and a crashed parser loses at most `prefetch` jobs (the watcher resends them).
+
+It looks at the file as it is *now*: gone -> Removed, unreadable/binary/too large -> Skipped,
+same content as the index -> Unchanged, else Parsed. The size and mtime are taken before the
+bytes are read, so a write that lands after the read leaves a newer mtime on disk and the
+watcher's next event re-parses it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+
+import zmq
+
+from nsccn.config import load_config
+from nsccn.extract import content_hash, parse_file
+from nsccn.messages import Hello, Message, ParseJob, Parsed, Ready, Removed, Skipped, Unchanged
+from nsccn.scan import read_source
+from workers.base import Actor, actor_main
+
+# Tests slow parsing down to kill actors in the middle of a bulk index (seconds per file).
+_DELAY = float(os.environ.get("NSCCN_TEST_PARSE_DELAY", "0") or 0)
+
+
+def look_at(root: str, job: ParseJob, max_size: int) -> Message:
+    path = os.path.join(root, job.path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return Removed(seq=job.seq, path=job.path)
+    except OSError:
+        return Skipped(seq=job.seq, path=job.path, reason="unreadable")
+    if not stat.S_ISREG(st.st_mode):
+        return Removed(seq=job.seq, path=job.path)  # a directory now, or a socket: not a file to index
+    if st.st_size > max_size:
+        return Skipped(seq=job.seq, path=job.path, reason="too large")
+    data, reason = read_source(root, job.path, max_size)
+    if data is None:
+        if reason == "unreadable" and not os.path.exists(path):
+            return Removed(seq=job.seq, path=job.path)
+        return Skipped(seq=job.seq, path=job.path, reason=reason or "unreadable")
+    if job.known_hash is not None and content_hash(data) == job.known_hash:
+        return Unchanged(seq=job.seq, path=job.path, size=st.st_size, mtime=st.st_mtime)
+    try:
+        parsed = parse_file(job.path, data, st.st_mtime)
+    except Exception as exc:  # the extractor must not take the actor down with it
+        return Skipped(seq=job.seq, path=job.path, reason=f"extraction failed: {type(exc).__name__}")
+    return Parsed(seq=job.seq, file=parsed)
+
+
+class Parser(Actor):
+    """Parse files the watcher names and push the results to the writer."""
+
+    kind = "parser"
+
+    def run(self) -> None:
+        config = load_config(self.root)
+        max_size = config.max_file_size
+        jobs = self.ctx.socket(zmq.DEALER)
+        jobs.setsockopt(zmq.IDENTITY, f"{self.name}/{os.getpid()}".encode())
+        jobs.setsockopt(zmq.LINGER, 0)
+        jobs.connect(self.addrs.jobs)
+        self._sockets.append(jobs)
+        results = self.socket(zmq.PUSH, connect=self.addrs.writer)
+        to_watcher = self.socket(zmq.PUSH, connect=self.addrs.watcher)
+        # A restarted parser tells the watcher, which resends what the dead one held.
+        self.send(to_watcher, self.hello())
+        self.stats.update(parsed=0, unchanged=0, skipped=0, removed=0, seconds=0.0)
+        root = str(self.root)
+        prefetch = max(1, self.spec.prefetch)
+        pid = os.getpid()
+        self.send(jobs, Ready(actor=self.name, pid=pid, free=prefetch, reset=True))
+        last = time.monotonic()
+        poller = self.poller(jobs)
+        self.tick("running")
+        while not self.stop.is_set():
+            self.tick()
+            if jobs not in self.wait(poller, 200):
+                if time.monotonic() - last > 1.0:
+                    # Idle: say so again (a watcher that restarted has never heard of us).
+                    self.send(jobs, Ready(actor=self.name, pid=pid, free=prefetch, reset=True))
+                    last = time.monotonic()
+                continue
+            last = time.monotonic()
+            _, msg = self.recv(jobs)
+            if msg is None:
+                continue
+            if isinstance(msg, Hello):
+                continue
+            if not isinstance(msg, ParseJob):
+                self.unexpected(msg)
+                continue
+            t = time.perf_counter()
+            if _DELAY:
+                time.sleep(_DELAY)
+            out = look_at(root, msg, max_size)
+            self.stats["seconds"] = round(self.stats["seconds"] + time.perf_counter() - t, 3)
+            key = {Parsed: "parsed", Unchanged: "unchanged", Skipped: "skipped", Removed: "removed"}[type(out)]
+            self.stats[key] += 1
+            if isinstance(out, Skipped) and out.reason.startswith("extraction failed"):
+                self.last_error = f"{out.path}: {out.reason}"
+                self.log.error("%s: %s", out.path, out.reason)
+            self.send(results, out)
+            self.send(jobs, Ready(actor=self.name, pid=pid, free=1))
+
+
+def main(argv=None) -> int:
+    return actor_main(Parser, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

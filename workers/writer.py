@@ -1,0 +1,572 @@
+"""Writer actor: the only process that writes the index.
+
+* Parse results in (from the parsers), `Committed` out (to the watcher: its credits return).
+  During the initial scan (between `BulkStart` and `BulkDone`) many files go in one
+  transaction; afterwards every result is committed as soon as the inbox is empty, so an edit
+  is visible to lexical search within milliseconds of its parse.
+* A result is written only when it is news: a duplicate (the watcher resends after a restart)
+  or a late result older than the last one committed for its path is acknowledged and dropped.
+* Edges are resolved after the bulk (all of them when much changed, the affected names
+  otherwise) and after each live commit (targets that appear later are found through the
+  names that changed). A crash between a commit and its resolution leaves a marker in the
+  index, and the next resolution is a full one.
+* Embedding: entities whose embedded text changed are queued; jobs go to the embedder within
+  a credit window; vectors come back and are stored if the text they were made from is still
+  current. The text-hash cache serves unchanged texts without the model.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+import numpy as np
+import zmq
+
+from nsccn.embed import embedding_text, text_hash
+from nsccn.messages import (
+    BulkDone,
+    BulkStart,
+    Committed,
+    EmbedItem,
+    EmbedJob,
+    Hello,
+    IndexComplete,
+    ModelInfo,
+    Parsed,
+    Removed,
+    Skipped,
+    Unchanged,
+    Vectors,
+)
+from nsccn.resolve import resolve_affected, resolve_all
+from nsccn.semantic import EMBEDDED_KINDS
+from nsccn.store import Store
+from nsccn.vectors import VectorStore
+from workers.base import Actor, actor_main
+
+BULK_BATCH = 256  # files per transaction during the initial scan
+BULK_MAX_AGE_S = 0.5  # ...or this old, whichever first
+RANKS_REFRESH_SHARE = 0.05  # as nsccn.indexer: PageRank again once this share of files changed
+LIVE_RANKS_DELAY_S = 2.0  # PageRank after live edits waits for a quiet moment
+EMBED_JOB_TIMEOUT_S = 300.0
+RESOLVE_MARKER = "resolve_pending"
+_EMBEDDABLE = f"(kind IN ({','.join(repr(k) for k in EMBEDDED_KINDS if k != 'module')}) OR (kind = 'module' AND docstring != ''))"
+
+
+class Writer(Actor):
+    """Commit parse results, resolve edges, schedule embeddings, store vectors."""
+
+    kind = "writer"
+
+    def run(self) -> None:
+        spec = self.spec
+        # PageRank's module pulls in the tokenizer (a second of imports): warm it up while the
+        # first files are being parsed, not when the bulk is done.
+        threading.Thread(target=_warm_imports, daemon=True).start()
+        with self.busy("opening index"):
+            self.store = Store(spec.db_path)
+        inbox = self.socket(zmq.PULL, bind=self.addrs.writer)
+        self.to_watcher = self.socket(zmq.PUSH, connect=self.addrs.watcher)
+        self.to_embedder = self.socket(zmq.PUSH, connect=self.addrs.embedder) if spec.embed else None
+        self.to_super = self.socket(zmq.PUSH, connect=self.addrs.supervisor)
+        self.batch: dict[str, object] = {}
+        self.batch_started = 0.0
+        self.last_seq: dict[str, int] = {}
+        # Until the watcher's BulkStart/BulkDone say otherwise, assume a bulk: a result that
+        # overtakes the BulkStart (they come from different senders) must not trigger a live
+        # resolution. Every writer start gets them: from the watcher's scan, or, for a writer
+        # that starts later, from the watcher's answer to our Hello.
+        self.bulk_active = True
+        self.bulk_gen = -1
+        self.bulk_files_seen = 0
+        self.completed_gen = -2
+        self.resolve_paths: set[str] = set()
+        self.resolve_names: set[str] = set()
+        # A marker left by a crash between a commit and its resolution: the next resolution (at
+        # the end of the watcher's scan, which every watcher start does) resolves everything.
+        self.resolve_full = self.store.get_meta(RESOLVE_MARKER) == "1"
+        self.first_build = self._count("SELECT COUNT(*) FROM files") == 0
+        self.needs_resolve = False
+        self.ranks_due: float | None = None
+        # embedding
+        self.vs: VectorStore | None = None
+        self.model: ModelInfo | None = None
+        # Which entities may need a vector: a sweep over the entities table in rowid order (new
+        # rows always get higher rowids, so one sweep also finds what is written while it runs;
+        # memory stays flat however large the repository), plus ids of lost jobs to retry.
+        self.sweep: int | None = None  # last rowid checked; None: no sweep running
+        self.dirty: dict[str, None] = {}  # ids to check again (an embedder restarted, a job timed out)
+        self.ready: list[EmbedItem] = []  # checked against the cache: these need the model
+        self.sweep_left = 0
+        self.outstanding: dict[int, tuple[float, list[str]]] = {}
+        self.job_seq = 0
+        self._counted = 0.0
+        self.stats.update(
+            files_written=0, lines=0, unchanged=0, removed=0, duplicates=0, batches=0, resolves=0, vectors_written=0,
+            skipped={}, phase="starting",
+        )
+        self.skipped = Counter()
+        self.send(self.to_watcher, self.hello())
+        if self.to_embedder is not None:
+            self.send(self.to_embedder, self.hello())
+        self.tick("running")
+        try:
+            self._loop(inbox)
+        finally:
+            if self.batch:
+                self._flush()
+            self.store.close()
+
+    # -- loop ------------------------------------------------------------------------------------
+
+    def _loop(self, inbox: zmq.Socket) -> None:
+        poller = self.poller(inbox)
+        while not self.stop.is_set():
+            self.tick()
+            now = time.monotonic()
+            timeout = 200
+            if self.batch:
+                timeout = 0 if not self.bulk_active else max(0, int((self.batch_started + BULK_MAX_AGE_S - now) * 1000))
+            elif self._has_idle_work(now):
+                timeout = 0
+            got = 0
+            if inbox in self.wait(poller, timeout):
+                while got < 2000:
+                    try:
+                        _, msg = self.recv(inbox)
+                    except zmq.Again:
+                        break
+                    got += 1
+                    if msg is not None:
+                        self._handle(msg)
+                    if len(self.batch) >= BULK_BATCH:
+                        self._flush()
+            now = time.monotonic()
+            if self.batch and (not self.bulk_active or now - self.batch_started >= BULK_MAX_AGE_S):
+                self._flush()
+            if self.batch or got:
+                continue  # more may be waiting: idle work only when the inbox is quiet
+            self._idle_work(now)
+
+    def _has_idle_work(self, now: float) -> bool:
+        return (
+            (self.needs_resolve and not self.bulk_active)
+            or (self.ranks_due is not None and now >= self.ranks_due)
+            or bool(
+                (self.dirty or self.ready or self.sweep is not None)
+                and self.model
+                and len(self.outstanding) < self.spec.embed_window
+            )
+        )
+
+    def _idle_work(self, now: float) -> None:
+        if self.needs_resolve and not self.bulk_active:
+            self._resolve()
+        if self.ranks_due is not None and now >= self.ranks_due:
+            with self.busy("ranking"):
+                _compute_ranks(self.store)
+            self.ranks_due = None
+        if self.model is not None:
+            self._dispatch_embeds()
+            for job, (sent, ids) in list(self.outstanding.items()):
+                if now - sent > EMBED_JOB_TIMEOUT_S:
+                    self.log.warning("embed job %d unanswered for %.0f s: queueing it again", job, now - sent)
+                    del self.outstanding[job]
+                    self._mark_dirty(ids)
+        self._maybe_complete()
+        self.stats["phase"] = self._phase()
+        if now - self._counted > 2.0:
+            self._counted = now
+            n = self._count(f"SELECT COUNT(*) FROM entities WHERE {_EMBEDDABLE}")
+            self.stats["entities"] = n
+            self.stats["entities_without_vectors"] = max(0, n - self.vs.count()) if self.vs is not None else n
+            self.sweep_left = (
+                self._count(f"SELECT COUNT(*) FROM entities WHERE rowid > {int(self.sweep)} AND {_EMBEDDABLE}")
+                if self.sweep is not None
+                else 0
+            )
+
+    def _handle(self, msg) -> None:
+        if isinstance(msg, (Parsed, Unchanged, Skipped, Removed)):
+            path = msg.file.path if isinstance(msg, Parsed) else msg.path
+            prev = self.batch.get(path)
+            if prev is None or prev.seq <= msg.seq:
+                if not self.batch:
+                    self.batch_started = time.monotonic()
+                self.batch[path] = msg
+            else:
+                self._ack([(path, msg.seq)])
+        elif isinstance(msg, Vectors):
+            self._store_vectors(msg)
+        elif isinstance(msg, ModelInfo):
+            self._set_model(msg)
+        elif isinstance(msg, BulkStart):
+            if self.batch:
+                self._flush()
+            self.bulk_active = True
+            self.bulk_gen = msg.generation
+            self.bulk_files_seen = msg.files_seen or self.bulk_files_seen
+            self.log.info("bulk %d started: %d paths to check", msg.generation, msg.total)
+        elif isinstance(msg, BulkDone):
+            if self.batch:
+                self._flush()
+            self.bulk_active = False
+            self.bulk_gen = msg.generation
+            self.needs_resolve = self.needs_resolve or bool(self.resolve_paths) or self.resolve_full
+            self.log.info("bulk %d done: %d paths", msg.generation, msg.total)
+        elif isinstance(msg, Hello):
+            pass
+        else:
+            self.unexpected(msg)
+
+    # -- committing --------------------------------------------------------------------------------
+
+    def _ack(self, items: list[tuple[str, int]]) -> None:
+        if items:
+            self.send(self.to_watcher, Committed(items=items))
+
+    def _flush(self) -> None:
+        results = list(self.batch.values())
+        self.batch = {}
+        acks = []
+        fresh = []
+        for m in results:
+            path = m.file.path if isinstance(m, Parsed) else m.path
+            acks.append((path, m.seq))
+            if m.seq < self.last_seq.get(path, 0):
+                self.stats["duplicates"] += 1  # older than what we committed for this path
+                continue
+            fresh.append((path, m))
+        paths = [p for p, _ in fresh]
+        current = self._file_rows(paths)
+        to_write, to_delete, to_touch = [], [], []
+        for path, m in fresh:
+            cur = current.get(path)
+            if isinstance(m, Parsed):
+                if cur is not None and cur[0] == m.file.content_hash:
+                    self.stats["duplicates"] += 1
+                    if cur[1] != m.file.mtime:
+                        to_touch.append((path, m.file.mtime))
+                else:
+                    to_write.append(m.file)
+            elif isinstance(m, Unchanged):
+                self.stats["unchanged"] += 1
+                if cur is not None and cur[1] != m.mtime:
+                    to_touch.append((path, m.mtime))
+            elif isinstance(m, Skipped):
+                self.skipped[m.reason] += 1
+                if cur is not None:
+                    to_delete.append(path)
+            elif isinstance(m, Removed) and cur is not None:
+                to_delete.append(path)
+        names: set[str] = set()
+        if to_write or to_delete or to_touch:
+            try:
+                names = self._commit(to_write, to_delete, to_touch)
+            except Exception as exc:  # one bad file must not take the batch (or the actor) down
+                self.log.error("a batch of %d files failed (%s): committing them one by one", len(fresh), exc)
+                ok_write, ok_delete = [], []
+                for pf in to_write:
+                    try:
+                        names |= self._commit([pf], [], [])
+                        ok_write.append(pf)
+                    except Exception as one:
+                        self._failed(pf.path, one)
+                for path in to_delete:
+                    try:
+                        names |= self._commit([], [path], [])
+                        ok_delete.append(path)
+                    except Exception as one:
+                        self._failed(path, one)
+                try:
+                    self._commit([], [], to_touch)
+                except Exception as one:
+                    self.log.error("touching files failed: %s", one)
+                to_write, to_delete = ok_write, ok_delete
+            self.stats["batches"] += 1
+            self.stats["files_written"] += len(to_write)
+            self.stats["lines"] += sum(pf.line_count for pf in to_write)
+            self.stats["removed"] += len(to_delete)
+            self.stats["last_commit"] = time.time()
+        changed = [pf.path for pf in to_write] + to_delete
+        for path, m in fresh:
+            self.last_seq[path] = m.seq
+        self._ack(acks)
+        if changed:
+            self.resolve_paths.update(changed)
+            self.resolve_names |= names
+            self.needs_resolve = True
+
+    def _commit(self, to_write: list, to_delete: list[str], to_touch: list[tuple[str, float]]) -> set[str]:
+        """One transaction: the files, their deletions, the resolve marker, stale vectors."""
+        changed = [pf.path for pf in to_write] + to_delete
+        names: set[str] = set()
+        old_ids = self._entity_ids(changed) if self.vs is not None else set()
+        max_rowid = self._count("SELECT COALESCE(MAX(rowid), 0) FROM entities")
+        with self.store.conn:
+            if changed:
+                self.store.set_meta(RESOLVE_MARKER, "1")
+            if to_write:
+                names |= self.store.write_files(to_write)
+            if to_delete:
+                names |= self.store.delete_files(to_delete)
+            for path, mtime in to_touch:
+                self.store.touch_file(path, mtime)
+            if self.vs is not None and old_ids:
+                gone = old_ids - self._entity_ids([pf.path for pf in to_write])
+                if gone:
+                    self.vs.delete(gone)
+        if to_write and self.spec.embed and self.sweep is None:
+            # New rows get rowids above every existing one: the sweep from here finds them.
+            self.sweep = max_rowid
+        return names
+
+    def _failed(self, path: str, exc: Exception) -> None:
+        self.last_error = f"{path}: {type(exc).__name__}: {exc}"
+        self.log.error("could not write %s: %s", path, exc)
+        self.skipped["write failed"] += 1
+
+    def _file_rows(self, paths: list[str]) -> dict[str, tuple[str, float]]:
+        out = {}
+        for i in range(0, len(paths), 500):
+            chunk = paths[i : i + 500]
+            q = f"SELECT path, content_hash, mtime FROM files WHERE path IN ({','.join('?' * len(chunk))})"
+            out.update({p: (h, m) for p, h, m in self.store.conn.execute(q, chunk).fetchall()})
+        return out
+
+    def _entity_ids(self, paths: list[str]) -> set[str]:
+        out: set[str] = set()
+        for i in range(0, len(paths), 500):
+            chunk = paths[i : i + 500]
+            q = f"SELECT id FROM entities WHERE path IN ({','.join('?' * len(chunk))})"
+            out.update(r[0] for r in self.store.conn.execute(q, chunk).fetchall())
+        return out
+
+    def _resolve(self) -> None:
+        """As the library indexer: everything on a first build or after an interrupted one, the
+        affected references otherwise; PageRank once enough of the repository changed."""
+        full = self.first_build or self.resolve_full
+        with self.busy("resolving"):
+            if full:
+                resolve_all(self.store)
+            elif self.resolve_paths:
+                resolve_affected(self.store, self.resolve_paths, self.resolve_names)
+            files = max(1, self.bulk_files_seen, self._count("SELECT COUNT(*) FROM files"))
+            pending = int(self.store.get_meta("ranks_pending_files", "0") or 0) + len(self.resolve_paths)
+            if full or pending > RANKS_REFRESH_SHARE * files:
+                if self.bulk_active or self.completed_gen != self.bulk_gen:
+                    _compute_ranks(self.store)  # the bulk's ranks now
+                    self.ranks_due = None
+                else:
+                    self.ranks_due = time.monotonic() + LIVE_RANKS_DELAY_S  # live: once edits pause
+                pending = 0
+            with self.store.conn:
+                self.store.set_meta("ranks_pending_files", str(pending))
+                self.store.set_meta(RESOLVE_MARKER, "0")
+                self.store.set_meta("last_indexed", str(time.time()))
+        self.stats["resolves"] += 1
+        self.log.info("resolved %s (%d paths changed)", "everything" if full else "affected refs", len(self.resolve_paths))
+        self.resolve_paths.clear()
+        self.resolve_names.clear()
+        self.resolve_full = False
+        self.first_build = False
+        self.needs_resolve = False
+
+    def _count(self, q: str) -> int:
+        return int(self.store.conn.execute(q).fetchall()[0][0])
+
+    # -- completion --------------------------------------------------------------------------------
+
+    def _maybe_complete(self) -> None:
+        if self.bulk_active or self.bulk_gen < 0 or self.completed_gen == self.bulk_gen or self.needs_resolve:
+            return
+        if self.spec.embed and (self.model is None or self._embedding()):
+            return
+        self.completed_gen = self.bulk_gen
+        counts = self.store.counts()
+        vectors = self.vs.count() if self.vs is not None else 0
+        without = self._count(f"SELECT COUNT(*) FROM entities WHERE {_EMBEDDABLE}") - vectors if self.vs else 0
+        self.send(
+            self.to_super,
+            IndexComplete(
+                generation=self.bulk_gen,
+                files=counts["files"],
+                entities=counts["entities"],
+                edges=counts["edges"],
+                vectors=vectors,
+                entities_without_vectors=max(0, without),
+            ),
+        )
+        self.log.info("index complete: %s", counts)
+
+    def _phase(self) -> str:
+        if self.bulk_active:
+            return "indexing"
+        if self.needs_resolve:
+            return "resolving"
+        if self.spec.embed and self._embedding():
+            return "embedding"
+        return "idle"
+
+    # -- embedding ---------------------------------------------------------------------------------
+
+    def _set_model(self, info: ModelInfo) -> None:
+        if self.model is not None and self.model.model_id == info.model_id and self.model.dim == info.dim:
+            if info.pid != self.model.pid:  # a restarted embedder: what it held is lost
+                for _, ids in self.outstanding.values():
+                    self._mark_dirty(ids)
+                self.outstanding.clear()
+            self.model = info
+            return
+        with self.busy("checking vectors"):
+            self.vs = VectorStore(self.store.conn)
+            remodeled = self.vs.ensure_model(info.model_id, info.dim)
+            self.model = info
+            with self.store.conn:
+                self.store.set_meta("embedding_model", info.model_id)
+                if info.info.get("fallback"):
+                    self.store.set_meta("embedding_fallback", str(info.info.get("fallback_reason") or ""))
+            # Vectors of entities that are gone; then a sweep over every entity.
+            gone = [r[0] for r in self.store.conn.execute(
+                "SELECT entity_id FROM vec_ids WHERE entity_id NOT IN (SELECT id FROM entities)").fetchall()]
+            if gone:
+                self.vs.delete(gone)
+            self.dirty.clear()
+            self.ready.clear()
+            self.outstanding.clear()
+            self.sweep = 0 if self.spec.embed else None
+        self.log.info(
+            "embedding model %s (dim %d)%s", info.model_id, info.dim, ", vectors of another model dropped" if remodeled else ""
+        )
+
+    def _embedding(self) -> bool:
+        return bool(self.dirty or self.ready or self.outstanding or self.sweep is not None)
+
+    def _mark_dirty(self, ids) -> None:
+        if self.spec.embed:
+            for eid in ids:
+                self.dirty[eid] = None
+
+    def _texts(self, ids: list[str]) -> dict[str, str]:
+        """entity id -> the text to embed (as nsccn.semantic.wanted_texts), for existing ids."""
+        out = {}
+        max_chars = self.model.max_chars
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            q = (
+                "SELECT id, path, qualname, signature, docstring, body_head FROM entities "
+                f"WHERE id IN ({','.join('?' * len(chunk))}) AND {_EMBEDDABLE}"
+            )
+            for eid, path, qualname, sig, doc, head in self.store.conn.execute(q, chunk).fetchall():
+                out[eid] = embedding_text(qualname, sig, doc, head, path=path, max_chars=max_chars)
+        return out
+
+    def _sweep_texts(self, n: int) -> dict[str, str]:
+        """Texts of the next `n` embeddable entities of the sweep; ends the sweep at the end."""
+        rows = self.store.conn.execute(
+            "SELECT rowid, id, path, qualname, signature, docstring, body_head FROM entities "
+            f"WHERE rowid > ? AND {_EMBEDDABLE} ORDER BY rowid LIMIT ?",
+            (self.sweep, n),
+        ).fetchall()
+        if not rows:
+            self.sweep = None
+            return {}
+        self.sweep = rows[-1][0]
+        mc = self.model.max_chars
+        return {eid: embedding_text(q, sig, doc, head, path=path, max_chars=mc) for _, eid, path, q, sig, doc, head in rows}
+
+    def _dispatch_embeds(self) -> None:
+        """Fill the embedder's window: check entities against the cache (which serves an
+        unchanged text without the model), send the rest in jobs of `embed_batch`."""
+        batch = self.spec.embed_batch
+        rounds = 0
+        while len(self.outstanding) < self.spec.embed_window and rounds < 8:
+            rounds += 1
+            if len(self.ready) < batch:
+                texts: dict[str, str] = {}
+                if self.dirty:
+                    ids = []
+                    for eid in self.dirty:
+                        ids.append(eid)
+                        if len(ids) >= 512:
+                            break
+                    for eid in ids:
+                        del self.dirty[eid]
+                    texts = self._texts(ids)
+                elif self.sweep is not None:
+                    texts = self._sweep_texts(512)
+                if texts:
+                    wanted = {eid: text_hash(t) for eid, t in texts.items()}
+                    todo = self.vs.fill_from_cache(wanted)
+                    self.ready.extend(EmbedItem(eid, wanted[eid], texts[eid]) for eid in todo)
+                if len(self.ready) < batch and (self.dirty or self.sweep is not None):
+                    continue  # a job of `batch` is worth the wait of another look
+            if not self.ready:
+                break
+            items, self.ready = self.ready[:batch], self.ready[batch:]
+            self.job_seq += 1
+            self.outstanding[self.job_seq] = (time.monotonic(), [it.entity_id for it in items])
+            self.send(self.to_embedder, EmbedJob(job=self.job_seq, items=items))
+
+    def _store_vectors(self, msg: Vectors) -> None:
+        entry = self.outstanding.pop(msg.job, None)
+        if self.model is None or msg.model_id != self.model.model_id or msg.dim != self.model.dim:
+            self.drop(f"vectors of model {msg.model_id}/{msg.dim}, the index holds {self.model and self.model.model_id}")
+            return
+        if msg.error:
+            self.last_error = f"embedder: {msg.error}"
+            self.log.error("embed job %d failed: %s", msg.job, msg.error)
+            return  # not retried: the same texts would fail the same way
+        try:
+            data = np.frombuffer(msg.data, dtype=np.float32).reshape(len(msg.ids), msg.dim)
+        except ValueError:
+            self.drop(f"vectors of job {msg.job} have the wrong size")
+            if entry:
+                self._mark_dirty(entry[1])
+            return
+        current = {eid: text_hash(t) for eid, t in self._texts(list(msg.ids)).items()}
+        keep = [(eid, h, data[i]) for i, (eid, h) in enumerate(zip(msg.ids, msg.hashes)) if current.get(eid) == h]
+        if keep:
+            self.vs.upsert(keep)
+            self.stats["vectors_written"] += len(keep)
+
+    # -- status ------------------------------------------------------------------------------------
+
+    def heartbeat_stats(self) -> dict:
+        s = dict(self.stats)
+        s["skipped"] = dict(getattr(self, "skipped", {}))
+        s["batch"] = len(getattr(self, "batch", ()))
+        s["embed_queue"] = len(getattr(self, "dirty", ())) + len(getattr(self, "ready", ()))
+        s["sweep"] = getattr(self, "sweep", None)
+        out = getattr(self, "outstanding", {})
+        s["embed_outstanding"] = len(out)
+        s["vectors_pending"] = (
+            len(getattr(self, "dirty", ()))
+            + len(getattr(self, "ready", ()))
+            + sum(len(v[1]) for v in list(out.values()))
+            + (max(1, getattr(self, "sweep_left", 0)) if getattr(self, "sweep", None) is not None else 0)
+        )
+        model = getattr(self, "model", None)
+        s["model"] = model.model_id if model else None
+        s["bulk_active"] = getattr(self, "bulk_active", False)
+        return s
+
+
+def _warm_imports() -> None:
+    import nsccn.repomap  # noqa: F401
+
+
+def _compute_ranks(store: Store) -> None:
+    from nsccn.repomap import compute_ranks
+
+    compute_ranks(store)
+
+
+def main(argv=None) -> int:
+    return actor_main(Writer, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
