@@ -367,6 +367,16 @@ def _median(xs: Sequence[float], nd: int) -> float | None:
     return round(statistics.median(xs), nd) if xs else None
 
 
+def code_version() -> dict[str, Any]:
+    """The commit of the code that ran, and whether nsccn/ had uncommitted changes."""
+    try:
+        head = _git(_ROOT, "rev-parse", "HEAD").decode().strip()
+        dirty = bool(_git(_ROOT, "status", "--porcelain", "--", "nsccn", "benchmarks").strip())
+        return {"commit": head, "dirty": dirty}
+    except Exception as exc:  # not a checkout
+        return {"commit": None, "error": str(exc)}
+
+
 def _slug(repo: str) -> str:
     return repo.replace("/", "+")
 
@@ -486,6 +496,7 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
         }
     metrics = {
         "instances": total,
+        "code": code_version(),
         "repos": repos,
         "configs": {c: sorted(CONFIGS[c]) for c in configs},
         "order": "per repository, by base commit committer date",
