@@ -48,6 +48,14 @@ def cmd_index(args) -> int:
         ebar.refresh()
 
     if args.in_process:
+        from nsccn.config import load_config
+        from supervisor.addresses import running_pipeline
+        from supervisor.cli import busy_message
+
+        info = running_pipeline(root.resolve(), load_config(root.resolve()))
+        if info is not None:  # its writer owns the index: a second writer would go behind its back
+            print(f"nsccn: {busy_message(info)}", file=sys.stderr)
+            return EXIT_FAILED
         summary = index_repository(root, workers=args.workers, progress=progress, embed=args.embed,
                                    embed_progress=embed_progress)
     else:  # the actor pipeline (supervisor/): parser pool, single writer, embedder

@@ -76,6 +76,7 @@ class IndexComplete(Message):
     edges: int
     vectors: int
     entities_without_vectors: int
+    counts: dict[str, Any] = {}  # Store.counts(): edges by relation, files with syntax errors
 
 
 class StatusRequest(Message):

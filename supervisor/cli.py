@@ -78,6 +78,7 @@ class _Progress:
     def __init__(self, enabled: bool):
         self.enabled = enabled
         self.files = None
+        self.files_done = False
         self.vectors = None
         self.started = time.monotonic()
 
@@ -88,7 +89,7 @@ class _Progress:
 
         w = sup.slots.get("watcher")
         ws = w.hb.stats if w and w.hb else None
-        if ws and ws.get("bulk_total"):
+        if ws and ws.get("bulk_total") and not self.files_done:
             total, done = ws["bulk_total"], ws.get("bulk_done", 0)
             if self.files is None:
                 self.files = tqdm(total=total, unit="file", desc="indexing", file=sys.stderr, dynamic_ncols=True)
@@ -96,6 +97,9 @@ class _Progress:
                 self.files.total = total
             if done != self.files.n:
                 self.files.update(done - self.files.n)
+            if done >= total and ws.get("idle"):
+                self.files.close()  # its rate and elapsed time are the parse phase's
+                self.files_done = True
         r = sup.slots.get("writer")
         rs = r.hb.stats if r and r.hb else None
         if sup.embed and rs and (ws is None or ws.get("idle")) and rs.get("vectors_pending") is not None:
@@ -105,11 +109,17 @@ class _Progress:
                 self.vectors = tqdm(total=written + pending, unit="entity", desc="embedding", file=sys.stderr,
                                     dynamic_ncols=True)
             if self.vectors is not None:
-                self.vectors.total = max(self.vectors.total, written + pending)
+                self.vectors.total = written + pending
                 if written != self.vectors.n:
                     self.vectors.update(written - self.vectors.n)
 
-    def close(self) -> None:
+    def close(self, sup: Supervisor | None = None) -> None:
+        if self.files is not None and not self.files_done and sup is not None and sup.complete is not None:
+            self.files.update(self.files.total - self.files.n)
+        if self.vectors is not None and sup is not None and sup.complete is not None:
+            written = sup.stats_of("writer").get("vectors_written", self.vectors.n)
+            self.vectors.total = written
+            self.vectors.update(written - self.vectors.n)
         for bar in (self.files, self.vectors):
             if bar is not None:
                 bar.close()
@@ -137,7 +147,7 @@ def pipeline_index(
         print(f"nsccn: {busy_message(busy.info)}", file=sys.stderr)
         return EXIT_FAILED
     finally:
-        bars.close()
+        bars.close(sup)
     if code != 0 or sup.complete is None:
         why = sup.failure or ("interrupted" if code else "the pipeline stopped before the index was complete")
         print(f"nsccn: index incomplete: {why}", file=sys.stderr)
@@ -153,8 +163,10 @@ def pipeline_index(
     for part in (ws.get("skipped") or {}, rs.get("skipped") or {}):
         for why, n in part.items():
             summary.skipped[why] += n
-    with Store(config.db_path(root), readonly=True) as store:
-        counts = store.counts()
+    counts = sup.complete.counts
+    if not counts:
+        with Store(config.db_path(root), readonly=True) as store:
+            counts = store.counts()
     summary.entities = counts["entities"]
     summary.edges = counts["edges"]
     summary.edges_by_relation = counts["edges_by_relation"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -50,6 +51,8 @@ log = logging.getLogger("nsccn.supervisor")
 
 MODULES = {"watcher": "workers.watcher", "parser": "workers.parser", "writer": "workers.writer",
            "embedder": "workers.embedder", "mcp": "workers.mcp_front"}
+# The embedder yields the CPU to readers and the writer (NSCCN_EMBEDDER_NICE=0 to compare).
+EMBEDDER_NICE = int(os.environ.get("NSCCN_EMBEDDER_NICE", "10"))
 # Per-generation counters that add up across restarts (the rest are gauges).
 COUNTERS = frozenset(
     "parsed unchanged removed files_written duplicates batches resolves vectors_written dispatched resent"
@@ -61,7 +64,8 @@ STOP_ORDER = ("mcp", "watcher", "parser", "embedder", "writer")  # the writer la
 @dataclass
 class Policy:
     heartbeat_s: float = 0.5
-    heartbeat_timeout_s: float = 15.0  # no heartbeat for this long: hung (or frozen) -> kill, restart
+    # no heartbeat for this long: hung (or frozen) -> kill, restart
+    heartbeat_timeout_s: float = float(os.environ.get("NSCCN_HEARTBEAT_TIMEOUT_S", "15"))
     loop_timeout_s: float = 60.0  # the loop has not gone round for this long outside a `busy` call
     startup_grace_s: float = 60.0  # before the first heartbeat
     backoff_first_s: float = 0.25
@@ -163,7 +167,7 @@ class Supervisor:
             debounce_ms=self.config.watch_debounce_ms,
             embed=self.embed,
             embed_batch=self.config.embedding_batch_size,
-            nice=10 if slot.kind == "embedder" else 0,
+            nice=EMBEDDER_NICE if slot.kind == "embedder" else 0,
         )
 
     def _spawn(self, slot: Slot) -> None:
@@ -556,5 +560,6 @@ class Supervisor:
                 for s in self.slots.values()
             },
             "failure": self.failure,
+            "supervisor_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         }
 

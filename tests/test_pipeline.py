@@ -524,3 +524,38 @@ def test_serve_mcp_attach_and_shutdown(tmp_path):
     pids.add(pipeline_pid)
     wait_for(lambda: not [p for p in pids if alive(p)], 30, "the pipeline to end with its MCP client")
     assert not info_path(repo, Config()).exists()
+
+
+# -- a hung actor is replaced; a killed supervisor leaves no orphans -----------------------------
+
+
+def test_hung_actor_restarted_and_no_orphans_after_supervisor_kill(tmp_path):
+    repo = make_repo(tmp_path / "repo", 8)
+    p = Pipeline(["serve", str(repo), "--no-mcp", "--no-embed", "--workers", "1"],
+                 env={"NSCCN_HEARTBEAT_TIMEOUT_S": "2"})
+    try:
+        st = quiet(repo, p, timeout=60)
+        frozen = st["actors"]["watcher"]["pid"]
+        os.kill(frozen, signal.SIGSTOP)  # alive, but silent: hung
+        def replaced():
+            st = p.track(status_of(repo))
+            a = st.get("actors", {}).get("watcher")
+            ok = a and a["restarts"] == 1 and a["pid"] not in (None, frozen) and a["state"] == "running"
+            return st if ok else None
+
+        st = wait_for(replaced, 30, "the hung watcher to be replaced")
+        assert st["actors"]["watcher"]["last_error"].startswith("hung (no heartbeat")
+        (repo / "pkg0" / "new.py").write_text("def after_the_hang():\n    pass\n")
+        wait_for(lambda: "pkg0/new.py" in indexed_paths(repo / ".nsccn" / "index.db"), 30, "the new watcher at work")
+        pids = actor_pids(p.track(status_of(repo)))
+        p.proc.kill()  # kill -9 the supervisor
+        p.proc.wait()
+        wait_for(lambda: not [x for x in pids if alive(x)], 20, "the actors to exit with their supervisor")
+        assert not alive(frozen)
+        # The lock died with it: the next pipeline takes over the leftovers.
+        r = subprocess.run([PY, "-m", "supervisor", "index", str(repo), "--json", "--workers", "1"],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert json.loads(r.stdout)["files_seen"] == 17
+    finally:
+        p.kill_all()

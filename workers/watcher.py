@@ -17,6 +17,7 @@ dispatcher that hands paths to the parser pool within a credit window.
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import threading
@@ -111,6 +112,8 @@ class Watcher(Actor):
             self._loop(inbox, wake)
         finally:
             if observer is not None:
+                # Stopping races the emitter thread's last read; watchdog logs that as an error.
+                logging.getLogger("watchdog.observers.inotify").setLevel(logging.CRITICAL)
                 observer.stop()
                 observer.join(timeout=5)
             if self.events is not None:

@@ -90,6 +90,8 @@ class Writer(Actor):
         self.first_build = self._count("SELECT COUNT(*) FROM files") == 0
         self.needs_resolve = False
         self.ranks_due: float | None = None
+        self.ranks_job: threading.Thread | None = None  # live PageRank, computed off the loop
+        self.ranks_out: tuple | Exception | None = None
         # embedding
         self.vs: VectorStore | None = None
         self.model: ModelInfo | None = None
@@ -99,7 +101,8 @@ class Writer(Actor):
         self.sweep: int | None = None  # last rowid checked; None: no sweep running
         self.dirty: dict[str, None] = {}  # ids to check again (an embedder restarted, a job timed out)
         self.ready: list[EmbedItem] = []  # checked against the cache: these need the model
-        self.sweep_left = 0
+        self.sweep_left = (0, 0)  # (embeddable rows past the cursor, `swept` when counted)
+        self.swept = 0
         self.outstanding: dict[int, tuple[float, list[str]]] = {}
         self.job_seq = 0
         self._counted = 0.0
@@ -153,7 +156,8 @@ class Writer(Actor):
     def _has_idle_work(self, now: float) -> bool:
         return (
             (self.needs_resolve and not self.bulk_active)
-            or (self.ranks_due is not None and now >= self.ranks_due)
+            or (self.ranks_due is not None and now >= self.ranks_due and self.ranks_job is None)
+            or (self.ranks_job is not None and not self.ranks_job.is_alive())
             or bool(
                 (self.dirty or self.ready or self.sweep is not None)
                 and self.model
@@ -164,10 +168,11 @@ class Writer(Actor):
     def _idle_work(self, now: float) -> None:
         if self.needs_resolve and not self.bulk_active:
             self._resolve()
-        if self.ranks_due is not None and now >= self.ranks_due:
-            with self.busy("ranking"):
-                _compute_ranks(self.store)
+        if self.ranks_due is not None and now >= self.ranks_due and self.ranks_job is None:
             self.ranks_due = None
+            self._start_ranks()
+        if self.ranks_job is not None and not self.ranks_job.is_alive():
+            self._store_ranks()
         if self.model is not None:
             self._dispatch_embeds()
             for job, (sent, ids) in list(self.outstanding.items()):
@@ -182,11 +187,9 @@ class Writer(Actor):
             n = self._count(f"SELECT COUNT(*) FROM entities WHERE {_EMBEDDABLE}")
             self.stats["entities"] = n
             self.stats["entities_without_vectors"] = max(0, n - self.vs.count()) if self.vs is not None else n
-            self.sweep_left = (
-                self._count(f"SELECT COUNT(*) FROM entities WHERE rowid > {int(self.sweep)} AND {_EMBEDDABLE}")
-                if self.sweep is not None
-                else 0
-            )
+            if self.sweep is not None:
+                left = self._count(f"SELECT COUNT(*) FROM entities WHERE rowid > {int(self.sweep)} AND {_EMBEDDABLE}")
+                self.sweep_left = (left, self.swept)
 
     def _handle(self, msg) -> None:
         if isinstance(msg, (Parsed, Unchanged, Skipped, Removed)):
@@ -298,6 +301,8 @@ class Writer(Actor):
             self.resolve_paths.update(changed)
             self.resolve_names |= names
             self.needs_resolve = True
+            if self.ranks_due is not None:  # PageRank waits for a pause in the edits
+                self.ranks_due = time.monotonic() + LIVE_RANKS_DELAY_S
 
     def _commit(self, to_write: list, to_delete: list[str], to_touch: list[tuple[str, float]]) -> set[str]:
         """One transaction: the files, their deletions, the resolve marker, stale vectors."""
@@ -374,6 +379,36 @@ class Writer(Actor):
         self.first_build = False
         self.needs_resolve = False
 
+    def _start_ranks(self) -> None:
+        """Live edits: read the graph and run PageRank in a thread on a read-only connection, so
+        an edit that arrives meanwhile is committed at once; only the rows are written here."""
+
+        def work() -> None:
+            try:
+                from nsccn.repomap import _read_graph, pagerank
+
+                with Store(self.spec.db_path, readonly=True) as ro:
+                    src, dst, w, n, rowids = _read_graph(ro)
+                self.ranks_out = (rowids, pagerank(src, dst, w, n), n)
+            except Exception as exc:  # a failed refresh keeps the old ranks
+                self.ranks_out = exc
+
+        self.ranks_out = None
+        self.ranks_job = threading.Thread(target=work, name="ranks", daemon=True)
+        self.ranks_job.start()
+
+    def _store_ranks(self) -> None:
+        out, self.ranks_job, self.ranks_out = self.ranks_out, None, None
+        if isinstance(out, Exception) or out is None:
+            self.log.error("PageRank refresh failed: %r", out)
+            return
+        rowids, r, n = out
+        with self.store.conn:  # as nsccn.repomap.compute_ranks writes them
+            self.store.conn.execute("DELETE FROM ranks")
+            self.store.conn.executemany("INSERT INTO ranks VALUES(?, ?)", zip(rowids.tolist(), (r * n).tolist()))
+        self.stats["ranks"] = self.stats.get("ranks", 0) + 1
+        self.log.info("PageRank refreshed over %d entities", n)
+
     def _count(self, q: str) -> int:
         return int(self.store.conn.execute(q).fetchall()[0][0])
 
@@ -397,6 +432,7 @@ class Writer(Actor):
                 edges=counts["edges"],
                 vectors=vectors,
                 entities_without_vectors=max(0, without),
+                counts=counts,
             ),
         )
         self.log.info("index complete: %s", counts)
@@ -474,6 +510,7 @@ class Writer(Actor):
             self.sweep = None
             return {}
         self.sweep = rows[-1][0]
+        self.swept += len(rows)
         mc = self.model.max_chars
         return {eid: embedding_text(q, sig, doc, head, path=path, max_chars=mc) for _, eid, path, q, sig, doc, head in rows}
 
@@ -534,6 +571,13 @@ class Writer(Actor):
 
     # -- status ------------------------------------------------------------------------------------
 
+    def _sweep_pending(self) -> int:
+        """Entities the sweep has still to look at (counted every 2 s, less what it took since)."""
+        if getattr(self, "sweep", None) is None:
+            return 0
+        left, at = self.sweep_left
+        return max(1, left - (self.swept - at))
+
     def heartbeat_stats(self) -> dict:
         s = dict(self.stats)
         s["skipped"] = dict(getattr(self, "skipped", {}))
@@ -546,7 +590,7 @@ class Writer(Actor):
             len(getattr(self, "dirty", ()))
             + len(getattr(self, "ready", ()))
             + sum(len(v[1]) for v in list(out.values()))
-            + (max(1, getattr(self, "sweep_left", 0)) if getattr(self, "sweep", None) is not None else 0)
+            + self._sweep_pending()
         )
         model = getattr(self, "model", None)
         s["model"] = model.model_id if model else None
