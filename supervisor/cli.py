@@ -16,10 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 from nsccn.config import load_config
+from nsccn.indexer import IndexSummary
 from nsccn.store import Store
 from supervisor.addresses import addresses, running_pipeline
 from supervisor.main import PipelineBusy, Policy, Supervisor
@@ -28,31 +28,11 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 @dataclass
-class PipelineSummary:
-    """The fields of `nsccn.indexer.PipelineSummary` (so `nsccn index` prints either), plus the
-    pipeline's per-actor restarts and peak memory."""
+class PipelineSummary(IndexSummary):
+    """What `nsccn index` prints for the library path, plus the pipeline's per-actor restarts
+    and peak memory."""
 
-    root: str
-    db_path: str
-    files_seen: int = 0
-    files_indexed: int = 0
-    files_unchanged: int = 0
-    files_deleted: int = 0
-    skipped: Counter = field(default_factory=Counter)
-    skipped_examples: dict = field(default_factory=dict)
-    files_with_syntax_errors: int = 0
-    entities: int = 0
-    edges: int = 0
-    edges_by_relation: dict = field(default_factory=dict)
-    seconds: float = 0.0
-    lines_indexed: int = 0
-    vectors: dict = field(default_factory=dict)
     pipeline: dict = field(default_factory=dict)
-
-    def as_dict(self) -> dict:
-        d = dict(self.__dict__)
-        d["skipped"] = dict(self.skipped)
-        return d
 
 
 def _setup_logging(level: int) -> None:
