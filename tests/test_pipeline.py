@@ -559,3 +559,40 @@ def test_hung_actor_restarted_and_no_orphans_after_supervisor_kill(tmp_path):
         assert json.loads(r.stdout)["files_seen"] == 17
     finally:
         p.kill_all()
+
+
+# -- tcp:// instead of ipc:// --------------------------------------------------------------------
+
+
+def free_port_base(n: int = 7) -> int:
+    import random
+    import socket
+
+    for _ in range(50):
+        base = random.randint(40_000, 60_000)
+        socks = []
+        try:
+            for i in range(n):
+                s = socket.socket()
+                s.bind(("127.0.0.1", base + i))
+                socks.append(s)
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no free ports")
+
+
+def test_index_over_tcp(tmp_path):
+    repo = make_repo(tmp_path / "repo", 10)
+    ref = tmp_path / "ref" / "index.db"
+    index_repository(repo, ref, workers=1)
+    env = {**os.environ, "NSCCN_PIPELINE_TCP": f"127.0.0.1:{free_port_base()}"}
+    r = subprocess.run([PY, "-m", "supervisor", "index", str(repo), "--workers", "2", "--json"], capture_output=True,
+                       text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(r.stdout)["files_indexed"] == 18
+    assert_same_index(repo / ".nsccn" / "index.db", ref)
+    assert not (repo / ".nsccn" / "run").exists() or not any((repo / ".nsccn" / "run").iterdir())
