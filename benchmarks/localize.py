@@ -403,6 +403,7 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
     def gitdir_of(repo: str) -> Path:
         return mirrors / _slug(repo) / "repo"
 
+    code = code_version()  # at the start: the checkout may move while a long run goes on
     groups = order_instances(instances, gitdir_of)
     want_vectors = any("vector" in CONFIGS[c] for c in configs)
     total = sum(len(v) for v in groups.values())
@@ -496,7 +497,7 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
         }
     metrics = {
         "instances": total,
-        "code": code_version(),
+        "code": code,
         "repos": repos,
         "configs": {c: sorted(CONFIGS[c]) for c in configs},
         "order": "per repository, by base commit committer date",
