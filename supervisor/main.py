@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -46,6 +45,7 @@ from nsccn.messages import (
     encode_spec,
 )
 from supervisor.addresses import PipelineLock, addresses, bind_address, ipc_paths, run_dir
+from workers.base import peak_rss_kb
 
 log = logging.getLogger("nsccn.supervisor")
 
@@ -560,6 +560,6 @@ class Supervisor:
                 for s in self.slots.values()
             },
             "failure": self.failure,
-            "supervisor_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "supervisor_peak_rss_mb": round(peak_rss_kb() / 1024, 1),
         }
 

@@ -20,7 +20,7 @@ import zmq
 
 from nsccn.config import load_config
 from nsccn.extract import content_hash, parse_file
-from nsccn.messages import Hello, Message, ParseJob, Parsed, Ready, Removed, Skipped, Unchanged
+from nsccn.messages import Hello, Message, ParseJob, Parsed, Ready, Removed, Skipped, Unchanged, encode
 from nsccn.scan import read_source
 from workers.base import Actor, actor_main
 
@@ -65,6 +65,7 @@ class Parser(Actor):
         jobs = self.ctx.socket(zmq.DEALER)
         jobs.setsockopt(zmq.IDENTITY, f"{self.name}/{os.getpid()}".encode())
         jobs.setsockopt(zmq.LINGER, 0)
+        jobs.setsockopt(zmq.SNDHWM, 64)
         jobs.connect(self.addrs.jobs)
         self._sockets.append(jobs)
         results = self.socket(zmq.PUSH, connect=self.addrs.writer)
@@ -75,7 +76,7 @@ class Parser(Actor):
         root = str(self.root)
         prefetch = max(1, self.spec.prefetch)
         pid = os.getpid()
-        self.send(jobs, Ready(actor=self.name, pid=pid, free=prefetch, reset=True))
+        self._ready(jobs, Ready(actor=self.name, pid=pid, free=prefetch, reset=True))
         last = time.monotonic()
         poller = self.poller(jobs)
         self.tick("running")
@@ -84,7 +85,7 @@ class Parser(Actor):
             if jobs not in self.wait(poller, 200):
                 if time.monotonic() - last > 1.0:
                     # Idle: say so again (a watcher that restarted has never heard of us).
-                    self.send(jobs, Ready(actor=self.name, pid=pid, free=prefetch, reset=True))
+                    self._ready(jobs, Ready(actor=self.name, pid=pid, free=prefetch, reset=True))
                     last = time.monotonic()
                 continue
             last = time.monotonic()
@@ -107,7 +108,16 @@ class Parser(Actor):
                 self.last_error = f"{out.path}: {out.reason}"
                 self.log.error("%s: %s", out.path, out.reason)
             self.send(results, out)
-            self.send(jobs, Ready(actor=self.name, pid=pid, free=1))
+            self._ready(jobs, Ready(actor=self.name, pid=pid, free=1))
+
+
+    def _ready(self, jobs: zmq.Socket, msg: Ready) -> None:
+        """Credits never block the loop: with no watcher to take them (it is restarting) they
+        queue up to a small limit and the rest are dropped; the idle repeat makes up for them."""
+        try:
+            jobs.send(encode(msg), zmq.NOBLOCK)
+        except zmq.Again:
+            pass
 
 
 def main(argv=None) -> int:
