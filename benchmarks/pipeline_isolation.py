@@ -109,8 +109,7 @@ def main() -> int:
                 proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 proc.kill()
-        if not args.index_dir:
-            shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)  # (an --index-dir of one's own is kept)
     res = {"repo": str(root), "queries": args.queries, "model": model, "embedder_nice": int(env.get("NSCCN_EMBEDDER_NICE", 10)),
            "embedding_still_running_at_end": still, "entities_embedded_so_far": embedded, "busy_window_s": busy_s,
            "cpus": os.cpu_count(), "load": os.getloadavg()[0]}
