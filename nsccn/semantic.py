@@ -78,8 +78,11 @@ def vector_status(store: Store) -> dict:
         return {"vectors": 0, "model": None, "note": "no vectors yet: search runs lexical + graph only"}
     vs = VectorStore(store.conn)
     n = vs.count()
+    # Modules without a docstring are never embedded (wanted_texts): they are not missing.
     total = store.conn.execute(
-        f"SELECT COUNT(*) FROM entities WHERE kind IN ({','.join('?' * len(EMBEDDED_KINDS))})", EMBEDDED_KINDS
+        f"SELECT COUNT(*) FROM entities WHERE kind IN ({','.join('?' * len(EMBEDDED_KINDS))})"
+        " AND NOT (kind = 'module' AND docstring = '')",
+        EMBEDDED_KINDS,
     ).fetchone()[0]
     out = {"vectors": n, "entities_without_vectors": max(0, total - n), "model": vs.model_id, "dim": vs.dim}
     fallback = store.get_meta("embedding_fallback")

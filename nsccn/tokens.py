@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import bpe_openai
 
 ENCODING = "o200k_base"
 
 
 @lru_cache(maxsize=1)
 def _encoding():
+    import bpe_openai  # loaded on first count: processes that never count tokens skip its start-up
+
     return bpe_openai.get_encoding(ENCODING)
 
 
