@@ -275,17 +275,7 @@ class NavigatorService:
     def global_staleness(self) -> dict:
         now = time.monotonic()
         if self._global_stale is None or now - self._global_stale[0] > GLOBAL_STALE_TTL_S:
-            changed, missing = [], []
-            for path, (_h, size, mtime) in self.nav.store.file_states().items():
-                try:
-                    st = (self.root / path).stat()
-                except OSError:
-                    missing.append(path)
-                    continue
-                if st.st_size != size or st.st_mtime != mtime:
-                    changed.append(path)
-            self._global_stale = (now, {"changed": len(changed), "deleted": len(missing),
-                                        "examples": (changed + missing)[:10]})
+            self._global_stale = (now, self.nav.staleness(limit=10))
         return self._global_stale[1]
 
     def pipeline_status(self, fresh: bool = False) -> dict | None:

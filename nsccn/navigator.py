@@ -294,6 +294,9 @@ class Navigator:
             pass
         return out
 
+    def staleness(self, limit: int = 20) -> dict:
+        return self._staleness(self.store, limit)
+
     def _staleness(self, store: Store, limit: int = 20) -> dict:
         """Files whose size or mtime on disk differs from the index (cheap: no hashing)."""
         changed, missing = [], []

@@ -225,7 +225,8 @@ class Supervisor:
         s.bind(bind_address(address))
         return s
 
-    def _info(self) -> dict:
+    def _identity(self) -> dict:
+        """Who this supervisor is: shared by pipeline.json and the status answer."""
         return {
             "pid": os.getpid(),
             "mode": self.mode,
@@ -234,6 +235,11 @@ class Supervisor:
             "run_dir": str(self.run_dir),
             "logs": str(self.log_dir),
             "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.started_at)),
+        }
+
+    def _info(self) -> dict:
+        return {
+            **self._identity(),
             "addresses": msgspec.to_builtins(self.addrs),
             "embed": self.embed,
         }
@@ -493,13 +499,7 @@ class Supervisor:
             if state == "idle" and self.mode == "serve":
                 state = "watching"
         return {
-            "pid": os.getpid(),
-            "mode": self.mode,
-            "root": str(self.root),
-            "db": str(self.db_path),
-            "run_dir": str(self.run_dir),
-            "logs": str(self.log_dir),
-            "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.started_at)),
+            **self._identity(),
             "uptime_s": round(time.time() - self.started_at, 1),
             "state": state,
             "idle": bool(ws.get("idle")) and files_pending == 0 and rs.get("phase") in ("idle", "embedding"),
