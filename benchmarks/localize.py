@@ -387,14 +387,21 @@ def _progress(msg: str) -> None:
 
 def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[str], out: Path,
                   workdir: Path, index_fn: Callable[[Path, Path], Any] | None = None,
-                  localize_fn: Callable[..., Any] | None = None) -> dict[str, Any]:
+                  localize_fn: Callable[..., Any] | None = None, workers: int = 1,
+                  embed_test_files: bool = False) -> dict[str, Any]:
     """Run every instance under every configuration; write rankings.jsonl and metrics.json.
 
-    `index_fn` / `localize_fn` default to `nsccn.indexer.index_repository` / `nsccn.search.localize`.
+    `index_fn` / `localize_fn` default to `nsccn.indexer.index_repository` (with `workers` parser
+    processes and the `embed_test_files` setting) / `nsccn.search.localize`.
     Returns the metrics dictionary (also written to OUTDIR/metrics.json).
     """
     if index_fn is None:
-        from nsccn.indexer import index_repository as index_fn  # type: ignore[no-redef]
+        from functools import partial
+
+        from nsccn.config import Config
+        from nsccn.indexer import index_repository
+
+        index_fn = partial(index_repository, config=Config(embed_test_files=embed_test_files), workers=workers)
     if localize_fn is None:
         from nsccn.search import localize as localize_fn  # type: ignore[no-redef]
     mirrors, out, workdir = Path(mirrors), Path(out), Path(workdir)
@@ -501,6 +508,8 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
         "repos": repos,
         "configs": {c: sorted(CONFIGS[c]) for c in configs},
         "order": "per repository, by base commit committer date",
+        "workers": workers,
+        "embed_test_files": embed_test_files,
         "definitions": {
             "file@k": "gold files all in the top k files",
             "module@k": "gold modules (path:first qualname component) all in the top k distinct modules "
@@ -617,6 +626,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="output directory")
     ap.add_argument("--workdir", type=Path,
                     help="where trees and indexes live (default OUTDIR/work); reused across runs")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                    help="parser processes for index updates (default: one per core)")
+    ap.add_argument("--embed-test-files", action="store_true",
+                    help="give test and documentation files vectors too (default: not; localize() demotes "
+                         "them and a fix is never in them, so they cost a third of the embedding for nothing)")
     args = ap.parse_args(argv)
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
     unknown = [c for c in configs if c not in CONFIGS]
@@ -629,7 +643,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing:
         ap.error(f"no mirror for {', '.join(missing)} under {args.mirrors} (expected {{owner}}+{{name}}/repo)")
     workdir = args.workdir or args.out / "work"
-    metrics = run_benchmark(instances, args.mirrors, configs, args.out, workdir)
+    metrics = run_benchmark(instances, args.mirrors, configs, args.out, workdir, workers=args.workers,
+                            embed_test_files=args.embed_test_files)
     table = markdown_table(metrics)
     (args.out / "metrics.md").write_text(table)
     print(table)

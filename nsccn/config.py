@@ -25,6 +25,10 @@ class Config(msgspec.Struct, kw_only=True):
     embedding_dim: int = 256
     embedding_batch_size: int = 32
     embedding_threads: int = 0  # 0: let the runtime choose
+    # Entities of test and documentation files get vectors too (semantic search over tests);
+    # false skips them (a third of a large repository's entities) where only the code matters.
+    # Honoured by `nsccn index --embed`; the pipeline embeds everything.
+    embed_test_files: bool = True
     quantization_threshold_entities: int = 50_000
     result_token_cap: int = 8000  # no tool answer is larger than this
     parser_workers: int = 0  # 0: one per core

@@ -178,7 +178,8 @@ def index_repository(
             from nsccn.semantic import default_embedder
 
             embedder = default_embedder(config.embedding_model, config.embedding_dim)
-            summary.vectors = embed_index(store, embedder, progress=embed_progress)
+            summary.vectors = embed_index(store, embedder, progress=embed_progress,
+                                          include_tests=config.embed_test_files)
         counts = store.counts()
     summary.entities = counts["entities"]
     summary.edges = counts["edges"]

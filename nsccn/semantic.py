@@ -14,7 +14,10 @@ from nsccn.embed import embedding_text, load_embedder, text_hash
 from nsccn.store import Store
 from nsccn.vectors import VectorStore
 
-EMBEDDED_KINDS = ("func", "method", "class", "module")
+# Which entities get a vector, as SQL over `entities`: a module without a docstring has nothing
+# its members don't say better. The pipeline's writer selects with the same predicate.
+EMBEDDABLE_SQL = "(kind IN ('func', 'method', 'class') OR (kind = 'module' AND docstring != ''))"
+TEXT_COLUMNS = "id, path, qualname, signature, docstring, body_head"
 
 
 @lru_cache(maxsize=4)
@@ -22,18 +25,22 @@ def default_embedder(model: str | None = None, dim: int | None = None):
     return load_embedder(model, dim)
 
 
-def wanted_texts(store: Store, max_chars: int) -> dict[str, str]:
-    """entity id -> the text to embed for it."""
-    q = (
-        "SELECT id, kind, path, qualname, signature, docstring, body_head FROM entities "
-        f"WHERE kind IN ({','.join('?' * len(EMBEDDED_KINDS))})"
-    )
-    out = {}
-    for eid, kind, path, qualname, sig, doc, head in store.conn.execute(q, EMBEDDED_KINDS):
-        if kind == "module" and not doc:
-            continue  # a module without a docstring has nothing its members don't say better
-        out[eid] = embedding_text(qualname, sig, doc, head, path=path, max_chars=max_chars)
-    return out
+def texts_of_rows(rows, max_chars: int, include_tests: bool = True) -> dict[str, str]:
+    """Rows of `SELECT {TEXT_COLUMNS}` -> entity id -> the text to embed for it."""
+    from nsccn.search import is_test_path
+
+    return {
+        eid: embedding_text(qualname, sig, doc, head, path=path, max_chars=max_chars)
+        for eid, path, qualname, sig, doc, head in rows
+        if include_tests or not is_test_path(path)
+    }
+
+
+def wanted_texts(store: Store, max_chars: int, include_tests: bool = True) -> dict[str, str]:
+    """entity id -> the text to embed for it; without `include_tests`, entities of test and
+    documentation files (`search.is_test_path`) get no vector."""
+    rows = store.conn.execute(f"SELECT {TEXT_COLUMNS} FROM entities WHERE {EMBEDDABLE_SQL}")
+    return texts_of_rows(rows, max_chars, include_tests)
 
 
 def embed_index(
@@ -41,12 +48,14 @@ def embed_index(
     embedder=None,
     progress: Callable[[int, int], None] | None = None,
     batch: int = 256,
+    include_tests: bool = True,
 ) -> dict:
-    """Bring the vectors of a (writable) store up to date with its entities."""
+    """Bring the vectors of a (writable) store up to date with its entities (see `wanted_texts`
+    for `include_tests`)."""
     embedder = embedder or default_embedder()
     vs = VectorStore(store.conn)
     remodel = vs.ensure_model(embedder.model_id, embedder.dim)
-    texts = wanted_texts(store, embedder.max_chars)
+    texts = wanted_texts(store, embedder.max_chars, include_tests)
     wanted = {eid: text_hash(t) for eid, t in texts.items()}
     gone = [eid for eid in vs.hashes() if eid not in wanted]
     if gone:
@@ -61,6 +70,7 @@ def embed_index(
         if progress:
             progress(done, len(todo))
     store.set_meta("embedding_model", embedder.model_id)
+    store.set_meta("embedding_skips_tests", "0" if include_tests else "1")
     info = embedder.info() if hasattr(embedder, "info") else {}
     if info.get("fallback"):
         store.set_meta("embedding_fallback", str(info.get("fallback_reason", "")))
@@ -79,12 +89,16 @@ def vector_status(store: Store) -> dict:
     vs = VectorStore(store.conn)
     n = vs.count()
     # Modules without a docstring are never embedded (wanted_texts): they are not missing.
-    total = store.conn.execute(
-        f"SELECT COUNT(*) FROM entities WHERE kind IN ({','.join('?' * len(EMBEDDED_KINDS))})"
-        " AND NOT (kind = 'module' AND docstring = '')",
-        EMBEDDED_KINDS,
-    ).fetchone()[0]
+    if store.get_meta("embedding_skips_tests") == "1":
+        from nsccn.search import is_test_path
+
+        paths = store.conn.execute(f"SELECT path FROM entities WHERE {EMBEDDABLE_SQL}")
+        total = sum(1 for (p,) in paths if not is_test_path(p))
+    else:
+        total = store.conn.execute(f"SELECT COUNT(*) FROM entities WHERE {EMBEDDABLE_SQL}").fetchone()[0]
     out = {"vectors": n, "entities_without_vectors": max(0, total - n), "model": vs.model_id, "dim": vs.dim}
+    if store.get_meta("embedding_skips_tests") == "1":
+        out["note"] = "entities of test and documentation files are not embedded (embed_test_files: false)"
     fallback = store.get_meta("embedding_fallback")
     if fallback:
         out["fallback"] = fallback

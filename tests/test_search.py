@@ -125,3 +125,28 @@ def test_semantic_only_query_with_bundled_model(tmp_path):
         assert hits[0].entity.id == "func:billing/mail.py:send_reminder"
         lexical = search(store, "dunning letter for overdue bills", limit=3, signals=frozenset({"bm25"}))
         assert "func:billing/mail.py:send_reminder" not in [h.entity.id for h in lexical]
+
+
+def test_embed_without_test_files(tmp_path):
+    """`embed_test_files: false`: code gets vectors, tests do not, and status does not count
+    the skipped ones as missing; turning it back on fills them in."""
+    import json
+
+    from nsccn.semantic import vector_status
+
+    repo = write_repo(tmp_path / "repo", BILLING)
+    (repo / ".nsccn").mkdir(exist_ok=True)
+    (repo / ".nsccn/config.json").write_text(json.dumps({"embed_test_files": False}))
+    index_repository(repo, workers=1, embed=True)
+    with Store(repo / ".nsccn/index.db", readonly=True) as store:
+        ids = {eid for (eid,) in store.conn.execute("SELECT entity_id FROM vec_ids")}
+        assert "func:billing/tax.py:apply_tax" in ids
+        assert not [i for i in ids if i.split(":")[1].startswith("tests/")]
+        status = vector_status(store)
+        assert status["entities_without_vectors"] == 0 and "not embedded" in status["note"]
+    (repo / ".nsccn/config.json").write_text(json.dumps({"embed_test_files": True}))
+    summary = index_repository(repo, workers=1, embed=True)
+    assert summary.vectors["embedded"] > 0 and summary.vectors["from_cache"] > 0
+    with Store(repo / ".nsccn/index.db", readonly=True) as store:
+        ids = {eid for (eid,) in store.conn.execute("SELECT entity_id FROM vec_ids")}
+        assert [i for i in ids if i.split(":")[1].startswith("tests/")]

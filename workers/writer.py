@@ -24,7 +24,7 @@ from collections import Counter
 import numpy as np
 import zmq
 
-from nsccn.embed import embedding_text, text_hash
+from nsccn.embed import text_hash
 from nsccn.messages import (
     BulkDone,
     BulkStart,
@@ -41,7 +41,7 @@ from nsccn.messages import (
     Vectors,
 )
 from nsccn.resolve import resolve_affected, resolve_all
-from nsccn.semantic import EMBEDDED_KINDS
+from nsccn.semantic import EMBEDDABLE_SQL as _EMBEDDABLE, TEXT_COLUMNS, texts_of_rows
 from nsccn.store import Store
 from nsccn.vectors import VectorStore
 from workers.base import Actor, actor_main
@@ -52,7 +52,6 @@ RANKS_REFRESH_SHARE = 0.05  # as nsccn.indexer: PageRank again once this share o
 LIVE_RANKS_DELAY_S = 2.0  # PageRank after live edits waits for a quiet moment
 EMBED_JOB_TIMEOUT_S = 300.0
 RESOLVE_MARKER = "resolve_pending"
-_EMBEDDABLE = f"(kind IN ({','.join(repr(k) for k in EMBEDDED_KINDS if k != 'module')}) OR (kind = 'module' AND docstring != ''))"
 
 
 class Writer(Actor):
@@ -488,21 +487,16 @@ class Writer(Actor):
     def _texts(self, ids: list[str]) -> dict[str, str]:
         """entity id -> the text to embed (as nsccn.semantic.wanted_texts), for existing ids."""
         out = {}
-        max_chars = self.model.max_chars
         for i in range(0, len(ids), 500):
             chunk = ids[i : i + 500]
-            q = (
-                "SELECT id, path, qualname, signature, docstring, body_head FROM entities "
-                f"WHERE id IN ({','.join('?' * len(chunk))}) AND {_EMBEDDABLE}"
-            )
-            for eid, path, qualname, sig, doc, head in self.store.conn.execute(q, chunk).fetchall():
-                out[eid] = embedding_text(qualname, sig, doc, head, path=path, max_chars=max_chars)
+            q = f"SELECT {TEXT_COLUMNS} FROM entities WHERE id IN ({','.join('?' * len(chunk))}) AND {_EMBEDDABLE}"
+            out.update(texts_of_rows(self.store.conn.execute(q, chunk).fetchall(), self.model.max_chars))
         return out
 
     def _sweep_texts(self, n: int) -> dict[str, str]:
         """Texts of the next `n` embeddable entities of the sweep; ends the sweep at the end."""
         rows = self.store.conn.execute(
-            "SELECT rowid, id, path, qualname, signature, docstring, body_head FROM entities "
+            f"SELECT rowid, {TEXT_COLUMNS} FROM entities "
             f"WHERE rowid > ? AND {_EMBEDDABLE} ORDER BY rowid LIMIT ?",
             (self.sweep, n),
         ).fetchall()
@@ -511,8 +505,7 @@ class Writer(Actor):
             return {}
         self.sweep = rows[-1][0]
         self.swept += len(rows)
-        mc = self.model.max_chars
-        return {eid: embedding_text(q, sig, doc, head, path=path, max_chars=mc) for _, eid, path, q, sig, doc, head in rows}
+        return texts_of_rows((r[1:] for r in rows), self.model.max_chars)
 
     def _dispatch_embeds(self) -> None:
         """Fill the embedder's window: check entities against the cache (which serves an
