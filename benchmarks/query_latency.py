@@ -1,9 +1,12 @@
 #!/usr/bin/env python
 """Query latency p50/p99 of the library calls on an existing index, and skeleton token reduction.
 
-    python benchmarks/query_latency.py ROOT [--n 300]
+    python benchmarks/query_latency.py ROOT [--n 300] [--db INDEX] [--reports FILE]
 
-ROOT must be indexed (`nsccn index ROOT`). Entities and files are sampled with a fixed seed.
+ROOT must be indexed (`nsccn index ROOT`, or give the index with --db). When the index has
+vectors, hybrid search (every signal, the query embedded on the CPU) is timed too, for short
+name-like queries and, with --reports (a JSONL file with a `problem_statement` per line, such as
+the localization dataset), for whole bug reports. Entities and files are sampled with a fixed seed.
 Skeleton reduction is measured over every indexed file with the o200k_base tokenizer:
 sum(skeleton tokens) / sum(source tokens).
 """
@@ -11,6 +14,7 @@ sum(skeleton tokens) / sum(source tokens).
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
 import sys
@@ -19,7 +23,10 @@ from pathlib import Path
 
 from nsccn.graph import trace
 from nsccn.navigator import Navigator
+from nsccn import semantic
 from nsccn.search import search
+from nsccn.semantic import default_embedder, has_vectors
+from nsccn.vectors import VectorStore
 from nsccn.tokens import count_tokens
 
 
@@ -41,8 +48,10 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("root")
     ap.add_argument("--n", type=int, default=300)
+    ap.add_argument("--db", help="the index (default ROOT/.nsccn/index.db)")
+    ap.add_argument("--reports", help="JSONL with problem_statement fields: bug reports as queries")
     args = ap.parse_args()
-    nav = Navigator(Path(args.root))
+    nav = Navigator(Path(args.root), db_path=args.db)
     store = nav.store
     rng = random.Random(7)
     ids = [i for (i,) in store.conn.execute("SELECT id FROM entities WHERE kind IN ('func','method') ORDER BY id")]
@@ -61,6 +70,21 @@ def main() -> int:
             lambda q: search(store, q, 10, signals=frozenset({"bm25", "query_analysis", "graph", "prior"})),
             [(q,) for q in names]),
     }
+    if has_vectors(store):
+        embedder = default_embedder(*semantic._recorded_model(VectorStore(store.conn)))
+        embedder.embed_query("warm up")
+        # Each query is new to the embedder (its cache of recent queries would flatter the numbers).
+        rows["hybrid search, every signal incl. vectors"] = timed(
+            lambda q: search(store, q, 10, embedder=embedder), [(f"{q} {i}",) for i, q in enumerate(names)])
+        rows["  of which: embedding the query"] = timed(
+            lambda q: embedder.embed_query(q), [(f"{q} #{i}",) for i, q in enumerate(names)])
+        if args.reports:
+            with open(args.reports) as fh:
+                reports = [json.loads(line)["problem_statement"] for line in fh if line.strip()][: args.n]
+            rows[f"hybrid search, whole bug reports ({len(reports)})"] = timed(
+                lambda q: search(store, q, 10, embedder=embedder), [(q,) for q in reports])
+            rows["  of which: embedding the report"] = timed(
+                lambda q: embedder.embed_query(q + " "), [(q,) for q in reports])
     print(f"| operation ({len(ids)} functions, {len(files)} files) | p50 ms | p99 ms |")
     print("|---|---|---|")
     for name, xs in rows.items():

@@ -126,6 +126,7 @@ class Embedder:
     # One ONNX session serves one call at a time here; the embedder actor is single-threaded
     # but an in-process caller (tests, `nsccn index`) may share an Embedder across threads.
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _queries: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         model_id = self.model_name
@@ -148,8 +149,16 @@ class Embedder:
         return self._embed(prefixed)
 
     def embed_query(self, text: str) -> np.ndarray:
-        """(dim,) float32, L2-normalized."""
-        return self._embed([self.query_prefix + text])[0]
+        """(dim,) float32, L2-normalized. The last few queries are remembered: one search asks
+        for its query's vector more than once (nearest neighbours, then re-ranking within files)."""
+        cached = self._queries.get(text)
+        if cached is None:
+            cached = self._embed([self.query_prefix + text])[0]
+            cached.setflags(write=False)
+            self._queries[text] = cached
+            while len(self._queries) > 32:
+                self._queries.pop(next(iter(self._queries)))
+        return cached
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         # Batches are padded to their longest text, so batching texts of similar length

@@ -15,6 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nsccn.model import split_entity_id
 from nsccn.store import EntityRow, Store
 from nsccn.text import split_identifier
 
@@ -144,17 +145,22 @@ def file_bm25(store: Store, terms: list[str], limit: int = STREAM_DEPTH) -> list
     return [p for (p,) in store.conn.execute(q, (match, limit))]
 
 
-def exact_stream(store: Store, analysis: QueryAnalysis) -> list[int]:
-    """Definitions named exactly as an identifier of the query, rarest names first; then
-    entities of files named in the query or in traceback frames (innermost frame first)."""
+def exact_stream(store: Store, analysis: QueryAnalysis, weights: dict[int, float] | None = None) -> list[int]:
+    """Traceback frames (innermost first), then definitions named exactly as an identifier of
+    the query, rarest names first, then entities of files named in the query.
+
+    A name defined in n places is weaker evidence for each of them: into `weights` (when given)
+    goes 1/sqrt(n) per definition, so 15 same-named methods don't outrank everything else."""
     ranked: list[int] = []
     seen: set[int] = set()
 
-    def add(rows):
+    def add(rows, weight: float = 1.0):
         for (rid,) in rows:
             if rid not in seen:
                 seen.add(rid)
                 ranked.append(rid)
+                if weights is not None:
+                    weights[rid] = weight
 
     c = store.conn
     for path, _line, func in reversed(analysis.frames):
@@ -176,8 +182,8 @@ def exact_stream(store: Store, analysis: QueryAnalysis) -> list[int]:
             rows = exact or rows
         if 0 < len(rows) <= 20:
             by_specificity.append((len(rows), [(r[0],) for r in rows]))
-    for _, rows in sorted(by_specificity, key=lambda x: x[0]):
-        add(rows)
+    for n, rows in sorted(by_specificity, key=lambda x: x[0]):
+        add(rows, 1.0 / n**0.5)
     for path in analysis.paths:
         cands = _indexed_suffix_matches(store, path)
         if "/" not in path and len(cands) > 1:
@@ -212,13 +218,20 @@ def vector_stream(store: Store, query: str, limit: int = STREAM_DEPTH, embedder=
 # -- fusion -----------------------------------------------------------------------------------
 
 
-def fuse(streams: dict[str, list[int]], k: int = RRF_K, weights: dict[str, float] | None = None) -> dict[int, float]:
-    """Reciprocal Rank Fusion: score(d) = sum over streams of w / (k + rank(d))."""
+def fuse(
+    streams: dict[str, list[int]],
+    k: int = RRF_K,
+    weights: dict[str, float] | None = None,
+    item_weights: dict[str, dict[int, float]] | None = None,
+) -> dict[int, float]:
+    """Reciprocal Rank Fusion: score(d) = sum over streams of w / (k + rank(d)), w the stream's
+    weight times the item's own weight in that stream (default 1)."""
     scores: dict[int, float] = defaultdict(float)
     for name, ranked in streams.items():
         w = (weights or {}).get(name, 1.0)
+        own = (item_weights or {}).get(name, {})
         for rank, rid in enumerate(ranked, start=1):
-            scores[rid] += w / (k + rank)
+            scores[rid] += w * own.get(rid, 1.0) / (k + rank)
     return scores
 
 
@@ -286,16 +299,17 @@ def search(
         streams["bm25"] = bm25_stream(store, analysis.terms)
     if "vector" in signals:
         streams["vector"] = vector_stream(store, query, embedder=embedder)
+    item_weights: dict[str, dict[int, float]] = {"exact": {}}
     if "query_analysis" in signals:
-        streams["exact"] = exact_stream(store, analysis)
-    scores = fuse(streams, k=rrf_k, weights=STREAM_WEIGHTS)
+        streams["exact"] = exact_stream(store, analysis, item_weights["exact"])
+    scores = fuse(streams, k=rrf_k, weights=STREAM_WEIGHTS, item_weights=item_weights)
     # Second-order streams read the first fusion, then everything is fused again.
     if "graph" in signals:
         streams["graph"] = graph_stream(store, scores)
     if "prior" in signals:
         streams["prior"] = prior_stream(store, [r for r, _ in sorted(scores.items(), key=lambda x: -x[1])[:100]])
     if "graph" in signals or "prior" in signals:
-        scores = fuse(streams, k=rrf_k, weights=STREAM_WEIGHTS)
+        scores = fuse(streams, k=rrf_k, weights=STREAM_WEIGHTS, item_weights=item_weights)
     ranked = sorted(scores.items(), key=lambda x: -x[1])
     ranks = {name: {rid: i for i, rid in enumerate(s, start=1)} for name, s in streams.items()}
     wanted = max(limit * 4, 100)
@@ -327,47 +341,146 @@ def is_test_path(path: str) -> bool:
 
 FILE_SHARE = 1.0  # weight of a function's file rank in its own score (hierarchical localization)
 TEST_PENALTY = 0.3  # a bug is fixed in the code under test; tests mention the bug's words too
+# Second stage: the functions of the best files are ranked against the query within their file,
+# so a function the repository-wide streams cut off (a big file's 150th method) can still come up.
+IN_FILE_FILES = 5
+IN_FILE_DEPTH = 10  # functions taken from each of those files, per stream
+FUNCTION_KINDS = ("func", "method", "class")
 
 
 @dataclass
 class Localization:
     files: list[str]
-    functions: list[str]  # entity ids of functions, methods and classes
+    functions: list[str]  # entity ids of functions, methods and classes (outermost functions)
     seconds: float
+
+
+def outermost_functions(store: Store, entity_ids: list[str]) -> dict[str, str]:
+    """entity id -> the outermost function or method that encloses it, itself when none does.
+
+    A helper nested in a function is part of that function: an edit there is an edit of the
+    enclosing function (and that is what a fix "touches"). Methods stay methods: a class is
+    not a function."""
+    wanted: dict[tuple[str, str], None] = {}
+    parsed = {}
+    for eid in entity_ids:
+        _kind, path, qual = split_entity_id(eid)
+        parts = qual.split(".")
+        parsed[eid] = (path, parts)
+        for n in range(1, len(parts)):
+            wanted[(path, ".".join(parts[:n]))] = None
+    found: set[tuple[str, str]] = set()
+    ids: dict[tuple[str, str], str] = {}
+    keys = list(wanted)
+    for i in range(0, len(keys), 400):
+        chunk = keys[i : i + 400]
+        cond = " OR ".join("(path=? AND qualname=?)" for _ in chunk)
+        rows = store.conn.execute(
+            f"SELECT id, path, qualname FROM entities WHERE kind IN ('func', 'method') AND ({cond})",
+            [x for key in chunk for x in key],
+        )
+        for eid, path, qual in rows:
+            found.add((path, qual))
+            ids[(path, qual)] = eid
+    out = {}
+    for eid, (path, parts) in parsed.items():
+        out[eid] = eid
+        for n in range(1, len(parts)):
+            key = (path, ".".join(parts[:n]))
+            if key in found:
+                out[eid] = ids[key]
+                break
+    return out
+
+
+def _in_file_bm25(store: Store, terms: list[str], paths: list[str]) -> dict[str, list[str]]:
+    """path -> its functions, methods and classes matching the query, best BM25 first."""
+    if not terms or not paths:
+        return {}
+    match = " OR ".join(f'"{t}"' for t in terms)
+    q = (
+        "SELECT e.id, e.path FROM entities_fts JOIN entities e ON e.rowid = entities_fts.rowid "
+        f"WHERE entities_fts MATCH ? AND e.path IN ({','.join('?' * len(paths))}) "
+        f"AND e.kind IN ('func', 'method', 'class') "
+        f"ORDER BY bm25(entities_fts, {', '.join(map(str, BM25_WEIGHTS))})"
+    )
+    out: dict[str, list[str]] = defaultdict(list)
+    for eid, path in store.conn.execute(q, (match, *paths)):
+        out[path].append(eid)
+    return out
+
+
+def _in_file_vector(store: Store, query: str, paths: list[str], embedder=None) -> dict[str, list[str]]:
+    """path -> its functions, methods and classes, most similar to the query first."""
+    from nsccn import semantic
+
+    if not paths:
+        return {}
+    ids = [eid for (eid,) in store.conn.execute(
+        f"SELECT id FROM entities WHERE path IN ({','.join('?' * len(paths))}) "
+        "AND kind IN ('func', 'method', 'class')", paths)]
+    sims = semantic.similarities(store, query, ids, embedder=embedder)
+    out: dict[str, list[str]] = defaultdict(list)
+    for eid in sorted(sims, key=lambda e: -sims[e]):
+        out[split_entity_id(eid)[1]].append(eid)
+    return out
 
 
 def localize(
     db_path: str | Path, query: str, limit: int = 50, signals: frozenset[str] | None = None, embedder=None
 ) -> Localization:
-    """Rank files and functions for a bug report: the benchmark's entry point."""
+    """Rank files and functions for a bug report: the benchmark's entry point.
+
+    Files: entity hits aggregated per file (best hit plus damped further hits), fused with a
+    whole-file BM25 ranking. Functions: entity hits rolled up to their outermost function, plus
+    the share of their file's rank, plus the ranking of the best files' functions within their file.
+    """
     started = time.perf_counter()
     signals_used = DEFAULT_SIGNALS if signals is None else signals
     with Store(db_path, readonly=True) as store:
+        analysis = analyze_query(query)
         hits = search(store, query, limit=limit * 6, signals=signals, embedder=embedder)
-        by_file_bm25 = file_bm25(store, analyze_query(query).terms) if "bm25" in signals_used else []
-    files: dict[str, float] = defaultdict(float)
-    seen_in_file: dict[str, int] = defaultdict(int)
-    functions: list[str] = []
-    for hit in hits:
-        e = hit.entity
-        if is_test_path(e.path):
-            hit.score *= TEST_PENALTY
-    hits.sort(key=lambda h: -h.score)
-    for hit in hits:
-        e = hit.entity
-        # A file scores by its best entity plus a little for each further hit (damped).
-        seen_in_file[e.path] += 1
-        files[e.path] += hit.score / seen_in_file[e.path] ** 2
-        if e.kind in ("func", "method", "class") and len(functions) < limit:
-            functions.append(e.id)
-    ranked_files = sorted(files, key=lambda p: -files[p])
-    if "bm25" in signals_used:
-        # Whole-file BM25 is a second opinion on files; functions inherit some of their file's rank.
-        file_streams = {"entities": ranked_files, "files": [p for p in by_file_bm25 if not is_test_path(p)]}
-        file_scores = fuse(file_streams, k=RRF_K)
-        ranked_files = sorted(file_scores, key=lambda p: -file_scores[p])
-        file_rank = {p: i for i, p in enumerate(ranked_files, start=1)}
-        fn_scores = {h.entity.id: h.score + FILE_SHARE / (RRF_K + file_rank.get(h.entity.path, 1000))
-                     for h in hits if h.entity.kind in ("func", "method", "class")}
-        functions = sorted(fn_scores, key=lambda i: -fn_scores[i])[:limit]
+        for hit in hits:
+            if is_test_path(hit.entity.path):
+                hit.score *= TEST_PENALTY
+        hits.sort(key=lambda h: -h.score)
+        files: dict[str, float] = defaultdict(float)
+        seen: dict[str, int] = defaultdict(int)
+        for hit in hits:
+            # A file (or a function, below) scores by its best hit plus a little for each further one.
+            seen[hit.entity.path] += 1
+            files[hit.entity.path] += hit.score / seen[hit.entity.path] ** 2
+        ranked_files = sorted(files, key=lambda p: -files[p])
+        if "bm25" in signals_used:  # whole-file BM25: a second opinion on files
+            by_file_bm25 = [p for p in file_bm25(store, analysis.terms) if not is_test_path(p)]
+            file_scores = fuse({"entities": ranked_files, "files": by_file_bm25}, k=RRF_K)
+            ranked_files = sorted(file_scores, key=lambda p: -file_scores[p])
+
+        fn_hits = [h for h in hits if h.entity.kind in FUNCTION_KINDS]
+        top_files = [p for p in ranked_files if not is_test_path(p)][:IN_FILE_FILES]
+        in_file: dict[str, dict[str, list[str]]] = {}
+        if "bm25" in signals_used:
+            in_file["bm25"] = _in_file_bm25(store, analysis.terms, top_files)
+        if "vector" in signals_used:
+            in_file["vector"] = _in_file_vector(store, query, top_files, embedder=embedder)
+        everything = [h.entity.id for h in fn_hits] + [e for per in in_file.values() for ids in per.values() for e in ids]
+        outer = outermost_functions(store, list(dict.fromkeys(everything)))
+
+    fn_scores: dict[str, float] = defaultdict(float)
+    seen = defaultdict(int)
+    for hit in fn_hits:
+        fid = outer[hit.entity.id]
+        seen[fid] += 1
+        fn_scores[fid] += hit.score / seen[fid] ** 2
+    for per_file in in_file.values():
+        # One list per stream: the best files in order, each file's best functions in order.
+        ranked = []
+        for path in top_files:
+            ranked.extend(list(dict.fromkeys(outer[e] for e in per_file.get(path, [])))[:IN_FILE_DEPTH])
+        for rank, fid in enumerate(ranked, start=1):
+            fn_scores[fid] += 1.0 / (RRF_K + rank)
+    file_rank = {p: i for i, p in enumerate(ranked_files, start=1)}
+    for fid in fn_scores:
+        fn_scores[fid] += FILE_SHARE / (RRF_K + file_rank.get(split_entity_id(fid)[1], 1000))
+    functions = sorted(fn_scores, key=lambda f: -fn_scores[f])[:limit]
     return Localization(ranked_files[:limit], functions, time.perf_counter() - started)

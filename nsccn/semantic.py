@@ -112,17 +112,35 @@ def _recorded_model(vs: VectorStore) -> tuple[str | None, int | None]:
     return (vs.model_id.split("@")[0], vs.dim) if vs.model_id else (None, None)
 
 
-def nearest_rowids(store: Store, query: str, limit: int, embedder=None) -> list[int]:
-    """Entity rowids nearest to the query; [] when the index has no vectors."""
+def _query_vector(store: Store, query: str, embedder=None) -> tuple[VectorStore, object] | None:
+    """The index's vectors and the query's vector in their space; None without vectors."""
     if not has_vectors(store):
-        return []
+        return None
     vs = VectorStore(store.conn)
     embedder = embedder or default_embedder(*_recorded_model(vs))
     if vs.model_id != embedder.model_id:
         raise RuntimeError(
             f"the index holds vectors of {vs.model_id}, the query embedder is {embedder.model_id}: re-embed the index"
         )
-    hits = vs.knn(embedder.embed_query(query), k=limit)
+    return vs, embedder.embed_query(query)
+
+
+def similarities(store: Store, query: str, entity_ids: list[str], embedder=None) -> dict[str, float]:
+    """Cosine similarity of the query to each of these entities that has a vector ({} without vectors)."""
+    found = _query_vector(store, query, embedder)
+    if found is None or not entity_ids:
+        return {}
+    vs, q = found
+    return {eid: float(v @ q) for eid, v in vs.vectors(entity_ids).items()}
+
+
+def nearest_rowids(store: Store, query: str, limit: int, embedder=None) -> list[int]:
+    """Entity rowids nearest to the query; [] when the index has no vectors."""
+    found = _query_vector(store, query, embedder)
+    if found is None:
+        return []
+    vs, q = found
+    hits = vs.knn(q, k=limit)
     ids = [eid for eid, _ in hits]
     rows = dict(store.conn.execute(
         f"SELECT id, rowid FROM entities WHERE id IN ({','.join('?' * len(ids))})", ids

@@ -150,3 +150,59 @@ def test_embed_without_test_files(tmp_path):
     with Store(repo / ".nsccn/index.db", readonly=True) as store:
         ids = {eid for (eid,) in store.conn.execute("SELECT entity_id FROM vec_ids")}
         assert [i for i in ids if i.split(":")[1].startswith("tests/")]
+
+
+def test_rrf_item_weights():
+    scores = fuse({"a": [1, 2]}, k=10, item_weights={"a": {2: 0.5}})
+    assert scores[1] == pytest.approx(1 / 11) and scores[2] == pytest.approx(0.5 / 12)
+
+
+NESTED = {
+    "shapes/__init__.py": "",
+    "shapes/grid.py": '''
+        class Grid:
+            def scan_shape(self, iterable):
+                """Work out the shape of a nested iterable."""
+                def walk(pointer):
+                    if not pointer:
+                        return [], (0,)
+                    return pointer, (len(pointer),)
+                return walk(iterable)
+
+            def size(self):
+                return 0
+    ''',
+    "shapes/render.py": "".join(
+        f'''
+        class Painter{i}:
+            def paint(self, canvas):
+                return canvas
+        '''
+        for i in range(9)
+    ),
+}
+
+
+def test_exact_name_defined_in_many_places_weighs_less(tmp_path):
+    from nsccn.search import exact_stream
+
+    repo = write_repo(tmp_path / "repo", NESTED)
+    index_repository(repo, workers=1)
+    with Store(repo / ".nsccn/index.db", readonly=True) as store:
+        weights: dict[int, float] = {}
+        ranked = exact_stream(store, analyze_query("calling paint() and scan_shape() fails"), weights)
+        rows = store.entity_at_rowids(ranked)
+        assert rows[ranked[0]].id == "method:shapes/grid.py:Grid.scan_shape"  # the rare name first
+        assert weights[ranked[0]] == 1.0
+        assert {rows[r].name for r in ranked[1:]} == {"paint"}
+        assert all(weights[r] == pytest.approx(1 / 3) for r in ranked[1:])  # 9 definitions
+
+
+def test_localize_rolls_nested_functions_up_to_their_outermost_function(tmp_path):
+    repo = write_repo(tmp_path / "repo", NESTED)
+    index_repository(repo, workers=1)
+    loc = localize(repo / ".nsccn/index.db", "walk over the pointer fails for an empty nested iterable", limit=10,
+                   signals=frozenset({"bm25", "query_analysis"}))
+    assert loc.functions[0] == "method:shapes/grid.py:Grid.scan_shape"
+    assert not [f for f in loc.functions if f.endswith(".walk")]
+    assert loc.files[0] == "shapes/grid.py"

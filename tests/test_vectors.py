@@ -236,3 +236,26 @@ def test_recenter_keeps_search_consistent(store):
     for v, eid in zip(vecs[:5], ids[:5]):
         assert store.knn(v, 1, quantized=True)[0][0] == eid
     assert [r[0][0] for r in before] == ids[:5]
+
+
+def test_in_memory_exact_search_agrees_with_vec0_and_follows_writes(store, conn, tmp_path):
+    rng = np.random.default_rng(11)
+    vecs = unit(rng.standard_normal((300, 64)))
+    ids = fill(store, vecs)
+    queries = unit(rng.standard_normal((5, 64)))
+    for q in queries:
+        mem = store.knn(q, 20, quantized=False)
+        vec0 = store._knn_vec0(q, 20)
+        assert [e for e, _ in mem] == [e for e, _ in vec0]
+        assert np.allclose([d for _, d in mem], [d for _, d in vec0], atol=1e-5)
+    # Another connection's writes (the pipeline's writer) reach a reader holding the matrix.
+    reader = VectorStore(apsw.Connection(str(tmp_path / "index.db"), flags=apsw.SQLITE_OPEN_READONLY))
+    q = queries[0]
+    assert reader.knn(q, 1, quantized=False)[0][0] != "func:new.py:g"
+    store.upsert([("func:new.py:g", "hash-new", q)])
+    assert reader.knn(q, 1, quantized=False)[0] == ("func:new.py:g", pytest.approx(0.0, abs=1e-5))
+    store.delete(["func:new.py:g"])
+    assert reader.knn(q, 1, quantized=False)[0][0] != "func:new.py:g"
+    store.clear()
+    assert reader.knn(q, 3, quantized=False) == []
+    reader.conn.close()
