@@ -615,8 +615,35 @@ def plot(metrics: dict[str, Any], path: Path) -> bool:
     return True
 
 
+def rescore(rankings: Path) -> dict[str, Any]:
+    """Metrics of an existing rankings.jsonl (a finished run, or the instances a running or
+    stopped one has written so far), in the shape `markdown_table` reads."""
+    records: dict[str, list[dict]] = {}
+    repos: list[str] = []
+    with open(rankings) as fh:
+        for line in fh:
+            if line.strip():
+                rec = json.loads(line)
+                records.setdefault(rec["config"], []).append(rec)
+                if rec["repo"] not in repos:
+                    repos.append(rec["repo"])
+    results = {cfg: {"overall": aggregate(recs), **{r: aggregate([x for x in recs if x["repo"] == r]) for r in repos}}
+               for cfg, recs in records.items()}
+    return {"instances": max((len(r) for r in records.values()), default=0), "repos": repos,
+            "configs": {c: sorted(CONFIGS.get(c, ())) for c in records}, "results": results, "index": {}}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--rescore"]:  # python benchmarks/localize.py --rescore OUTDIR/rankings.jsonl
+        if len(argv) != 2:
+            print("usage: localize.py --rescore RANKINGS_JSONL", file=sys.stderr)
+            return 2
+        print(markdown_table(rescore(Path(argv[1]))))
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog="Or: localize.py --rescore OUTDIR/rankings.jsonl (the table of an existing, "
+                                        "possibly partial, run)")
     ap.add_argument("--dataset", type=Path, required=True, help="JSONL in the format of swebench-dev.jsonl")
     ap.add_argument("--mirrors", type=Path, required=True, help="directory of {owner}+{name}/repo bare clones")
     ap.add_argument("--repo", help="only this repository (owner/name; comma-separated for several)")

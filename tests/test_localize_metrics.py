@@ -7,7 +7,6 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -198,56 +197,44 @@ def test_materialize_incremental_matches_fresh(two_commits, tmp_path):
     assert (upd.added, upd.modified, upd.deleted) == (0, 0, 0)
 
 
-# ---------------------------------------------------------------- the run, with stand-ins for nsccn
+# ---------------------------------------------------------------- the run, end to end
 
 
-def test_run_benchmark_with_fake_search(two_commits, tmp_path):
+def test_run_benchmark_end_to_end(two_commits, tmp_path):
+    """The real indexer and localize() over a two-commit history: order by commit date, one
+    incremental index, an embedding pass for the vector configuration, scores and tables."""
     gitdir, c1, c2 = two_commits
     mirrors = gitdir.parent.parent
     instances = [
         # listed out of commit order: the run must take c1 first
-        {"instance_id": "o__r-2", "repo": "o/r", "base_commit": c2, "problem_statement": "E is wrong",
+        {"instance_id": "o__r-2", "repo": "o/r", "base_commit": c2, "problem_statement": "E is wrong in new/e.py",
          "gold_files": ["new/e.py"], "gold_functions": []},
-        {"instance_id": "o__r-1", "repo": "o/r", "base_commit": c1, "problem_statement": "b() fails",
+        {"instance_id": "o__r-1", "repo": "o/r", "base_commit": c1, "problem_statement": "calling b() in pkg/b.py fails",
          "gold_files": ["pkg/b.py"], "gold_functions": ["pkg/b.py:b"]},
     ]
-    indexed: list[set[str]] = []
-
-    embed_calls: list[bool] = []
-
-    def fake_index(root: Path, db: Path, embed: bool = False):
-        if embed:  # the second pass, for the vector configurations
-            embed_calls.append(True)
-            return {"vectors": {"embedded": 1}}
-        indexed.append({str(p.relative_to(root)) for p in root.rglob("*.py")})
-        db.write_text("x")
-        return {"files": len(indexed[-1])}
-
-    def fake_localize(db, query, limit=50, signals=None):
-        if "bm25" in signals:  # right answers
-            if "b()" in query:
-                return SimpleNamespace(files=["pkg/b.py", "a.py"], functions=["func:pkg/b.py:b"])
-            return SimpleNamespace(files=["a.py", "new/e.py"], functions=[])
-        return SimpleNamespace(files=["a.py"], functions=["func:a.py:zzz"])
-
     out = tmp_path / "out"
-    metrics = bench.run_benchmark(instances, mirrors, ["bm25", "vector"], out, tmp_path / "wd",
-                                  index_fn=fake_index, localize_fn=fake_localize)
-    assert "pkg/c.py" in indexed[0] and "new/e.py" not in indexed[0]  # c1 first
-    assert "new/e.py" in indexed[1] and "pkg/c.py" not in indexed[1]
-    assert len(indexed) == 2 and len(embed_calls) == 2  # "vector" is among the configurations
-    bm = metrics["results"]["bm25"]["overall"]
-    assert bm["file@1"] == 50.0 and bm["file@3"] == 100.0
-    assert bm["function@5"] == 100.0 and bm["n_function"] == 1
-    vec = metrics["results"]["vector"]["overall"]
-    assert vec["file@5"] == 0.0 and vec["function@10"] == 0.0
+    metrics = bench.run_benchmark(instances, mirrors, ["lexical-full", "vector"], out, tmp_path / "wd")
+    log = metrics["index"]["o/r"]["log"]
+    assert [e["instance_id"] for e in log] == ["o__r-1", "o__r-2"]  # c1 first
+    assert log[0]["full"] and not log[1]["full"]
+    assert log[0]["summary"]["files_indexed"] == 5
+    assert log[1]["summary"]["files_indexed"] == 3 and log[1]["summary"]["files_deleted"] == 2  # only the diff
+    assert log[0]["embed_summary"]["embedded"] > 0  # the vector configuration's pass
+    lex = metrics["results"]["lexical-full"]["overall"]
+    assert lex["file@1"] == 100.0 and lex["function@5"] == 100.0 and lex["n_function"] == 1
+    assert metrics["results"]["vector"]["overall"]["errors"] == 0
     lines = [json.loads(x) for x in (out / "rankings.jsonl").read_text().splitlines()]
     assert [(r["instance_id"], r["config"]) for r in lines] == [
-        ("o__r-1", "bm25"), ("o__r-1", "vector"), ("o__r-2", "bm25"), ("o__r-2", "vector")]
-    assert lines[0]["functions"] == ["func:pkg/b.py:b"]
+        ("o__r-1", "lexical-full"), ("o__r-1", "vector"), ("o__r-2", "lexical-full"), ("o__r-2", "vector")]
+    assert lines[0]["functions"][0] == "func:pkg/b.py:b"
     assert json.loads((out / "metrics.json").read_text())["instances"] == 2
-    table = bench.markdown_table(metrics)
-    assert "| bm25 | 2 (1) | 50.0 | 100.0 | 100.0 |" in table
+    assert "| lexical-full | 2 (1) | 100.0 |" in bench.markdown_table(metrics)
+    # Re-scoring the rankings file gives the same numbers.
+    again = bench.rescore(out / "rankings.jsonl")
+    for cfg in ("lexical-full", "vector"):
+        for name in bench.METRIC_NAMES:
+            assert again["results"][cfg]["overall"][name] == metrics["results"][cfg]["overall"][name]
+    assert "| lexical-full | 2 (1) | 100.0 |" in bench.markdown_table(again)
 
 
 def test_load_instances_filters_and_limits(tmp_path):
