@@ -454,6 +454,10 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
                 hits = []
                 for cfg in configs:
                     err = None
+                    if want_vectors:  # each configuration pays for embedding the report itself
+                        from nsccn.embed import forget_queries
+
+                        forget_queries()
                     t0 = time.perf_counter()
                     try:
                         res = localize_fn(db, inst["problem_statement"], limit=TOP_N, signals=CONFIGS[cfg])

@@ -126,7 +126,6 @@ class Embedder:
     # One ONNX session serves one call at a time here; the embedder actor is single-threaded
     # but an in-process caller (tests, `nsccn index`) may share an Embedder across threads.
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
-    _queries: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         model_id = self.model_name
@@ -151,13 +150,15 @@ class Embedder:
     def embed_query(self, text: str) -> np.ndarray:
         """(dim,) float32, L2-normalized. The last few queries are remembered: one search asks
         for its query's vector more than once (nearest neighbours, then re-ranking within files)."""
-        cached = self._queries.get(text)
+        key = (self.model_id, text)
+        cached = _QUERY_VECTORS.get(key)
         if cached is None:
             cached = self._embed([self.query_prefix + text])[0]
             cached.setflags(write=False)
-            self._queries[text] = cached
-            while len(self._queries) > 32:
-                self._queries.pop(next(iter(self._queries)))
+            with _QUERY_VECTORS_LOCK:
+                _QUERY_VECTORS[key] = cached
+                while len(_QUERY_VECTORS) > 32:
+                    _QUERY_VECTORS.pop(next(iter(_QUERY_VECTORS)))
         return cached
 
     def _embed(self, texts: list[str]) -> np.ndarray:
@@ -195,6 +196,17 @@ class Embedder:
             "query_prefix": self.query_prefix,
             "document_prefix": self.document_prefix,
         }
+
+
+# (model id, query) -> vector: the few most recent queries (see Embedder.embed_query).
+_QUERY_VECTORS: dict[tuple[str, str], np.ndarray] = {}
+_QUERY_VECTORS_LOCK = threading.Lock()
+
+
+def forget_queries() -> None:
+    """Drop the remembered query vectors (a benchmark timing each query's full cost)."""
+    with _QUERY_VECTORS_LOCK:
+        _QUERY_VECTORS.clear()
 
 
 def l2_normalize(x: np.ndarray) -> np.ndarray:

@@ -174,3 +174,15 @@ def test_text_hash_is_stable():
     assert text_hash("abc") != text_hash("abd")
     assert len(text_hash("abc")) == 32
     assert text_hash("abc") == "cf4ab791c62b8d2b2109c90275287816"
+
+
+def test_recent_query_vectors_are_remembered_and_can_be_forgotten(fallback):
+    from nsccn.embed import forget_queries
+
+    a = fallback.embed_query("where are invoices rendered")
+    assert fallback.embed_query("where are invoices rendered") is a  # not embedded twice
+    forget_queries()
+    b = fallback.embed_query("where are invoices rendered")
+    assert b is not a and np.allclose(a, b)
+    with pytest.raises(ValueError):
+        b[0] = 1.0  # shared between callers: read-only
