@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -225,7 +226,47 @@ def _git(gitdir: Path, *args: str) -> bytes:
 
 
 def _archive_into(gitdir: Path, commit: str, dest: Path, pathspecs: Sequence[str]) -> None:
-    """`git archive commit -- pathspecs | tar -x -C dest`."""
+    """`git archive commit -- pathspecs | tar -x -C dest`; when that fails (a blob missing from
+    the clone's object store), the files are written one by one and the missing ones skipped."""
+    try:
+        _archive_tar(gitdir, commit, dest, pathspecs)
+    except RuntimeError as exc:
+        _progress(f"git archive failed ({exc}); writing files one by one")
+        _checkout_files(gitdir, commit, dest, pathspecs)
+
+
+def _checkout_files(gitdir: Path, commit: str, dest: Path, pathspecs: Sequence[str]) -> None:
+    wanted = _pathspec_matcher(pathspecs)  # ls-tree takes no :(glob) magic: filter here
+    names = _git(gitdir, "ls-tree", "-r", "-z", "--name-only", commit).split(b"\0")
+    missing = []
+    for path in filter(wanted, map(os.fsdecode, filter(None, names))):
+        proc = subprocess.run(["git", "-C", str(gitdir), "cat-file", "blob", f"{commit}:{path}"], capture_output=True)
+        if proc.returncode != 0:
+            missing.append(path)
+            continue
+        target = dest / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(proc.stdout)
+    if missing:
+        _progress(f"{len(missing)} file(s) missing from the object store at {commit[:10]}, skipped: "
+                  + ", ".join(missing[:5]))
+
+
+def _pathspec_matcher(pathspecs: Sequence[str]) -> Callable[[str], bool]:
+    """The paths `:(literal)P` and `:(glob)PATTERN` pathspecs (the two forms used here) select."""
+    literal: set[str] = set()
+    patterns = []
+    for spec in pathspecs:
+        if spec.startswith(":(literal)"):
+            literal.add(spec[len(":(literal)"):])
+            continue
+        glob = spec[len(":(glob)"):] if spec.startswith(":(glob)") else spec
+        rx = re.escape(glob).replace(r"\*\*/", "(?:.*/)?").replace(r"\*", "[^/]*").replace(r"\?", "[^/]")
+        patterns.append(re.compile(rx + r"\Z"))
+    return lambda path: path in literal or any(p.match(path) for p in patterns)
+
+
+def _archive_tar(gitdir: Path, commit: str, dest: Path, pathspecs: Sequence[str]) -> None:
     archive = subprocess.Popen(["git", "-C", str(gitdir), "archive", "--format=tar", commit, "--", *pathspecs],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     tar = subprocess.run(["tar", "-x", "-C", str(dest)], stdin=archive.stdout, capture_output=True)
@@ -331,7 +372,11 @@ def order_instances(instances: Sequence[dict], gitdir_of: Callable[[str], Path])
     for pos, inst in enumerate(instances):
         key = (inst["repo"], inst["base_commit"])
         if key not in cache:
-            cache[key] = commit_time(gitdir_of(inst["repo"]), inst["base_commit"])
+            try:
+                cache[key] = commit_time(gitdir_of(inst["repo"]), inst["base_commit"])
+            except RuntimeError as exc:  # not in the mirror: its instance fails alone, later
+                _progress(f"{inst['instance_id']}: {exc}")
+                cache[key] = 0
         groups.setdefault(inst["repo"], []).append((cache[key], pos, inst))
     return {repo: [inst for _, _, inst in sorted(items, key=lambda t: (t[0], t[1]))]
             for repo, items in groups.items()}
@@ -430,15 +475,29 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
                 commit = inst["base_commit"]
                 prev = tree_commit(tree)
                 full_index = not db.exists()
-                upd = materialize_tree(gitdir, commit, tree, prev=prev)
-                t0 = time.perf_counter()
-                summary = index_fn(tree, db)
-                index_s = time.perf_counter() - t0
-                embed_s, embed_summary = None, None
-                if want_vectors:  # a second pass finds every file unchanged and only embeds
+                try:
+                    upd = materialize_tree(gitdir, commit, tree, prev=prev)
                     t0 = time.perf_counter()
-                    embed_summary = index_fn(tree, db, embed=True)
-                    embed_s = time.perf_counter() - t0
+                    summary = index_fn(tree, db)
+                    index_s = time.perf_counter() - t0
+                    embed_s, embed_summary = None, None
+                    if want_vectors:  # a second pass finds every file unchanged and only embeds
+                        t0 = time.perf_counter()
+                        embed_summary = index_fn(tree, db, embed=True)
+                        embed_s = time.perf_counter() - t0
+                except Exception as exc:  # a missing commit, a broken tree: a miss, reported; the run goes on
+                    err = f"preparing the index failed: {type(exc).__name__}: {exc}"
+                    _progress(f"[{done}/{total}] {inst['instance_id']} {commit[:10]} {err}")
+                    _state_file(tree).unlink(missing_ok=True)  # the next instance rebuilds the tree
+                    for cfg in configs:
+                        rec = {"instance_id": inst["instance_id"], "repo": repo, "config": cfg, "base_commit": commit,
+                               "query_s": None, "index_s": None, "index_full": full_index, "embed_s": None,
+                               "metrics": instance_metrics(inst["gold_files"], inst["gold_functions"], [], []),
+                               "files": [], "functions": [], "error": err}
+                        rank_fh.write(json.dumps(rec) + "\n")
+                        records[cfg].append(rec)
+                    rank_fh.flush()
+                    continue
                 index_log.setdefault(repo, []).append({
                     "instance_id": inst["instance_id"], "base_commit": commit, "full": full_index,
                     "tree": _jsonable(upd), "index_s": round(index_s, 4), "summary": _jsonable(summary),

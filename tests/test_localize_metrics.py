@@ -244,3 +244,29 @@ def test_load_instances_filters_and_limits(tmp_path):
     assert [r["instance_id"] for r in bench.load_instances(ds)] == ["i0", "i1", "i2", "i3", "i4"]
     assert [r["instance_id"] for r in bench.load_instances(ds, "b/y")] == ["i1", "i4"]
     assert [r["instance_id"] for r in bench.load_instances(ds, "a/x,c/z", limit=2)] == ["i0", "i2"]
+
+
+def test_missing_blob_is_skipped_not_fatal(two_commits, tmp_path):
+    gitdir, c1, _ = two_commits
+    sha = _git(gitdir, "rev-parse", f"{c1}:pkg/c.py")
+    loose = gitdir / "objects" / sha[:2] / sha[2:]
+    if not loose.exists():
+        pytest.skip("the clone packed its objects")
+    loose.unlink()
+    dest = tmp_path / "tree"
+    bench.materialize_tree(gitdir, c1, dest)
+    snap = _snapshot(dest)
+    assert "pkg/c.py" not in snap and snap["pkg/b.py"] == "def b(): pass\n" and snap["a.py"] == "A = 1\n"
+
+
+def test_instance_whose_commit_is_missing_fails_alone(two_commits, tmp_path):
+    gitdir, c1, _ = two_commits
+    instances = [
+        {"instance_id": "o__r-9", "repo": "o/r", "base_commit": "0" * 40, "problem_statement": "gone",
+         "gold_files": ["a.py"], "gold_functions": []},
+        {"instance_id": "o__r-1", "repo": "o/r", "base_commit": c1, "problem_statement": "calling b() in pkg/b.py fails",
+         "gold_files": ["pkg/b.py"], "gold_functions": ["pkg/b.py:b"]},
+    ]
+    metrics = bench.run_benchmark(instances, gitdir.parent.parent, ["bm25"], tmp_path / "out", tmp_path / "wd")
+    m = metrics["results"]["bm25"]["overall"]
+    assert m["n"] == 2 and m["errors"] == 1 and m["file@1"] == 50.0
