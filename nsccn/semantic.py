@@ -125,15 +125,6 @@ def _query_vector(store: Store, query: str, embedder=None) -> tuple[VectorStore,
     return vs, embedder.embed_query(query)
 
 
-def similarities(store: Store, query: str, entity_ids: list[str], embedder=None) -> dict[str, float]:
-    """Cosine similarity of the query to each of these entities that has a vector ({} without vectors)."""
-    found = _query_vector(store, query, embedder)
-    if found is None or not entity_ids:
-        return {}
-    vs, q = found
-    return {eid: float(v @ q) for eid, v in vs.vectors(entity_ids).items()}
-
-
 def nearest_rowids(store: Store, query: str, limit: int, embedder=None) -> list[int]:
     """Entity rowids nearest to the query; [] when the index has no vectors."""
     found = _query_vector(store, query, embedder)
