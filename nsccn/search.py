@@ -445,10 +445,8 @@ def localize(
 
         fn_hits = [h for h in hits if h.entity.kind in FUNCTION_KINDS]
         top_files = [p for p in ranked_files if not is_test_path(p)][:IN_FILE_FILES]
-        in_file: dict[str, dict[str, list[str]]] = {}
-        if "bm25" in signals_used:
-            in_file["bm25"] = _in_file_bm25(store, analysis.terms, top_files)
-        everything = [h.entity.id for h in fn_hits] + [e for per in in_file.values() for ids in per.values() for e in ids]
+        in_file = _in_file_bm25(store, analysis.terms, top_files) if "bm25" in signals_used else {}
+        everything = [h.entity.id for h in fn_hits] + [e for ids in in_file.values() for e in ids]
         outer = outermost_functions(store, list(dict.fromkeys(everything)))
 
     fn_scores: dict[str, float] = defaultdict(float)
@@ -457,13 +455,12 @@ def localize(
         fid = outer[hit.entity.id]
         seen[fid] += 1
         fn_scores[fid] += hit.score / seen[fid] ** 2
-    for per_file in in_file.values():
-        # One list per stream: the best files in order, each file's best functions in order.
-        ranked = []
-        for path in top_files:
-            ranked.extend(list(dict.fromkeys(outer[e] for e in per_file.get(path, [])))[:IN_FILE_DEPTH])
-        for rank, fid in enumerate(ranked, start=1):
-            fn_scores[fid] += 1.0 / (RRF_K + rank)
+    # One more ranked list: the best files in order, each file's best functions in order.
+    in_file_ranked: list[str] = []
+    for path in top_files:
+        in_file_ranked.extend(list(dict.fromkeys(outer[e] for e in in_file.get(path, [])))[:IN_FILE_DEPTH])
+    for rank, fid in enumerate(in_file_ranked, start=1):
+        fn_scores[fid] += 1.0 / (RRF_K + rank)
     file_rank = {p: i for i, p in enumerate(ranked_files, start=1)}
     for fid in fn_scores:
         fn_scores[fid] += FILE_SHARE / (RRF_K + file_rank.get(split_entity_id(fid)[1], 1000))
