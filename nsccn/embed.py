@@ -148,8 +148,8 @@ class Embedder:
         return self._embed(prefixed)
 
     def embed_query(self, text: str) -> np.ndarray:
-        """(dim,) float32, L2-normalized. The last few queries are remembered: one search asks
-        for its query's vector more than once (nearest neighbours, then re-ranking within files)."""
+        """(dim,) float32, L2-normalized, read-only. The last few queries are remembered: an agent
+        paging through results (offset) or a benchmark trying several configurations asks again."""
         key = (self.model_id, text)
         cached = _QUERY_VECTORS.get(key)
         if cached is None:

@@ -347,7 +347,7 @@ TEST_PENALTY = 0.3  # a bug is fixed in the code under test; tests mention the b
 # function the repository-wide streams cut off (a big file's 150th method) can still come up.
 # (Vector similarity within the file was tried as a second such stream and added nothing.)
 IN_FILE_FILES = 5
-IN_FILE_DEPTH = 10  # functions taken from each of those files, per stream
+IN_FILE_DEPTH = 10  # functions taken from each of those files
 FUNCTION_KINDS = ("func", "method", "class")
 
 
@@ -372,8 +372,7 @@ def outermost_functions(store: Store, entity_ids: list[str]) -> dict[str, str]:
         parsed[eid] = (path, parts)
         for n in range(1, len(parts)):
             wanted[(path, ".".join(parts[:n]))] = None
-    found: set[tuple[str, str]] = set()
-    ids: dict[tuple[str, str], str] = {}
+    ids: dict[tuple[str, str], str] = {}  # (path, qualname) of a function or method -> its id
     keys = list(wanted)
     for i in range(0, len(keys), 400):
         chunk = keys[i : i + 400]
@@ -383,14 +382,13 @@ def outermost_functions(store: Store, entity_ids: list[str]) -> dict[str, str]:
             [x for key in chunk for x in key],
         )
         for eid, path, qual in rows:
-            found.add((path, qual))
             ids[(path, qual)] = eid
     out = {}
     for eid, (path, parts) in parsed.items():
         out[eid] = eid
         for n in range(1, len(parts)):
             key = (path, ".".join(parts[:n]))
-            if key in found:
+            if key in ids:
                 out[eid] = ids[key]
                 break
     return out

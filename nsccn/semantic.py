@@ -89,7 +89,8 @@ def vector_status(store: Store) -> dict:
     vs = VectorStore(store.conn)
     n = vs.count()
     # Modules without a docstring are never embedded (wanted_texts): they are not missing.
-    if store.get_meta("embedding_skips_tests") == "1":
+    skips_tests = store.get_meta("embedding_skips_tests") == "1"
+    if skips_tests:
         from nsccn.search import is_test_path
 
         paths = store.conn.execute(f"SELECT path FROM entities WHERE {EMBEDDABLE_SQL}")
@@ -97,7 +98,7 @@ def vector_status(store: Store) -> dict:
     else:
         total = store.conn.execute(f"SELECT COUNT(*) FROM entities WHERE {EMBEDDABLE_SQL}").fetchone()[0]
     out = {"vectors": n, "entities_without_vectors": max(0, total - n), "model": vs.model_id, "dim": vs.dim}
-    if store.get_meta("embedding_skips_tests") == "1":
+    if skips_tests:
         out["note"] = "entities of test and documentation files are not embedded (embed_test_files: false)"
     fallback = store.get_meta("embedding_fallback")
     if fallback:
@@ -112,25 +113,17 @@ def _recorded_model(vs: VectorStore) -> tuple[str | None, int | None]:
     return (vs.model_id.split("@")[0], vs.dim) if vs.model_id else (None, None)
 
 
-def _query_vector(store: Store, query: str, embedder=None) -> tuple[VectorStore, object] | None:
-    """The index's vectors and the query's vector in their space; None without vectors."""
+def nearest_rowids(store: Store, query: str, limit: int, embedder=None) -> list[int]:
+    """Entity rowids nearest to the query; [] when the index has no vectors."""
     if not has_vectors(store):
-        return None
+        return []
     vs = VectorStore(store.conn)
     embedder = embedder or default_embedder(*_recorded_model(vs))
     if vs.model_id != embedder.model_id:
         raise RuntimeError(
             f"the index holds vectors of {vs.model_id}, the query embedder is {embedder.model_id}: re-embed the index"
         )
-    return vs, embedder.embed_query(query)
-
-
-def nearest_rowids(store: Store, query: str, limit: int, embedder=None) -> list[int]:
-    """Entity rowids nearest to the query; [] when the index has no vectors."""
-    found = _query_vector(store, query, embedder)
-    if found is None:
-        return []
-    vs, q = found
+    q = embedder.embed_query(query)
     hits = vs.knn(q, k=limit)
     ids = [eid for eid, _ in hits]
     rows = dict(store.conn.execute(
