@@ -81,6 +81,9 @@ def analyze_query(query: str) -> QueryAnalysis:
             low = part.lower()
             if len(low) > 1 and low not in _STOPWORDS and not low.isdigit():
                 counts[low] += 1
+                one = singular(low)
+                if one != low and one not in _STOPWORDS:
+                    counts[one] += 1
             for sub in split_identifier(part):
                 if len(sub) > 2 and sub not in _STOPWORDS and sub != low:
                     counts[sub] += 1
@@ -89,6 +92,24 @@ def analyze_query(query: str) -> QueryAnalysis:
     # Code identifiers first, then by frequency in the report.
     terms = sorted(counts, key=lambda t: (t not in ident_terms, -counts[t]))
     return QueryAnalysis(terms[:MAX_QUERY_TERMS], identifiers, paths, frames)
+
+
+_SAME_IN_PLURAL = frozenset({"series", "species", "news", "physics", "mathematics", "ones"})
+
+
+def singular(word: str) -> str:
+    """The singular of an English plural, by the regular rules only (`skeletons` -> `skeleton`,
+    `entries` -> `entry`, `matches` -> `match`); anything else unchanged. Queries add it beside the
+    word: names are mostly singular, reports mostly plural. Full stemming (Porter) was measured and
+    lost file accuracy: it merges too much (`collection`, `collected` -> `collect` in pytest)."""
+    if (len(word) < 4 or not word.endswith("s") or word.endswith(("ss", "us", "is")) or not word.isalpha()
+            or word in _SAME_IN_PLURAL):
+        return word
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "ches", "shes", "zes")):
+        return word[:-2]
+    return word[:-1]
 
 
 _NOT_SPECIFIC = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"self", "cls", "args", "kwargs"}

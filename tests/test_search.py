@@ -108,6 +108,20 @@ def test_localize_demotes_tests_and_ranks_files(billing):
     assert loc.files.index("tests/test_tax.py") > 0
 
 
+def test_plural_words_find_singular_names(billing):
+    """A query's regular plurals also look for their singular: "reminders ... customers" finds a
+    docstring that says "reminder ... customer", and "taxes" finds `apply_tax`."""
+    from nsccn.search import singular
+
+    assert [singular(w) for w in ("entries", "matches", "taxes", "series", "class", "axis")] == [
+        "entry", "match", "tax", "series", "class", "axis"]
+    _, store = billing
+    hits = search(store, "reminders for customers", limit=3, signals=frozenset({"bm25"}))
+    assert hits[0].entity.id == "func:billing/mail.py:send_reminder"
+    hits = search(store, "taxes", limit=3, signals=frozenset({"bm25"}))
+    assert hits and hits[0].entity.id in {"func:billing/tax.py:apply_tax", "module:billing/tax.py:billing.tax"}
+
+
 def test_unknown_signal_and_empty_query(billing):
     _, store = billing
     with pytest.raises(ValueError, match="unknown signals"):
