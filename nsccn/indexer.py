@@ -173,9 +173,7 @@ def index_repository(
             store.set_meta("resolve_pending", "0")
             store.set_meta("last_indexed", str(time.time()))
         if embed:
-            from nsccn.semantic import embed_index
-
-            from nsccn.semantic import default_embedder
+            from nsccn.semantic import default_embedder, embed_index
 
             embedder = default_embedder(config.embedding_model, config.embedding_dim)
             summary.vectors = embed_index(store, embedder, progress=embed_progress,
