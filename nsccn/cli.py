@@ -86,7 +86,7 @@ def cmd_index(args) -> int:
 
 
 def cmd_search(nav: Navigator, args) -> dict:
-    out = nav.search(args.query, limit=args.limit, offset=args.offset)
+    out = nav.search(args.query, limit=args.limit, offset=args.offset, diversity=args.diversity)
     if not args.json:
         for i, r in enumerate(out["results"], start=args.offset + 1):
             print(f"{i:>3}. {r['score']:.4f}  {r['id']}  ({r['file']}:{r['line']})")
@@ -252,6 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("query")
     sp.add_argument("--limit", type=int, default=10)
     sp.add_argument("--offset", type=int, default=0)
+    sp.add_argument("--diversity", type=float, default=0.0,
+                    help="0 (default): plain ranking; up to 1: near-duplicates of listed hits give way (MMR)")
     sp = query_cmd("skeleton", "a file's signatures and docstrings, bodies elided", cmd_skeleton)
     sp.add_argument("file")
     sp = query_cmd("trace", "causal path from an entity", cmd_trace)

@@ -372,6 +372,9 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
         limit: Annotated[int, Field(description="results to return (1-100)", json_schema_extra=_range(1, MAX_SEARCH_LIMIT))] = 10,
         offset: Annotated[int, Field(description="skip this many results (paging)", json_schema_extra=_range(0))] = 0,
         kinds: Annotated[list[str] | None, Field(description="only these kinds: module, class, func, method")] = None,
+        diversity: Annotated[float, Field(description="0: plain ranking; up to 1: near-duplicates of results "
+                                          "already listed give way to other places (MMR)",
+                                          json_schema_extra=_range(0, 1))] = 0.0,
     ) -> ToolResult:
         def run():
             if not isinstance(query, str) or not query.strip():
@@ -382,7 +385,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
                 bad = [k for k in kinds if k not in ENTITY_KINDS]
                 if bad:
                     raise _user_error(f"unknown kinds {bad}; valid kinds: {list(ENTITY_KINDS)}")
-            res = svc.nav.search(query, limit=limit, offset=offset, kinds=kinds or None)
+            res = svc.nav.search(query, limit=limit, offset=offset, kinds=kinds or None, diversity=diversity)
             rows = [{"id": r["id"], "score": round(r["score"], 4), "sig": _short(r["signature"]), "file": r["file"],
                      "line": r["line"], "kind": r["kind"]} for r in res["results"]]
             base = {"query": _echo(query), "signals": res.get("signals", [])}

@@ -93,17 +93,21 @@ class Navigator:
 
     # -- the four tools of the specification ----------------------------------------------------
 
-    def search(self, query: str, limit: int = 10, offset: int = 0, kinds: list[str] | None = None) -> dict:
+    def search(
+        self, query: str, limit: int = 10, offset: int = 0, kinds: list[str] | None = None, diversity: float = 0.0
+    ) -> dict:
         if not isinstance(query, str) or not query.strip():
             raise NavigatorError("query is empty: give a name, a phrase or a bug report")
         if not 1 <= limit <= 100:
             raise NavigatorError(f"limit must be between 1 and 100, not {limit}")
         if offset < 0:
             raise NavigatorError(f"offset must be 0 or more, not {offset}")
+        if isinstance(diversity, bool) or not isinstance(diversity, (int, float)) or not 0 <= diversity <= 1:
+            raise NavigatorError(f"diversity must be a number between 0 (plain ranking) and 1, not {diversity!r}")
         signals = search_mod.ALL_SIGNALS if self._has_vectors() else search_mod.ALL_SIGNALS - {"vector"}
         hits = search_mod.search(
             self.store, query, limit=limit + offset, signals=signals, embedder=self.embedder,
-            kinds=tuple(kinds) if kinds else None, rrf_k=self.config.rrf_k,
+            kinds=tuple(kinds) if kinds else None, rrf_k=self.config.rrf_k, diversity=float(diversity),
         )
         results = [h.as_dict() for h in hits[offset : offset + limit]]
         out = {"query": query, "results": results, "signals": sorted(signals)}

@@ -308,10 +308,16 @@ def search(
     kinds: tuple[str, ...] | None = None,
     embedder=None,
     rrf_k: int = RRF_K,
+    diversity: float = 0.0,
 ) -> list[Hit]:
-    """Ranked entities for a query (a name, a phrase, or a whole bug report)."""
+    """Ranked entities for a query (a name, a phrase, or a whole bug report).
+
+    `diversity` > 0 re-ranks by Maximal Marginal Relevance (`diversify`): near-duplicates of a hit
+    already listed (sibling overloads, one file's many similar methods) give way to other places."""
     if not query or not query.strip():
         raise ValueError("the query is empty")
+    if not 0.0 <= diversity <= 1.0:
+        raise ValueError(f"diversity must be between 0 and 1, not {diversity}")
     signals = DEFAULT_SIGNALS if signals is None else signals
     unknown = set(signals) - ALL_SIGNALS
     if unknown:
@@ -343,9 +349,49 @@ def search(
         if row is None or (kinds and row.kind not in kinds):
             continue
         hits.append(Hit(row, score, {n: r[rid] for n, r in ranks.items() if rid in r}))
-        if len(hits) >= limit:
+        if len(hits) >= limit and not diversity:
             break
+    if diversity:
+        from nsccn.semantic import entity_vectors  # numpy and the vector tables: only when asked
+
+        return diversify(hits, limit, diversity, entity_vectors(store, [h.entity.id for h in hits]))
     return hits
+
+
+def diversify(hits: list[Hit], limit: int, diversity: float, vectors: dict) -> list[Hit]:
+    """Maximal Marginal Relevance: take, one at a time, the hit with the best
+    (1 - diversity) * relevance - diversity * (its greatest similarity to a hit already taken).
+
+    Relevance is the fused score scaled to [0, 1]. Similarity is the cosine of the two entities'
+    vectors; for an entity without a vector (a lexical-only index) it is 1 within one file and 0
+    across files, so diversity still spreads the results over files."""
+    import numpy as np
+
+    if not hits:
+        return []
+    top = max(h.score for h in hits) or 1.0
+    unit = {}
+    for eid, vec in vectors.items():
+        norm = float(np.linalg.norm(vec))
+        if norm:
+            unit[eid] = vec / norm
+
+    def similarity(a: Hit, b: Hit) -> float:
+        va, vb = unit.get(a.entity.id), unit.get(b.entity.id)
+        if va is not None and vb is not None:
+            return float(va @ vb)
+        return 1.0 if a.entity.path == b.entity.path else 0.0
+
+    taken: list[Hit] = []
+    closest = [0.0] * len(hits)  # each candidate's greatest similarity to the hits taken so far
+    left = set(range(len(hits)))
+    while left and len(taken) < limit:
+        best = max(left, key=lambda i: ((1 - diversity) * hits[i].score / top - diversity * closest[i], -i))
+        left.remove(best)
+        taken.append(hits[best])
+        for i in left:
+            closest[i] = max(closest[i], similarity(hits[i], hits[best]))
+    return taken
 
 
 _TEST_DIRS = frozenset({"tests", "test", "testing", "doc", "docs", "example", "examples"})

@@ -83,6 +83,13 @@ def has_vectors(store: Store) -> bool:
     return bool(row) and store.conn.execute("SELECT EXISTS(SELECT 1 FROM vec_ids)").fetchone()[0] == 1
 
 
+def entity_vectors(store: Store, entity_ids: list[str]) -> dict:
+    """entity id -> its stored vector, for those of `entity_ids` that have one."""
+    if not has_vectors(store):
+        return {}
+    return VectorStore(store.conn).vectors(entity_ids)
+
+
 def vector_status(store: Store) -> dict:
     if not has_vectors(store):
         return {"vectors": 0, "model": None, "note": "no vectors yet: search runs lexical + graph only"}

@@ -223,6 +223,9 @@ def test_search_and_rank_spec_shape_and_paging(server):
     assert not set(ids) & {r["id"] for r in page2["results"]}
     _, only = call(server, "search_and_rank", query="auth", kinds=["class"])
     assert only["results"] and all(r["kind"] == "class" for r in only["results"])
+    _, diverse = call(server, "search_and_rank", query="validate token signature", limit=3, diversity=0.9)
+    assert diverse["results"][0]["id"] == ids[0]  # the best hit stays first
+    assert len({r["file"] for r in diverse["results"]}) > len({r["file"] for r in data["results"]})
 
 
 def test_a_pasted_bug_report_is_not_echoed_back_in_full(server):
@@ -327,6 +330,7 @@ def test_repo_map_symbol_references_context_status(server):
         ("search_and_rank", {"query": "token", "limit": 1000}, "between 1 and 100, not 1000"),
         ("search_and_rank", {"query": "token", "offset": -5}, "0 or more"),
         ("search_and_rank", {"query": "token", "kinds": ["function"]}, "valid kinds"),
+        ("search_and_rank", {"query": "token", "diversity": 1.5}, "diversity must be a number between 0"),
         ("search_and_rank", {"query": "token", "limit": "ten"}, "limit"),
         ("search_and_rank", {}, "query is required"),
         ("search_and_rank", {"query": "token", "colour": "red"}, "colour is not a parameter"),

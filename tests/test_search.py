@@ -220,3 +220,57 @@ def test_localize_rolls_nested_functions_up_to_their_outermost_function(tmp_path
     assert loc.functions[0] == "method:shapes/grid.py:Grid.scan_shape"
     assert not [f for f in loc.functions if f.endswith(".walk")]
     assert loc.files[0] == "shapes/grid.py"
+
+
+SIMILAR = {
+    "geo/__init__.py": "",
+    "geo/shapes.py": '''
+        class Polygon:
+            def area_of_square(self, side):
+                """Area of a square polygon."""
+                return side * side
+
+            def area_of_rectangle(self, w, h):
+                """Area of a rectangle polygon."""
+                return w * h
+
+            def area_of_triangle(self, b, h):
+                """Area of a triangle polygon."""
+                return b * h / 2
+    ''',
+    "geo/land.py": '''
+        def parcel_area(parcel):
+            """Area of a land parcel, from its polygon."""
+            return parcel.size
+    ''',
+}
+
+
+def test_diversity_spreads_results_over_places(tmp_path):
+    repo = write_repo(tmp_path / "repo", SIMILAR)
+    index_repository(repo, workers=1)
+    with Store(repo / ".nsccn/index.db", readonly=True) as store:
+        lexical = frozenset({"bm25"})
+        plain = search(store, "area of a polygon", limit=3, signals=lexical)
+        assert {h.entity.path for h in plain} == {"geo/shapes.py"}  # three near-duplicates
+        diverse = search(store, "area of a polygon", limit=3, signals=lexical, diversity=0.5)
+        assert diverse[0].entity.id == plain[0].entity.id
+        assert diverse[1].entity.id == "func:geo/land.py:parcel_area"
+        with pytest.raises(ValueError, match="diversity"):
+            search(store, "area", diversity=2.0)
+
+
+def test_mmr_arithmetic_with_vectors(billing):
+    """With vectors, similarity is their cosine: a near-duplicate of the first hit drops below
+    a less relevant but different hit; with diversity 0 the order is the plain one."""
+    import numpy as np
+
+    from nsccn.search import Hit, diversify
+
+    _, store = billing
+    rows = store.entity_at_rowids([r for (r,) in store.conn.execute("SELECT rowid FROM entities LIMIT 3")])
+    a, b, c = (Hit(row, score) for row, score in zip(rows.values(), (1.0, 0.9, 0.8)))
+    vectors = {a.entity.id: np.array([1.0, 0.0]), b.entity.id: np.array([0.99, 0.14]), c.entity.id: np.array([0.0, 2.0])}
+    assert [h.score for h in diversify([a, b, c], 3, 0.5, vectors)] == [1.0, 0.8, 0.9]
+    assert [h.score for h in diversify([a, b, c], 3, 0.0, vectors)] == [1.0, 0.9, 0.8]
+    assert [h.score for h in diversify([a, b, c], 2, 0.5, vectors)] == [1.0, 0.8]
