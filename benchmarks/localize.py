@@ -40,6 +40,7 @@ stderr, one line per instance.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import re
@@ -683,7 +684,7 @@ def rescore(rankings: Path) -> dict[str, Any]:
     stopped one has written so far), in the shape `markdown_table` reads."""
     records: dict[str, list[dict]] = {}
     repos: list[str] = []
-    with open(rankings) as fh:
+    with (gzip.open(rankings, "rt") if rankings.suffix == ".gz" else open(rankings)) as fh:  # results/ keeps .gz
         for line in fh:
             if line.strip():
                 rec = json.loads(line)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import gzip
 import json
 import subprocess
 import sys
@@ -235,6 +236,9 @@ def test_run_benchmark_end_to_end(two_commits, tmp_path):
         for name in bench.METRIC_NAMES:
             assert again["results"][cfg]["overall"][name] == metrics["results"][cfg]["overall"][name]
     assert "| lexical-full | 2 (1) | 100.0 |" in bench.markdown_table(again)
+    packed = tmp_path / "rankings.jsonl.gz"  # as benchmarks/results keeps them
+    packed.write_bytes(gzip.compress((out / "rankings.jsonl").read_bytes()))
+    assert bench.rescore(packed) == again
 
 
 def test_load_instances_filters_and_limits(tmp_path):
