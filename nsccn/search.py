@@ -145,10 +145,15 @@ class Hit:
 # -- streams ----------------------------------------------------------------------------------
 
 
+def _any_of(terms: list[str]) -> str:
+    """An FTS5 query matching any of the terms (each quoted: terms are identifiers, never syntax)."""
+    return " OR ".join(f'"{t}"' for t in terms)
+
+
 def bm25_stream(store: Store, terms: list[str], limit: int = STREAM_DEPTH) -> list[int]:
     if not terms:
         return []
-    match = " OR ".join(f'"{t}"' for t in terms)
+    match = _any_of(terms)
     q = (
         "SELECT rowid FROM entities_fts WHERE entities_fts MATCH ? "
         f"ORDER BY bm25(entities_fts, {', '.join(map(str, BM25_WEIGHTS))}) LIMIT ?"
@@ -160,7 +165,7 @@ def file_bm25(store: Store, terms: list[str], limit: int = STREAM_DEPTH) -> list
     """Files ranked by BM25 over their whole text (path weighted higher)."""
     if not terms:
         return []
-    match = " OR ".join(f'"{t}"' for t in terms)
+    match = _any_of(terms)
     q = (
         "SELECT i.path FROM files_fts f JOIN files_fts_ids i ON i.rowid = f.rowid "
         "WHERE files_fts MATCH ? ORDER BY bm25(files_fts, 3.0, 1.0) LIMIT ?"
@@ -465,7 +470,7 @@ def _in_file_bm25(store: Store, terms: list[str], paths: list[str]) -> dict[str,
     """path -> its functions, methods and classes matching the query, best BM25 first."""
     if not terms or not paths:
         return {}
-    match = " OR ".join(f'"{t}"' for t in terms)
+    match = _any_of(terms)
     q = (
         "SELECT e.id, e.path FROM entities_fts JOIN entities e ON e.rowid = entities_fts.rowid "
         f"WHERE entities_fts MATCH ? AND e.path IN ({','.join('?' * len(paths))}) "
