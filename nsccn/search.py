@@ -25,6 +25,9 @@ RRF_K = 60
 # FTS5 column weights: name, path, signature, docstring, body.
 BM25_WEIGHTS = (6.0, 3.0, 3.0, 1.0, 1.0)
 MAX_QUERY_TERMS = 64
+# FTS5's bm25() sums over the phrases of a query, so a term listed twice weighs twice: a word the
+# report repeats is what it is about. Capped so one word said ten times cannot drown the rest.
+MAX_TERM_REPEATS = 3
 STREAM_DEPTH = 200  # how deep each stream is read before fusion
 # RRF weight per stream: exact identifier/path/traceback matches are strong evidence; graph
 # neighbours and the structural prior only nudge. Vectors count half: with the bundled
@@ -56,13 +59,19 @@ class QueryAnalysis:
     identifiers: list[str]  # code-like names: snake_case, CamelCase, dotted, called()
     paths: list[str]  # mentioned file paths
     frames: list[tuple[str, int, str]]  # traceback frames (file, line, function), innermost last
+    counts: dict[str, int] = field(default_factory=dict)  # term -> how often the report says the word
+
+    def weighted_terms(self) -> list[str]:
+        """The terms for a BM25 query, each as often as the report says it (MAX_TERM_REPEATS at most)."""
+        return [t for t in self.terms for _ in range(max(1, min(self.counts.get(t, 1), MAX_TERM_REPEATS)))]
 
 
 def analyze_query(query: str) -> QueryAnalysis:
     frames = [(f, int(n), fn) for f, n, fn in _FRAME.findall(query)]
     paths = list(dict.fromkeys(m.replace("\\", "/") for m in _PATH.findall(query)))
     identifiers: list[str] = []
-    counts: dict[str, int] = defaultdict(int)
+    counts: dict[str, int] = defaultdict(int)  # words and the parts of names: orders the terms
+    said: dict[str, int] = defaultdict(int)  # whole words only: weighs them (`weighted_terms`)
     for m in _IDENT.finditer(query):
         tok = m.group(0)
         after = query[m.end() : m.end() + 1]
@@ -81,9 +90,11 @@ def analyze_query(query: str) -> QueryAnalysis:
             low = part.lower()
             if len(low) > 1 and low not in _STOPWORDS and not low.isdigit():
                 counts[low] += 1
+                said[low] += 1
                 one = singular(low)
                 if one != low and one not in _STOPWORDS:
                     counts[one] += 1
+                    said[one] += 1
             for sub in split_identifier(part):
                 if len(sub) > 2 and sub not in _STOPWORDS and sub != low:
                     counts[sub] += 1
@@ -91,7 +102,8 @@ def analyze_query(query: str) -> QueryAnalysis:
     ident_terms = {p.lower() for i in identifiers for p in i.split(".")}
     # Code identifiers first, then by frequency in the report.
     terms = sorted(counts, key=lambda t: (t not in ident_terms, -counts[t]))
-    return QueryAnalysis(terms[:MAX_QUERY_TERMS], identifiers, paths, frames)
+    terms = terms[:MAX_QUERY_TERMS]
+    return QueryAnalysis(terms, identifiers, paths, frames, {t: said[t] for t in terms if said[t]})
 
 
 _SAME_IN_PLURAL = frozenset({"series", "species", "physics", "mathematics"})  # ("news" -> "new" is a stopword anyway)
@@ -330,7 +342,7 @@ def search(
     analysis = analyze_query(query)
     streams: dict[str, list[int]] = {}
     if "bm25" in signals:
-        streams["bm25"] = bm25_stream(store, analysis.terms)
+        streams["bm25"] = bm25_stream(store, analysis.weighted_terms())
     if "vector" in signals:
         streams["vector"] = vector_stream(store, query, embedder=embedder)
     item_weights: dict[str, dict[int, float]] = {"exact": {}}
@@ -509,13 +521,13 @@ def localize(
             files[hit.entity.path] += hit.score / seen[hit.entity.path] ** 2
         ranked_files = sorted(files, key=lambda p: -files[p])
         if "bm25" in signals_used:  # whole-file BM25: a second opinion on files
-            by_file_bm25 = [p for p in file_bm25(store, analysis.terms) if not is_test_path(p)]
+            by_file_bm25 = [p for p in file_bm25(store, analysis.weighted_terms()) if not is_test_path(p)]
             file_scores = fuse({"entities": ranked_files, "files": by_file_bm25}, k=RRF_K)
             ranked_files = sorted(file_scores, key=lambda p: -file_scores[p])
 
         fn_hits = [h for h in hits if h.entity.kind in FUNCTION_KINDS]
         top_files = [p for p in ranked_files if not is_test_path(p)][:IN_FILE_FILES]
-        in_file = _in_file_bm25(store, analysis.terms, top_files) if "bm25" in signals_used else {}
+        in_file = _in_file_bm25(store, analysis.weighted_terms(), top_files) if "bm25" in signals_used else {}
         everything = [h.entity.id for h in fn_hits] + [e for ids in in_file.values() for e in ids]
         outer = outermost_functions(store, list(dict.fromkeys(everything)))
 

@@ -122,6 +122,20 @@ def test_plural_words_find_singular_names(billing):
     assert hits and hits[0].entity.id in {"func:billing/tax.py:apply_tax", "module:billing/tax.py:billing.tax"}
 
 
+def test_words_the_report_repeats_weigh_more(billing):
+    """The same two words, one said three times: the definition of the repeated one comes first.
+    (Both queries have the same set of terms, so an unweighted BM25 ranks them alike.)"""
+    q = analyze_query("latex latex latex latex LatexPrinter printer")
+    assert q.weighted_terms().count("latex") == 3  # capped (MAX_TERM_REPEATS)
+    assert q.weighted_terms().count("printer") == 1  # said once as a word; `LatexPrinter` is a name
+    _, store = billing
+    lexical = frozenset({"bm25"})
+    top = search(store, "the money, the money, again the money; a payment", limit=1, signals=lexical)
+    assert top[0].entity.id == "func:billing/tax.py:apply_tax"
+    top = search(store, "a payment, the payment, again a payment; some money", limit=1, signals=lexical)
+    assert top[0].entity.id == "func:billing/mail.py:send_reminder"
+
+
 def test_unknown_signal_and_empty_query(billing):
     _, store = billing
     with pytest.raises(ValueError, match="unknown signals"):
