@@ -98,6 +98,34 @@ def cmd_search(nav: Navigator, args) -> dict:
     return out
 
 
+def _report_text(args) -> str:
+    """The bug report: the argument, a file (--file), or standard input (`-`, or nothing given)."""
+    if args.file:
+        try:
+            return Path(args.file).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise NavigatorError(f"cannot read the report file {args.file}: {exc.strerror or exc}") from None
+    if args.report not in (None, "-"):
+        return args.report
+    if args.report is None and sys.stdin.isatty():
+        raise NavigatorError("no report: give it as an argument, with --file PATH, or on standard input")
+    return sys.stdin.read()
+
+
+def cmd_localize(nav: Navigator, args) -> dict:
+    out = nav.localize(_report_text(args), limit=args.limit)
+    if not args.json:
+        print("files, most likely to change first:")
+        for i, path in enumerate(out["files"], start=1):
+            print(f"{i:>3}. {path}")
+        print("functions:")
+        for i, r in enumerate(out["functions"], start=1):
+            print(f"{i:>3}. {r['id']}  ({r['file']}:{r['line']})")
+        if not out["files"]:
+            print("nothing matched: try other words, or `nsccn map` to see what exists")
+    return out
+
+
 def cmd_skeleton(nav: Navigator, args) -> dict:
     out = nav.skeleton(args.file)
     if not args.json:
@@ -254,6 +282,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--offset", type=int, default=0)
     sp.add_argument("--diversity", type=float, default=0.0,
                     help="0 (default): plain ranking; up to 1: near-duplicates of listed hits give way (MMR)")
+    sp = query_cmd("localize", "files and functions a bug report's fix most likely touches", cmd_localize)
+    sp.add_argument("report", nargs="?", help="the report's text; `-` or nothing: read standard input")
+    sp.add_argument("--file", help="read the report from this file")
+    sp.add_argument("--limit", type=int, default=10, help="files and functions to list (1-50)")
     sp = query_cmd("skeleton", "a file's signatures and docstrings, bodies elided", cmd_skeleton)
     sp.add_argument("file")
     sp = query_cmd("trace", "causal path from an entity", cmd_trace)

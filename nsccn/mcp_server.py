@@ -1,8 +1,9 @@
 """The MCP front: NSCCN's navigation tools served over MCP (stdio) with fastmcp.
 
-Agents zoom in: `repo_map` / `read_skeleton` (the map) -> `search_and_rank` (entry points) ->
-`trace_causal_path` (the causal chain) -> `open_surgical_window` (the exact lines), with
-`find_symbol`, `find_references`, `assemble_context` and `index_status` around them.
+Agents zoom in: `repo_map` / `read_skeleton` (the map) -> `search_and_rank` (entry points; or
+`localize_issue`: the files and functions a bug report's fix touches) -> `trace_causal_path` (the
+causal chain) -> `open_surgical_window` (the exact lines), with `find_symbol`, `find_references`,
+`assemble_context` and `index_status` around them.
 
 What every tool guarantees:
 - the answer (its text content, counted with the real tokenizer) stays within
@@ -72,8 +73,9 @@ NSCCN is a live map of this repository's code: entities (modules, classes, funct
 the causal edges between them (CALLS, INHERITS, IMPORTS, MUTATES, READS_CONFIG, PROPAGATES_ERROR)
 with a confidence each, compressed skeletons, and hybrid search.
 Zoom in instead of reading whole files: repo_map or read_skeleton to orient -> search_and_rank to
-find entry points -> trace_causal_path to follow the causal chain -> open_surgical_window to read
-the exact lines you will edit. find_symbol / find_references answer "where is X defined / used";
+find entry points (localize_issue for a whole bug report: the files and functions to change) ->
+trace_causal_path to follow the causal chain -> open_surgical_window to read the exact lines you
+will edit. find_symbol / find_references answer "where is X defined / used";
 assemble_context builds a one-shot token-budgeted bundle for a task.
 Entity ids look like func:pkg/mod.py:name, method:pkg/mod.py:Class.method, class:pkg/mod.py:Class,
 module:pkg/mod.py:pkg.mod. Paths are relative to the repository root.
@@ -407,6 +409,42 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             return _result(text, build(k))
 
         return svc.call("search_and_rank", run)
+
+    # -- localize_issue ---------------------------------------------------------------------
+
+    @tool(
+        "Localize a bug: paste an issue, bug report, traceback or task; get the files and the functions its fix most "
+        "likely touches, best first (the ranking measured by NSCCN's localization benchmark: tests and docs demoted, "
+        "hits rolled up to files and outermost functions). Then read_skeleton the files, open_surgical_window the functions."
+    )
+    def localize_issue(
+        report: Annotated[str, Field(description="the issue / bug report / traceback / task, as written")],
+        limit: Annotated[int, Field(description=f"files and functions to list (1-{Navigator.MAX_LOCALIZE})",
+                                    json_schema_extra=_range(1, Navigator.MAX_LOCALIZE))] = 10,
+    ) -> ToolResult:
+        def run():
+            if not isinstance(report, str) or not report.strip():
+                raise _user_error("report is empty: paste the bug report, traceback or task description")
+            _check_int("limit", limit, 1, Navigator.MAX_LOCALIZE)
+            res = svc.nav.localize(report, limit=limit)
+            functions = [{"id": r["id"], "sig": _short(r["signature"]), "file": r["file"], "line": r["line"]}
+                         for r in res["functions"]]
+            base = {"report": _echo(report), "signals": res["signals"]}
+
+            def build(k: int) -> dict:
+                out = {**base, "files": res["files"][:k], "functions": functions[:k]}
+                if k < max(len(functions), len(res["files"])):
+                    out["truncated"] = (f"cut to the first {k} files and functions by the {cap}-token cap; "
+                                        "the rest rank lower (search_and_rank pages through entities)")
+                return out
+
+            svc.notes(base, res["files"])
+            if not res["files"]:
+                base["hint"] = "nothing matched: try other words, a bare identifier, or repo_map to see what exists"
+            k, text = _fit(max(len(functions), len(res["files"])), lambda k: render_json(build(k)), cap)
+            return _result(text, build(k))
+
+        return svc.call("localize_issue", run)
 
     # -- read_skeleton ----------------------------------------------------------------------
 

@@ -104,7 +104,7 @@ class Navigator:
             raise NavigatorError(f"offset must be 0 or more, not {offset}")
         if isinstance(diversity, bool) or not isinstance(diversity, (int, float)) or not 0 <= diversity <= 1:
             raise NavigatorError(f"diversity must be a number between 0 (plain ranking) and 1, not {diversity!r}")
-        signals = search_mod.ALL_SIGNALS if self._has_vectors() else search_mod.ALL_SIGNALS - {"vector"}
+        signals = self._signals()
         hits = search_mod.search(
             self.store, query, limit=limit + offset, signals=signals, embedder=self.embedder,
             kinds=tuple(kinds) if kinds else None, rrf_k=self.config.rrf_k, diversity=float(diversity),
@@ -114,6 +114,31 @@ class Navigator:
         if len(hits) == limit + offset:
             out["more"] = f"call again with offset={offset + limit} for the next results"
         return out
+
+    MAX_LOCALIZE = 50
+
+    def localize(self, report: str, limit: int = 10) -> dict:
+        """Where the fix for a bug report (or a task in words) most likely goes: files and
+        functions, best first, by the ranking the localization benchmark measures
+        (`search.localize`: tests and docs demoted, hits rolled up to files and outermost functions)."""
+        if not isinstance(report, str) or not report.strip():
+            raise NavigatorError("report is empty: paste the bug report, traceback or task description")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= self.MAX_LOCALIZE:
+            raise NavigatorError(f"limit must be between 1 and {self.MAX_LOCALIZE}, not {limit!r}")
+        signals = self._signals()
+        loc = search_mod.localize(self.store, report, limit=limit, signals=signals, embedder=self.embedder,
+                                  rrf_k=self.config.rrf_k)
+        rows = self.store.entities(loc.functions)
+        return {
+            "files": loc.files,
+            "functions": [rows[f].brief() for f in loc.functions if f in rows],
+            "signals": sorted(signals),
+            "seconds": round(loc.seconds, 3),
+        }
+
+    def _signals(self) -> frozenset[str]:
+        """Every ranking signal, less the vectors while the index has none."""
+        return search_mod.ALL_SIGNALS if self._has_vectors() else search_mod.ALL_SIGNALS - {"vector"}
 
     def _has_vectors(self) -> bool:
         try:

@@ -12,6 +12,7 @@ import keyword
 import re
 import time
 from collections import defaultdict
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -496,9 +497,11 @@ def _in_file_bm25(store: Store, terms: list[str], paths: list[str]) -> dict[str,
 
 
 def localize(
-    db_path: str | Path, query: str, limit: int = 50, signals: frozenset[str] | None = None, embedder=None
+    index: Store | str | Path, query: str, limit: int = 50, signals: frozenset[str] | None = None, embedder=None,
+    rrf_k: int = RRF_K,
 ) -> Localization:
-    """Rank files and functions for a bug report: the benchmark's entry point.
+    """Rank files and functions for a bug report: where its fix most likely goes (the benchmark's
+    entry point, and `Navigator.localize`). `index`: an open Store, or the path of an index file.
 
     Files: entity hits aggregated per file (best hit plus damped further hits), fused with a
     whole-file BM25 ranking. Functions: entity hits rolled up to their outermost function, plus
@@ -506,9 +509,10 @@ def localize(
     """
     started = time.perf_counter()
     signals_used = DEFAULT_SIGNALS if signals is None else signals
-    with Store(db_path, readonly=True) as store:
+    opened = nullcontext(index) if isinstance(index, Store) else Store(index, readonly=True)
+    with opened as store:
         analysis = analyze_query(query)
-        hits = search(store, query, limit=limit * 6, signals=signals, embedder=embedder)
+        hits = search(store, query, limit=limit * 6, signals=signals, embedder=embedder, rrf_k=rrf_k)
         for hit in hits:
             if is_test_path(hit.entity.path):
                 hit.score *= TEST_PENALTY
@@ -522,7 +526,7 @@ def localize(
         ranked_files = sorted(files, key=lambda p: -files[p])
         if "bm25" in signals_used:  # whole-file BM25: a second opinion on files
             by_file_bm25 = [p for p in file_bm25(store, analysis.weighted_terms()) if not is_test_path(p)]
-            file_scores = fuse({"entities": ranked_files, "files": by_file_bm25}, k=RRF_K)
+            file_scores = fuse({"entities": ranked_files, "files": by_file_bm25}, k=rrf_k)
             ranked_files = sorted(file_scores, key=lambda p: -file_scores[p])
 
         fn_hits = [h for h in hits if h.entity.kind in FUNCTION_KINDS]
@@ -542,9 +546,9 @@ def localize(
     for path in top_files:
         in_file_ranked.extend(list(dict.fromkeys(outer[e] for e in in_file.get(path, [])))[:IN_FILE_DEPTH])
     for rank, fid in enumerate(in_file_ranked, start=1):
-        fn_scores[fid] += 1.0 / (RRF_K + rank)
+        fn_scores[fid] += 1.0 / (rrf_k + rank)
     file_rank = {p: i for i, p in enumerate(ranked_files, start=1)}
     for fid in fn_scores:
-        fn_scores[fid] += FILE_SHARE / (RRF_K + file_rank.get(split_entity_id(fid)[1], 1000))
+        fn_scores[fid] += FILE_SHARE / (rrf_k + file_rank.get(split_entity_id(fid)[1], 1000))
     functions = sorted(fn_scores, key=lambda f: -fn_scores[f])[:limit]
     return Localization(ranked_files[:limit], functions, time.perf_counter() - started)

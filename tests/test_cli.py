@@ -46,6 +46,29 @@ def test_cli_round_trip(shop_repo):
     assert r.returncode == 0 and "shop/" in r.stdout
 
 
+def test_cli_localize_reads_the_report_from_argument_file_or_stdin(shop_index, tmp_path):
+    repo, _ = shop_index
+    report = ("Adding items never stops at the maximum: a user's add_item accepts more items than MAX_ITEMS\n"
+              "when the items list is full.\n")
+    root = ["--root", str(repo)]
+    r = nsccn("localize", report, *root, "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["files"][0] == "shop/models.py"
+    assert out["functions"][0]["id"] == "method:shop/models.py:User.add_item"
+    assert out["functions"][0]["line"] > 1 and "bm25" in out["signals"]
+
+    path = tmp_path / "report.md"
+    path.write_text(report)
+    by_file = subprocess.run([sys.executable, "-m", "nsccn.cli", "localize", "--file", str(path), *root, "--limit", "3"],
+                             capture_output=True, text=True, timeout=120)
+    piped = subprocess.run([sys.executable, "-m", "nsccn.cli", "localize", *root, "--limit", "3"],
+                           input=report, capture_output=True, text=True, timeout=120)
+    assert by_file.returncode == piped.returncode == 0
+    assert by_file.stdout == piped.stdout
+    assert "1. shop/models.py" in piped.stdout and "method:shop/models.py:User.add_item  (shop/models.py:" in piped.stdout
+
+
 @pytest.mark.parametrize(
     "args, code, text",
     [
@@ -53,6 +76,9 @@ def test_cli_round_trip(shop_repo):
         (["skeleton", "../../etc/passwd"], 1, "refused"),
         (["trace", "func:shop/models.py:bump", "--depth", "50"], 1, "depth must be between 1 and 10"),
         (["search", ""], 1, "empty"),
+        (["localize", "  "], 1, "report is empty"),
+        (["localize", "users", "--limit", "0"], 1, "limit must be between 1 and 50"),
+        (["localize", "--file", "/no/such/report.md"], 1, "cannot read the report file"),
         (["trace"], 2, ""),
         (["frobnicate"], 2, ""),
     ],

@@ -22,7 +22,7 @@ from nsccn.tokens import count_tokens
 
 TOOLS = {
     "search_and_rank", "read_skeleton", "trace_causal_path", "open_surgical_window", "repo_map",
-    "find_symbol", "find_references", "assemble_context", "index_status",
+    "find_symbol", "find_references", "assemble_context", "index_status", "localize_issue",
 }
 
 
@@ -237,6 +237,19 @@ def test_a_pasted_bug_report_is_not_echoed_back_in_full(server):
     assert data["results"][0]["id"] == "func:acme/auth.py:validate_token"
 
 
+def test_localize_issue_ranks_the_files_and_functions_to_change(server):
+    report = ("Login accepts tokens whose signature is wrong when they are not expired yet.\n"
+              "I expected AuthError('bad signature') from the signature check.\n" + "log line " * 300)
+    text, data = call(server, "localize_issue", report=report, limit=3)
+    assert json.loads(text) == data
+    assert data["files"][0] == "acme/auth.py" and len(data["files"]) <= 3
+    ids = [f["id"] for f in data["functions"]]
+    assert {"func:acme/auth.py:verify_signature", "func:acme/auth.py:validate_token"} & set(ids[:2])
+    first = data["functions"][0]
+    assert set(first) >= {"id", "sig", "file", "line"} and first["line"] > 1
+    assert len(data["report"]) <= 200 and "bm25" in data["signals"]
+
+
 def test_read_skeleton_elides_bodies_and_counts_tokens(server, repo):
     text, data = call(server, "read_skeleton", file_path="acme/auth.py")
     assert text.startswith("# acme/auth.py: skeleton")
@@ -343,6 +356,9 @@ def test_repo_map_symbol_references_context_status(server):
         ("repo_map", {"max_tokens": 100_000}, "between 64 and 8000"),
         ("repo_map", {"focus": ["no/such.py"]}, "none of the focus items"),
         ("assemble_context", {"query": "x", "max_tokens": 50}, "between 200 and 8000"),
+        ("localize_issue", {"report": " "}, "report is empty"),
+        ("localize_issue", {"report": "token", "limit": 51}, "between 1 and 50, not 51"),
+        ("localize_issue", {}, "report is required"),
         ("assemble_context", {"query": ""}, "query is empty"),
     ],
 )
@@ -389,6 +405,7 @@ def test_every_answer_stays_under_the_cap_and_says_how_to_continue(capped):
             "find_references": {"entity_id": "func:acme/big.py:helper", "limit": 500},
             "assemble_context": {"query": "pipeline step scale", "max_tokens": CAP},
             "index_status": {},
+            "localize_issue": {"report": "each step of the pipeline scales the value " * 20, "limit": 50},
         }
         for tool, args in calls.items():
             r = await c.call_tool(tool, args)
@@ -404,6 +421,7 @@ def test_every_answer_stays_under_the_cap_and_says_how_to_continue(capped):
     assert "from_line=" in out["open_surgical_window"][1]["truncated"]
     assert "method:acme/big.py:Giant.m0" in out["open_surgical_window"][1]["truncated"]
     assert "offset=" in out["find_references"][1]["more"]
+    assert "cap" in out["localize_issue"][1]["truncated"] and out["localize_issue"][1]["files"]
     assert json.loads(out["trace_causal_path"][0]) == out["trace_causal_path"][1]
 
 

@@ -71,6 +71,8 @@ async def exercise(transport: StdioTransport, repo: Path, live: bool = False) ->
 
         found = (await c.call_tool("search_and_rank", {"query": "validate token", "limit": 5})).structured_content
         assert found["results"][0]["id"] == "func:acme/auth.py:validate_token"
+        loc = (await c.call_tool("localize_issue", {"report": "a token with a bad signature is accepted"})).structured_content
+        assert loc["files"][0] == "acme/auth.py" and loc["functions"][0]["file"] == "acme/auth.py"
         skel = await c.call_tool("read_skeleton", {"file_path": "acme/auth.py"})
         assert "def validate_token(token: dict) -> bool:" in skel.content[0].text
         trace = await c.call_tool("trace_causal_path", {"entity_id": "method:acme/auth.py:AuthService.login"})
