@@ -33,6 +33,8 @@ class NavigatorError(ValueError):
 
 
 class Navigator:
+    MAX_LOCALIZE = 50  # files and functions one localize() lists at most
+
     def __init__(self, root: str | Path, config: Config | None = None, db_path: str | Path | None = None):
         self.root = Path(root).resolve()
         self.config = config or load_config(self.root)
@@ -114,8 +116,6 @@ class Navigator:
         if len(hits) == limit + offset:
             out["more"] = f"call again with offset={offset + limit} for the next results"
         return out
-
-    MAX_LOCALIZE = 50
 
     def localize(self, report: str, limit: int = 10) -> dict:
         """Where the fix for a bug report (or a task in words) most likely goes: files and
