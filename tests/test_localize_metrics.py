@@ -241,6 +241,32 @@ def test_run_benchmark_end_to_end(two_commits, tmp_path):
     assert bench.rescore(packed) == again
 
 
+def test_ab_pass_reuses_the_indexes_a_run_left(two_commits, tmp_path):
+    """benchmarks/localize_ab.py scores every instance against the index a run left behind (at the
+    last commit), without moving trees or indexing."""
+    spec = importlib.util.spec_from_file_location("bench_localize_ab", _PATH.parent / "localize_ab.py")
+    ab = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ab)
+    gitdir, c1, c2 = two_commits
+    instances = [
+        {"instance_id": "o__r-1", "repo": "o/r", "base_commit": c1, "problem_statement": "calling b() in pkg/b.py fails",
+         "gold_files": ["pkg/b.py"], "gold_functions": ["pkg/b.py:b"]},
+        {"instance_id": "o__r-2", "repo": "o/r", "base_commit": c2, "problem_statement": "E is wrong in new/e.py",
+         "gold_files": ["new/e.py"], "gold_functions": []},
+    ]
+    with pytest.raises(SystemExit, match="no index for"):
+        ab.score(instances, tmp_path / "wd", ["lexical-full"])
+    bench.run_benchmark(instances, gitdir.parent.parent, ["lexical-full"], tmp_path / "out", tmp_path / "wd")
+    index = tmp_path / "wd" / "o+r" / "index.db"
+    stamp = index.stat().st_mtime_ns
+    metrics = ab.score(instances, tmp_path / "wd", ["lexical-full"])
+    lex = metrics["results"]["lexical-full"]
+    assert lex["overall"]["n"] == 2 and lex["overall"]["file@1"] == 100.0 and lex["overall"]["function@5"] == 100.0
+    assert lex["o/r"]["n"] == 2
+    assert index.stat().st_mtime_ns == stamp  # nothing was indexed
+    assert "| lexical-full | 2 (1) | 100.0 |" in bench.markdown_table(metrics)
+
+
 def test_load_instances_filters_and_limits(tmp_path):
     rows = [{"instance_id": f"i{n}", "repo": repo} for n, repo in enumerate(["a/x", "b/y", "a/x", "c/z", "b/y"])]
     ds = tmp_path / "ds.jsonl"
