@@ -423,10 +423,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
                                     json_schema_extra=_range(1, Navigator.MAX_LOCALIZE))] = 10,
     ) -> ToolResult:
         def run():
-            if not isinstance(report, str) or not report.strip():
-                raise _user_error("report is empty: paste the bug report, traceback or task description")
-            _check_int("limit", limit, 1, Navigator.MAX_LOCALIZE)
-            res = svc.nav.localize(report, limit=limit)
+            res = svc.nav.localize(report, limit=limit)  # checks report and limit (NavigatorError -> tool error)
             functions = [{"id": r["id"], "sig": _short(r["signature"]), "file": r["file"], "line": r["line"]}
                          for r in res["functions"]]
             base = {"report": _echo(report), "signals": res["signals"]}

@@ -64,7 +64,7 @@ class QueryAnalysis:
 
     def weighted_terms(self) -> list[str]:
         """The terms for a BM25 query, each as often as the report says it (MAX_TERM_REPEATS at most)."""
-        return [t for t in self.terms for _ in range(max(1, min(self.counts.get(t, 1), MAX_TERM_REPEATS)))]
+        return [t for t in self.terms for _ in range(min(self.counts.get(t, 1), MAX_TERM_REPEATS))]
 
 
 def analyze_query(query: str) -> QueryAnalysis:
@@ -511,7 +511,7 @@ def localize(
     signals_used = DEFAULT_SIGNALS if signals is None else signals
     opened = nullcontext(index) if isinstance(index, Store) else Store(index, readonly=True)
     with opened as store:
-        analysis = analyze_query(query)
+        terms = analyze_query(query).weighted_terms()
         hits = search(store, query, limit=limit * 6, signals=signals, embedder=embedder, rrf_k=rrf_k)
         for hit in hits:
             if is_test_path(hit.entity.path):
@@ -525,13 +525,13 @@ def localize(
             files[hit.entity.path] += hit.score / seen[hit.entity.path] ** 2
         ranked_files = sorted(files, key=lambda p: -files[p])
         if "bm25" in signals_used:  # whole-file BM25: a second opinion on files
-            by_file_bm25 = [p for p in file_bm25(store, analysis.weighted_terms()) if not is_test_path(p)]
+            by_file_bm25 = [p for p in file_bm25(store, terms) if not is_test_path(p)]
             file_scores = fuse({"entities": ranked_files, "files": by_file_bm25}, k=rrf_k)
             ranked_files = sorted(file_scores, key=lambda p: -file_scores[p])
 
         fn_hits = [h for h in hits if h.entity.kind in FUNCTION_KINDS]
         top_files = [p for p in ranked_files if not is_test_path(p)][:IN_FILE_FILES]
-        in_file = _in_file_bm25(store, analysis.weighted_terms(), top_files) if "bm25" in signals_used else {}
+        in_file = _in_file_bm25(store, terms, top_files) if "bm25" in signals_used else {}
         everything = [h.entity.id for h in fn_hits] + [e for ids in in_file.values() for e in ids]
         outer = outermost_functions(store, list(dict.fromkeys(everything)))
 
