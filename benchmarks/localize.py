@@ -431,6 +431,29 @@ def _progress(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+class ProgressLine:
+    """A `progress(done, total)` callback that reports long work on stderr: a line every `every`
+    seconds and a last one when it ends, nothing for work that ends sooner (an incremental update).
+    A repository's first build and embedding take minutes; silence that long reads as a hang."""
+
+    def __init__(self, label: str, unit: str, every: float = 15.0, clock: Callable[[], float] = time.monotonic):
+        self.label, self.unit, self.every, self.clock = label, unit, every, clock
+        self.started = self.last = clock()
+        self.spoke = False
+
+    def __call__(self, done: int, total: int) -> None:
+        now = self.clock()
+        finished = done >= total
+        if now - self.last < self.every and not (finished and self.spoke):
+            return
+        if finished and not self.spoke and now - self.started < self.every:
+            return
+        self.last, self.spoke = now, True
+        rate = done / max(now - self.started, 1e-9)
+        eta = "" if finished or not rate else f", about {(total - done) / rate:.0f} s left"
+        _progress(f"  {self.label}: {self.unit} {done}/{total} ({now - self.started:.0f} s{eta})")
+
+
 def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[str], out: Path,
                   workdir: Path, index_fn: Callable[[Path, Path], Any] | None = None,
                   localize_fn: Callable[..., Any] | None = None, workers: int = 1,
@@ -447,7 +470,12 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
         from nsccn.config import Config
         from nsccn.indexer import index_repository
 
-        index_fn = partial(index_repository, config=Config(embed_test_files=embed_test_files), workers=workers)
+        build = partial(index_repository, config=Config(embed_test_files=embed_test_files), workers=workers)
+
+        def index_fn(tree: Path, db: Path, embed: bool = False) -> Any:  # the repository: WORKDIR/owner+name/tree
+            if embed:
+                return build(tree, db, embed=True, embed_progress=ProgressLine(Path(tree).parent.name, "embedded"))
+            return build(tree, db, progress=ProgressLine(Path(tree).parent.name, "parsed files"))
     if localize_fn is None:
         from nsccn.search import localize as localize_fn  # type: ignore[no-redef]
     mirrors, out, workdir = Path(mirrors), Path(out), Path(workdir)

@@ -300,3 +300,23 @@ def test_instance_whose_commit_is_missing_fails_alone(two_commits, tmp_path):
     metrics = bench.run_benchmark(instances, gitdir.parent.parent, ["bm25"], tmp_path / "out", tmp_path / "wd")
     m = metrics["results"]["bm25"]["overall"]
     assert m["n"] == 2 and m["errors"] == 1 and m["file@1"] == 50.0
+
+
+def test_progress_line_speaks_only_for_long_work(capsys):
+    """A first build reports every `every` seconds and when it ends; a quick update says nothing."""
+    now = [0.0]
+    quick = bench.ProgressLine("psf+requests", "parsed files", every=15, clock=lambda: now[0])
+    for done in range(1, 11):
+        now[0] += 0.5
+        quick(done, 10)
+    assert capsys.readouterr().err == ""
+
+    now[0] = 0.0
+    slow = bench.ProgressLine("sympy+sympy", "embedded", every=15, clock=lambda: now[0])
+    for done in range(256, 2561, 256):  # ten batches, 4 s each
+        now[0] += 4
+        slow(min(done, 2560), 2560)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "  sympy+sympy: embedded 1024/2560 (16 s, about 24 s left)"
+    assert lines[-1] == "  sympy+sympy: embedded 2560/2560 (40 s)"
+    assert len(lines) == 3  # at 16 s, 32 s, and the end
