@@ -412,17 +412,24 @@ def diversify(hits: list[Hit], limit: int, diversity: float, vectors: dict) -> l
     return taken
 
 
-_TEST_DIRS = frozenset({"tests", "test", "testing", "doc", "docs", "example", "examples"})
+# Directories of tests, documentation and examples, wherever they are.
+_TEST_DIRS = frozenset({"tests", "__tests__", "doc", "docs", "example", "examples"})
+# These only at the top of the repository or under src/ (pytest's testing/, Maven's src/test/):
+# inside a package they are library code that bugs are fixed in (django/test/, sympy/testing/,
+# xarray/testing/, numpy/testing/).
+_TOP_TEST_DIRS = frozenset({"test", "testing"})
+_TEST_FILE = re.compile(
+    r"(?:test_.*|.*_test\.\w+|.*\.(?:test|spec)\.[jt]sx?|.*Tests?\.java|conftest\.py|tests\.py)\Z"
+)
 
 
 def is_test_path(path: str) -> bool:
+    """Whether a file holds tests, documentation or examples (never where a bug's fix goes)."""
     parts = path.split("/")
-    name = parts[-1]
     return (
         any(p in _TEST_DIRS for p in parts[:-1])
-        or name.startswith("test_")
-        or name.endswith("_test.py")
-        or name == "conftest.py"
+        or any(p in _TOP_TEST_DIRS and (i == 0 or parts[i - 1] == "src") for i, p in enumerate(parts[:-1]))
+        or _TEST_FILE.match(parts[-1]) is not None
     )
 
 

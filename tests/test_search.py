@@ -108,6 +108,22 @@ def test_localize_demotes_tests_and_ranks_files(billing):
     assert loc.files.index("tests/test_tax.py") > 0
 
 
+@pytest.mark.parametrize("path, is_test", [
+    ("tests/test_tax.py", True), ("tests/admin_views/models.py", True), ("testing/python/fixtures.py", True),
+    ("xarray/tests/__init__.py", True), ("astropy/io/fits/tests/helper.py", True), ("test/util.py", True),
+    ("pkg/conftest.py", True), ("pkg/foo_test.go", True), ("web/app.spec.ts", True), ("web/app.test.jsx", True),
+    ("src/test/java/org/x/FooTest.java", True), ("docs/conf.py", True), ("examples/demo.py", True),
+    # A test framework inside the package is library code that bugs are fixed in.
+    ("django/test/testcases.py", False), ("sympy/testing/runtests.py", False), ("xarray/testing/assertions.py", False),
+    ("lib/matplotlib/testing/compare.py", False), ("src/main/java/org/x/Foo.java", False),
+    ("pkg/attestation.py", False), ("pkg/contest.py", False), ("src/_pytest/python.py", False),
+])
+def test_is_test_path(path, is_test):
+    from nsccn.search import is_test_path
+
+    assert is_test_path(path) is is_test
+
+
 def test_plural_words_find_singular_names(billing):
     """A query's regular plurals also look for their singular: "reminders ... customers" finds a
     docstring that says "reminder ... customer", and "taxes" finds `apply_tax`."""
