@@ -446,8 +446,6 @@ class ProgressLine:
         finished = done >= total
         if now - self.last < self.every and not (finished and self.spoke):
             return
-        if finished and not self.spoke and now - self.started < self.every:
-            return
         self.last, self.spoke = now, True
         rate = done / max(now - self.started, 1e-9)
         eta = "" if finished or not rate else f", about {(total - done) / rate:.0f} s left"
