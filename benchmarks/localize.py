@@ -74,6 +74,8 @@ CONFIGS: dict[str, frozenset[str]] = {
     "bm25+qa": frozenset({"bm25", "query_analysis"}),
     "bm25+qa+graph": frozenset({"bm25", "query_analysis", "graph"}),
     "lexical-full": frozenset({"bm25", "query_analysis", "graph", "prior"}),
+    # What `nsccn localize` runs: the learned ranker (shipped model) over every signal the index has.
+    "default": frozenset({"bm25", "vector", "query_analysis", "graph", "prior", "learned"}),
 }
 
 FILE_KS = (1, 3, 5)
@@ -452,10 +454,60 @@ class ProgressLine:
         _progress(f"  {self.label}: {self.unit} {done}/{total} ({now - self.started:.0f} s{eta})")
 
 
+def default_localize(db: Path, query: str, limit: int = TOP_N, signals: frozenset[str] | None = None) -> Any:
+    """Localize as `nsccn localize` does (`signals` "learned": the active ranker; else the fusion)."""
+    from nsccn import ranking
+    from nsccn.search import localize
+    from nsccn.store import Store
+
+    if signals is not None and "learned" not in signals:
+        return localize(db, query, limit=limit, signals=signals)
+    with Store(db, readonly=True) as store:
+        ranker, _ = ranking.active_ranker()
+        return ranking.localize(store, query, limit=limit, ranker=ranker)
+
+
+def dump_features(db: Path, inst: dict, fh) -> None:
+    """Candidates and features of one instance (what the ranker is trained on), with labels."""
+    from nsccn import ranking
+    from nsccn.ranking.features import candidates
+
+    with Store_(db) as store:
+        fusion, vector = ranking.featurize(store, inst["problem_statement"])
+        cands = candidates(store, inst["problem_statement"], fusion, vector)
+    gold_files, gold_fns = set(inst["gold_files"]), set(inst["gold_functions"])
+    fh.write(json.dumps({
+        "instance_id": inst["instance_id"], "repo": inst["repo"], "base_commit": inst["base_commit"],
+        "gold_files": inst["gold_files"], "gold_functions": inst["gold_functions"],
+        "files": cands.files, "file_rows": cands.file_rows, "file_labels": [int(p in gold_files) for p in cands.files],
+        "functions": cands.functions, "function_rows": cands.function_rows,
+        "function_labels": [int(entity_to_loc(f) in gold_fns) for f in cands.functions],
+        "fusion_files": fusion.files[:TOP_N], "fusion_functions": fusion.functions[:TOP_N],
+        "vectors": vector is not None,
+    }, allow_nan=True) + "\n")
+    fh.flush()
+
+
+def Store_(db: Path):
+    from nsccn.store import Store
+
+    return Store(db, readonly=True)
+
+
+def update_history(db: Path, gitdir: Path, commit: str) -> Any:
+    """The index's git history, as of `commit` (only commits it descends from are seen)."""
+    from nsccn import history
+    from nsccn.store import Store
+
+    with Store(db) as store:
+        return history.update_history(store, gitdir, commit)
+
+
 def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[str], out: Path,
                   workdir: Path, index_fn: Callable[[Path, Path], Any] | None = None,
                   localize_fn: Callable[..., Any] | None = None, workers: int = 1,
-                  embed_test_files: bool = False) -> dict[str, Any]:
+                  embed_test_files: bool = False, features: Path | None = None,
+                  history: bool = True) -> dict[str, Any]:
     """Run every instance under every configuration; write rankings.jsonl and metrics.json.
 
     `index_fn` / `localize_fn` default to `nsccn.indexer.index_repository` (with `workers` parser
@@ -475,7 +527,10 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
                 return build(tree, db, embed=True, embed_progress=ProgressLine(Path(tree).parent.name, "embedded"))
             return build(tree, db, progress=ProgressLine(Path(tree).parent.name, "parsed files"))
     if localize_fn is None:
-        from nsccn.search import localize as localize_fn  # type: ignore[no-redef]
+        localize_fn = default_localize
+    if features:
+        Path(features).parent.mkdir(parents=True, exist_ok=True)
+    feature_fh = open(features, "w") if features else None
     mirrors, out, workdir = Path(mirrors), Path(out), Path(workdir)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -512,6 +567,11 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
                         t0 = time.perf_counter()
                         embed_summary = index_fn(tree, db, embed=True)
                         embed_s = time.perf_counter() - t0
+                    if history:
+                        t0 = time.perf_counter()
+                        hist = update_history(db, gitdir, commit)
+                        if time.perf_counter() - t0 > 5:
+                            _progress(f"  history: {hist.added} commits read in {time.perf_counter() - t0:.1f} s")
                 except Exception as exc:  # a missing commit, a broken tree: a miss, reported; the run goes on
                     err = f"preparing the index failed: {type(exc).__name__}: {exc}"
                     _progress(f"[{done}/{total}] {inst['instance_id']} {commit[:10]} {err}")
@@ -530,6 +590,11 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
                     "tree": _jsonable(upd), "index_s": round(index_s, 4), "summary": _jsonable(summary),
                     "embed_s": None if embed_s is None else round(embed_s, 4),
                     "embed_summary": _jsonable(getattr(embed_summary, "vectors", embed_summary))})
+                if feature_fh is not None:
+                    try:
+                        dump_features(db, inst, feature_fh)
+                    except Exception as exc:  # reported; the instance is simply not in the training data
+                        _progress(f"  features of {inst['instance_id']} failed: {type(exc).__name__}: {exc}")
                 if not warmed:  # model loading and first-open costs stay out of the query times
                     for cfg in configs:
                         try:
@@ -570,6 +635,8 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
                           + " | file@1,@5/func@10 "
                           + " ".join(hits))
 
+    if feature_fh is not None:
+        feature_fh.close()
     repos = list(groups)
     results: dict[str, dict[str, Any]] = {}
     for cfg in configs:
@@ -748,6 +815,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--embed-test-files", action="store_true",
                     help="give test and documentation files vectors too (default: not; localize() demotes "
                          "them and a fix is never in them, so they cost a third of the embedding for nothing)")
+    ap.add_argument("--features", type=Path,
+                    help="also write every instance's ranking candidates, features and labels here (JSONL): "
+                         "the learned ranker's training data (benchmarks/train_ranker.py)")
+    ap.add_argument("--no-history", action="store_true",
+                    help="do not index the git history (by default each index holds the commits its base commit "
+                         "descends from, as `nsccn index` does in a git work tree)")
     args = ap.parse_args(argv)
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
     unknown = [c for c in configs if c not in CONFIGS]
@@ -761,7 +834,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error(f"no mirror for {', '.join(missing)} under {args.mirrors} (expected {{owner}}+{{name}}/repo)")
     workdir = args.workdir or args.out / "work"
     metrics = run_benchmark(instances, args.mirrors, configs, args.out, workdir, workers=args.workers,
-                            embed_test_files=args.embed_test_files)
+                            embed_test_files=args.embed_test_files, features=args.features,
+                            history=not args.no_history)
     table = markdown_table(metrics)
     (args.out / "metrics.md").write_text(table)
     print(table)

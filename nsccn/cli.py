@@ -227,6 +227,23 @@ def cmd_status(nav: Navigator, args) -> dict:
     return out
 
 
+def cmd_train_ranker(nav: Navigator, args) -> dict:
+    progress = None
+    if not args.json:
+        def progress(done: int, total: int) -> None:
+            if done == total or done % 25 == 0:
+                print(f"  featurized {done}/{total} fix commits", file=sys.stderr, flush=True)
+    out = nav.train_ranker(commits=args.commits, rounds=args.rounds, reset=args.reset, progress=progress)
+    if not args.json:
+        if args.reset:
+            print(f"removed {out['removed']}" if out["removed"] else "no repository model to remove")
+        else:
+            print(f"trained on {out['queries']} of this repository's fix commits -> {out['model']}")
+            print(f"note: {out['note']}")
+        print(f"ranking: {out['ranking']}")
+    return out
+
+
 def cmd_serve(args) -> int:
     """Index through the pipeline, keep watching, serve MCP on stdio (nothing else on stdout)."""
     from supervisor.cli import serve
@@ -309,6 +326,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("query")
     sp.add_argument("--max-tokens", type=int, default=8000)
     query_cmd("status", "what the index holds and how fresh it is", cmd_status)
+    sp = query_cmd("train-ranker", "adapt the learned ranker to this repository's own fix commits", cmd_train_ranker)
+    sp.add_argument("--commits", type=int, default=300, help="newest fix commits to train on (10-5000)")
+    sp.add_argument("--rounds", type=int, default=60, help="trees added to the shipped model (1-1000)")
+    sp.add_argument("--reset", action="store_true", help="remove the repository's model: back to the shipped one")
     sp = sub.add_parser("mcp", help="serve the MCP tools over stdio against an existing index (no pipeline)")
     sp.add_argument("--root", default=".", help="repository root (default: current directory)")
     sp.set_defaults(func=cmd_mcp, needs_nav=False)

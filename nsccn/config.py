@@ -32,6 +32,9 @@ class Config(msgspec.Struct, kw_only=True):
     quantization_threshold_entities: int = 50_000
     result_token_cap: int = 8000  # no tool answer is larger than this
     parser_workers: int = 0  # 0: one per core
+    # The git history (the newest commits) is indexed as ranking evidence when the root is a work tree.
+    history: bool = True
+    history_max_commits: int = 3000
 
     def db_path(self, root: Path) -> Path:
         return index_dir(root, self) / "index.db"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from nsccn.config import Config, load_config
 from nsccn.extract import content_hash, parse_file
+from nsccn.history import update_for_root
 from nsccn.model import ParsedFile
 from nsccn.repomap import compute_ranks
 from nsccn.resolve import resolve_affected, resolve_all
@@ -46,6 +47,7 @@ class IndexSummary:
     seconds: float = 0.0
     lines_indexed: int = 0
     vectors: dict = field(default_factory=dict)
+    history_commits: int = 0
 
     def as_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -172,6 +174,8 @@ def index_repository(
             store.set_meta("ranks_pending_files", str(pending))
             store.set_meta("resolve_pending", "0")
             store.set_meta("last_indexed", str(time.time()))
+        if config.history:
+            summary.history_commits = update_for_root(store, root, max_commits=config.history_max_commits).kept
         if embed:
             from nsccn.semantic import default_embedder, embed_index
 

@@ -106,35 +106,91 @@ class Navigator:
             raise NavigatorError(f"offset must be 0 or more, not {offset}")
         if isinstance(diversity, bool) or not isinstance(diversity, (int, float)) or not 0 <= diversity <= 1:
             raise NavigatorError(f"diversity must be a number between 0 (plain ranking) and 1, not {diversity!r}")
+        from nsccn import ranking
+
         signals = self._signals()
-        hits = search_mod.search(
-            self.store, query, limit=limit + offset, signals=signals, embedder=self.embedder,
-            kinds=tuple(kinds) if kinds else None, rrf_k=self.config.rrf_k, diversity=float(diversity),
-        )
+        ranker, which = ranking.active_ranker(self.db_path.parent)
+        if ranker is not None:
+            wanted = max(limit + offset, 40) if diversity else limit + offset
+            hits = ranking.search(self.store, query, wanted, ranker, kinds=tuple(kinds) if kinds else None,
+                                  embedder=self.embedder, rrf_k=self.config.rrf_k)
+            if diversity:
+                from nsccn.semantic import entity_vectors
+
+                hits = search_mod.diversify(hits, limit + offset, float(diversity),
+                                            entity_vectors(self.store, [h.entity.id for h in hits]))
+        else:
+            hits = search_mod.search(
+                self.store, query, limit=limit + offset, signals=signals, embedder=self.embedder,
+                kinds=tuple(kinds) if kinds else None, rrf_k=self.config.rrf_k, diversity=float(diversity),
+            )
         results = [h.as_dict() for h in hits[offset : offset + limit]]
-        out = {"query": query, "results": results, "signals": sorted(signals)}
+        out = {"query": query, "results": results, "signals": sorted(signals), "ranking": which}
         if len(hits) == limit + offset:
             out["more"] = f"call again with offset={offset + limit} for the next results"
         return out
 
     def localize(self, report: str, limit: int = 10) -> dict:
         """Where the fix for a bug report (or a task in words) most likely goes: files and
-        functions, best first, by the ranking the localization benchmark measures
-        (`search.localize`: tests and docs demoted, hits rolled up to files and outermost functions)."""
+        functions, best first, by the ranking the localization benchmark measures as `default`:
+        the learned ranker (`nsccn.ranking`) over every signal the index has, or the hand-tuned
+        fusion (`search.localize`) when no usable model is there (the answer says which)."""
         if not isinstance(report, str) or not report.strip():
             raise NavigatorError("report is empty: paste the bug report, traceback or task description")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= self.MAX_LOCALIZE:
             raise NavigatorError(f"limit must be between 1 and {self.MAX_LOCALIZE}, not {limit!r}")
+        from nsccn import ranking
+
         signals = self._signals()
-        loc = search_mod.localize(self.store, report, limit=limit, signals=signals, embedder=self.embedder,
-                                  rrf_k=self.config.rrf_k)
+        ranker, which = ranking.active_ranker(self.db_path.parent)
+        if ranker is not None:
+            loc = ranking.localize(self.store, report, limit=limit, embedder=self.embedder, ranker=ranker,
+                                   rrf_k=self.config.rrf_k)
+        else:
+            loc = search_mod.localize(self.store, report, limit=limit, signals=signals, embedder=self.embedder,
+                                      rrf_k=self.config.rrf_k)
         rows = self.store.entities(loc.functions)
         return {
             "files": loc.files,
             "functions": [rows[f].brief() for f in loc.functions if f in rows],
             "signals": sorted(signals),
+            "ranking": which,
             "seconds": round(loc.seconds, 3),
         }
+
+    def train_ranker(self, commits: int = 300, rounds: int = 60, reset: bool = False, progress=None) -> dict:
+        """Adapt the ranker to this repository: its own fix commits as training queries, boosted
+        on top of the shipped model; written beside the index, used by localize and search from
+        then on. `reset` removes the repository's model (back to the shipped one)."""
+        from nsccn import history, ranking
+        from nsccn.ranking.adapt import adapt, own_history_records
+
+        target = self.db_path.parent / ranking.USER_MODEL_NAME
+        if reset:
+            existed = target.exists()
+            target.unlink(missing_ok=True)
+            return {"model": None, "removed": str(target) if existed else None,
+                    "ranking": ranking.active_ranker(self.db_path.parent)[1]}
+        if not 10 <= commits <= 5000:
+            raise NavigatorError(f"commits must be between 10 and 5000, not {commits}")
+        if not 1 <= rounds <= 1000:
+            raise NavigatorError(f"rounds must be between 1 and 1000, not {rounds}")
+        if history.commit_count(self.store) == 0:
+            raise NavigatorError("the index holds no git history: index a git work tree (`nsccn index`) first")
+        try:
+            base = ranking.load_ranker(ranking.SHIPPED_MODEL)
+        except ranking.RankerError as exc:
+            raise NavigatorError(f"no base model to adapt: {exc}") from exc
+        records = own_history_records(self.store, commits, progress=progress)
+        usable = [r for r in records if any(r["file_labels"]) and any(r["function_labels"])]
+        if len(usable) < 10:
+            raise NavigatorError(f"only {len(usable)} usable fix commits in the indexed history (10 needed): "
+                                 "the shipped model stays in use")
+        model = adapt(base, usable, rounds=rounds)
+        ranking.save_ranker(model, target)
+        return {"model": str(target), "queries": len(usable), "fix_commits_read": len(records), "rounds": rounds,
+                "ranking": ranking.active_ranker(self.db_path.parent)[1],
+                "note": "trained against the current code (after those fixes); measure before relying on it"}
 
     def _signals(self) -> frozenset[str]:
         """Every ranking signal, less the vectors while the index has none."""
@@ -321,6 +377,10 @@ class Navigator:
             out["vectors"] = semantic.vector_status(store)
         except ImportError:
             pass
+        from nsccn import history, ranking
+
+        out["history_commits"] = history.commit_count(store)
+        out["ranking"] = ranking.active_ranker(self.db_path.parent)[1]
         return out
 
     def staleness(self, limit: int = 20) -> dict:

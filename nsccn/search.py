@@ -503,44 +503,59 @@ def _in_file_bm25(store: Store, terms: list[str], paths: list[str]) -> dict[str,
     return out
 
 
-def localize(
-    index: Store | str | Path, query: str, limit: int = 50, signals: frozenset[str] | None = None, embedder=None,
+@dataclass
+class Fusion:
+    """What the hand-tuned fusion ranking of a bug report saw and decided: the learned ranker's
+    candidates and many of its features come from here."""
+
+    analysis: QueryAnalysis
+    terms: list[str]  # weighted BM25 terms
+    hits: list[Hit]  # entity hits, test files demoted, best first
+    files: list[str]  # files, best first (entity hits fused with whole-file BM25)
+    file_scores: dict[str, float]
+    entity_files: list[str]  # files by their entity hits alone
+    file_bm25: list[str]  # whole-file BM25 ranking (test files left out)
+    top_files: list[str]  # the files whose functions were ranked again within their file
+    in_file: list[str]  # those functions: the best files in order, each file's best functions in order
+    functions: list[str]  # outermost functions, best first
+    fn_scores: dict[str, float]
+    outer: dict[str, str]  # entity id -> its outermost function
+
+
+def fusion_localize(
+    store: Store, query: str, limit: int = 50, signals: frozenset[str] | None = None, embedder=None,
     rrf_k: int = RRF_K,
-) -> Localization:
-    """Rank files and functions for a bug report: where its fix most likely goes (the benchmark's
-    entry point, and `Navigator.localize`). `index`: an open Store, or the path of an index file.
-
-    Files: entity hits aggregated per file (best hit plus damped further hits), fused with a
-    whole-file BM25 ranking. Functions: entity hits rolled up to their outermost function, plus
-    the share of their file's rank, plus the BM25 ranking of the best files' functions within their file.
-    """
-    started = time.perf_counter()
+) -> Fusion:
+    """The hand-tuned fusion: files from entity hits aggregated per file (best hit plus damped
+    further hits) fused with a whole-file BM25 ranking; functions from entity hits rolled up to
+    their outermost function, plus the share of their file's rank, plus the BM25 ranking of the
+    best files' functions within their file."""
     signals_used = DEFAULT_SIGNALS if signals is None else signals
-    opened = nullcontext(index) if isinstance(index, Store) else Store(index, readonly=True)
-    with opened as store:
-        terms = analyze_query(query).weighted_terms()
-        hits = search(store, query, limit=limit * 6, signals=signals, embedder=embedder, rrf_k=rrf_k)
-        for hit in hits:
-            if is_test_path(hit.entity.path):
-                hit.score *= TEST_PENALTY
-        hits.sort(key=lambda h: -h.score)
-        files: dict[str, float] = defaultdict(float)
-        seen: dict[str, int] = defaultdict(int)
-        for hit in hits:
-            # A file (or a function, below) scores by its best hit plus a little for each further one.
-            seen[hit.entity.path] += 1
-            files[hit.entity.path] += hit.score / seen[hit.entity.path] ** 2
-        ranked_files = sorted(files, key=lambda p: -files[p])
-        if "bm25" in signals_used:  # whole-file BM25: a second opinion on files
-            by_file_bm25 = [p for p in file_bm25(store, terms) if not is_test_path(p)]
-            file_scores = fuse({"entities": ranked_files, "files": by_file_bm25}, k=rrf_k)
-            ranked_files = sorted(file_scores, key=lambda p: -file_scores[p])
+    analysis = analyze_query(query)
+    terms = analysis.weighted_terms()
+    hits = search(store, query, limit=limit * 6, signals=signals, embedder=embedder, rrf_k=rrf_k)
+    for hit in hits:
+        if is_test_path(hit.entity.path):
+            hit.score *= TEST_PENALTY
+    hits.sort(key=lambda h: -h.score)
+    files: dict[str, float] = defaultdict(float)
+    seen: dict[str, int] = defaultdict(int)
+    for hit in hits:
+        # A file (or a function, below) scores by its best hit plus a little for each further one.
+        seen[hit.entity.path] += 1
+        files[hit.entity.path] += hit.score / seen[hit.entity.path] ** 2
+    entity_files = sorted(files, key=lambda p: -files[p])
+    ranked_files, file_scores, by_file_bm25 = entity_files, dict(files), []
+    if "bm25" in signals_used:  # whole-file BM25: a second opinion on files
+        by_file_bm25 = [p for p in file_bm25(store, terms) if not is_test_path(p)]
+        file_scores = fuse({"entities": entity_files, "files": by_file_bm25}, k=rrf_k)
+        ranked_files = sorted(file_scores, key=lambda p: -file_scores[p])
 
-        fn_hits = [h for h in hits if h.entity.kind in FUNCTION_KINDS]
-        top_files = [p for p in ranked_files if not is_test_path(p)][:IN_FILE_FILES]
-        in_file = _in_file_bm25(store, terms, top_files) if "bm25" in signals_used else {}
-        everything = [h.entity.id for h in fn_hits] + [e for ids in in_file.values() for e in ids]
-        outer = outermost_functions(store, list(dict.fromkeys(everything)))
+    fn_hits = [h for h in hits if h.entity.kind in FUNCTION_KINDS]
+    top_files = [p for p in ranked_files if not is_test_path(p)][:IN_FILE_FILES]
+    in_file = _in_file_bm25(store, terms, top_files) if "bm25" in signals_used else {}
+    everything = [h.entity.id for h in fn_hits] + [e for ids in in_file.values() for e in ids]
+    outer = outermost_functions(store, list(dict.fromkeys(everything)))
 
     fn_scores: dict[str, float] = defaultdict(float)
     seen = defaultdict(int)
@@ -557,5 +572,22 @@ def localize(
     file_rank = {p: i for i, p in enumerate(ranked_files, start=1)}
     for fid in fn_scores:
         fn_scores[fid] += FILE_SHARE / (rrf_k + file_rank.get(split_entity_id(fid)[1], 1000))
-    functions = sorted(fn_scores, key=lambda f: -fn_scores[f])[:limit]
-    return Localization(ranked_files[:limit], functions, time.perf_counter() - started)
+    functions = sorted(fn_scores, key=lambda f: -fn_scores[f])
+    return Fusion(analysis, terms, hits, ranked_files, file_scores, entity_files, by_file_bm25, top_files,
+                  in_file_ranked, functions, dict(fn_scores), outer)
+
+
+def localize(
+    index: Store | str | Path, query: str, limit: int = 50, signals: frozenset[str] | None = None, embedder=None,
+    rrf_k: int = RRF_K,
+) -> Localization:
+    """Rank files and functions for a bug report: where its fix most likely goes (the benchmark's
+    entry point, and `Navigator.localize`). `index`: an open Store, or the path of an index file.
+    This is the hand-tuned fusion (`fusion_localize`); `nsccn.ranking.localize` re-ranks its
+    candidates with the learned model.
+    """
+    started = time.perf_counter()
+    opened = nullcontext(index) if isinstance(index, Store) else Store(index, readonly=True)
+    with opened as store:
+        fusion = fusion_localize(store, query, limit=limit, signals=signals, embedder=embedder, rrf_k=rrf_k)
+    return Localization(fusion.files[:limit], fusion.functions[:limit], time.perf_counter() - started)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import zmq
@@ -419,6 +420,7 @@ class Writer(Actor):
         if self.spec.embed and (self.model is None or self._embedding()):
             return
         self.completed_gen = self.bulk_gen
+        self._update_history()
         counts = self.store.counts()
         vectors = self.vs.count() if self.vs is not None else 0
         without = self._count(f"SELECT COUNT(*) FROM entities WHERE {_EMBEDDABLE}") - vectors if self.vs else 0
@@ -435,6 +437,19 @@ class Writer(Actor):
             ),
         )
         self.log.info("index complete: %s", counts)
+
+    def _update_history(self) -> None:
+        """The repository's git history, as the library indexer keeps it (only new commits)."""
+        from nsccn.config import load_config
+        from nsccn.history import update_for_root
+
+        try:
+            config = load_config(Path(self.spec.root))
+        except ValueError:
+            return
+        if config.history:
+            with self.busy("reading git history"):
+                update_for_root(self.store, Path(self.spec.root), max_commits=config.history_max_commits)
 
     def _phase(self) -> str:
         if self.bulk_active:

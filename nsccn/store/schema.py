@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import apsw
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Each entry upgrades the schema from version i to i+1; entry 0 creates it.
 MIGRATIONS: list[str] = [
@@ -102,6 +102,28 @@ MIGRATIONS: list[str] = [
                (SELECT group_concat(e.qualname || ' ' || e.signature || ' ' || e.docstring, ' ')
                 FROM entities e WHERE e.path = i.path)
         FROM files_fts_ids i;
+    """,
+    # 3: the repository's git history (nsccn/history.py): commits, the files and functions each
+    # changed, and its message for BM25 against a query.
+    """
+    CREATE TABLE commits(
+        rowid INTEGER PRIMARY KEY,
+        sha TEXT NOT NULL UNIQUE,
+        time INTEGER NOT NULL,
+        message TEXT NOT NULL,
+        is_fix INTEGER NOT NULL,
+        n_files INTEGER NOT NULL
+    );
+    CREATE TABLE commit_changes(
+        commit_id INTEGER NOT NULL,     -- commits.rowid
+        path TEXT NOT NULL,
+        name TEXT NOT NULL              -- '' for the file itself, else a changed function's name
+    );
+    CREATE INDEX commit_changes_path ON commit_changes(path, name);
+    CREATE INDEX commit_changes_commit ON commit_changes(commit_id);
+    CREATE VIRTUAL TABLE commits_fts USING fts5(
+        message, content='', contentless_delete=1, tokenize="unicode61 tokenchars '_'"
+    );
     """,
 ]
 

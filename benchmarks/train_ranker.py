@@ -1,0 +1,132 @@
+#!/usr/bin/env python
+"""Train the learned ranker and validate it leave-one-repository-out.
+
+    python benchmarks/train_ranker.py --dev DEV_FEATURES [--mined MINED_FEATURES] [--ablate]
+        [--ship nsccn/models/ranker/ranker.json.gz] [--out OUTDIR]
+
+DEV_FEATURES / MINED_FEATURES are what `benchmarks/localize.py --features` wrote for the dev set
+(../shared/bench/swebench-dev.jsonl) and for the pairs `benchmarks/mine_history.py` mined.
+
+Leave one repository out: for each dev repository, a model is trained on the mined pairs and the
+other dev repositories only, and scores that repository's instances; nothing of the repository
+scored (its instances, its history beyond what the index of each instance holds) is seen in
+training. The table puts the learned ranking beside the fusion it re-ranks (lexical-full) on the
+same instances. `--ablate` repeats it with each feature group removed, and with dev-only and
+mined-only training data. `--ship` trains one model on everything and writes the package's model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(_HERE))
+sys.path.insert(0, str(_HERE.parent))
+from localize import METRIC_NAMES, aggregate, instance_metrics  # noqa: E402
+
+from nsccn.ranking import save_ranker  # noqa: E402
+from nsccn.ranking.features import GROUPS  # noqa: E402
+from nsccn.ranking.train import fit, load_records, rerank  # noqa: E402
+
+HEADLINE = ("file@1", "file@3", "file@5", "module@10", "function@5", "function@10")
+
+
+def score_records(records: Sequence[dict], ranker=None) -> list[dict]:
+    """Per-instance metrics: the ranker's order, or (None) the fusion's."""
+    out = []
+    for r in records:
+        if ranker is None:
+            files, functions = r["fusion_files"], r["fusion_functions"]
+        else:
+            files, functions = rerank(ranker, r)
+        out.append({"repo": r["repo"], "instance_id": r["instance_id"],
+                    "metrics": instance_metrics(r["gold_files"], r["gold_functions"], files[:50], functions[:50])})
+    return out
+
+
+def loro(dev: list[dict], mined: list[dict], disabled: frozenset[str] = frozenset(), use_dev: bool = True,
+         use_mined: bool = True, seed: int = 0) -> list[dict]:
+    """Every dev instance scored by a model that never saw its repository."""
+    scored = []
+    for repo in sorted({r["repo"] for r in dev}):
+        train = (mined if use_mined else []) + ([r for r in dev if r["repo"] != repo] if use_dev else [])
+        ranker = fit(train, disabled=disabled, seed=seed)
+        scored += score_records([r for r in dev if r["repo"] == repo], ranker)
+    return scored
+
+
+def loro_mined(dev: list[dict], mined: list[dict], seed: int = 0) -> list[dict]:
+    """Every mined query scored by a model trained on the dev set and the other mined repositories:
+    a second, larger held-out test on repositories outside the dev set (commit messages, not bug
+    reports, as queries)."""
+    scored = []
+    for repo in sorted({r["repo"] for r in mined}):
+        ranker = fit(dev + [r for r in mined if r["repo"] != repo], seed=seed)
+        scored += score_records([r for r in mined if r["repo"] == repo], ranker)
+    return scored
+
+
+def row(label: str, recs: list[dict]) -> str:
+    m = aggregate(recs)
+    return f"| {label} | {m['n']} | " + " | ".join(f"{m[k]:.1f}" if m[k] is not None else "–" for k in HEADLINE) + " |"
+
+
+def table(results: dict[str, list[dict]]) -> str:
+    head = "| ranking | n | " + " | ".join(HEADLINE) + " |\n|---|---|" + "---|" * len(HEADLINE)
+    lines = ["Overall", "", head] + [row(k, v) for k, v in results.items()]
+    repos = sorted({r["repo"] for v in results.values() for r in v})
+    for repo in repos:
+        lines += ["", repo, "", head] + [row(k, [r for r in v if r["repo"] == repo]) for k, v in results.items()]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dev", type=Path, required=True, help="features of the dev set (localize.py --features)")
+    ap.add_argument("--mined", type=Path, action="append", default=[], help="features of mined pairs")
+    ap.add_argument("--ablate", action="store_true", help="also each feature group removed, dev-only, mined-only")
+    ap.add_argument("--eval-mined", action="store_true",
+                    help="also score each mined repository with a model that never saw it (18 more held-out repositories)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--ship", type=Path, help="train on everything and write the model here")
+    ap.add_argument("--out", type=Path, help="write the table (metrics.md) and per-instance results here")
+    args = ap.parse_args(argv)
+    dev = load_records([args.dev])
+    mined = load_records(args.mined)
+    print(f"{len(dev)} dev queries ({', '.join(sorted({r['repo'] for r in dev}))}), {len(mined)} mined", file=sys.stderr)
+    t0 = time.perf_counter()
+    results: dict[str, list[dict]] = {"fusion (lexical-full)": score_records(dev)}
+    results["learned, leave-one-repo-out"] = loro(dev, mined, seed=args.seed)
+    if args.ablate:
+        for group in GROUPS:
+            results[f"  without {group}"] = loro(dev, mined, disabled=frozenset({group}), seed=args.seed)
+        if mined:
+            results["  dev only (no mined pairs)"] = loro(dev, mined, use_mined=False, seed=args.seed)
+            results["  mined only (no dev instances)"] = loro(dev, mined, use_dev=False, seed=args.seed)
+    text = table(results)
+    if args.eval_mined and mined:
+        text += "\nMined pairs, each repository scored by a model that never saw it\n\n" + table({
+            "fusion (lexical-full)": score_records(mined),
+            "learned, leave-one-repo-out": loro_mined(dev, mined, seed=args.seed)}).split("\n\n", 1)[1]
+    print(text)
+    print(f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "metrics.md").write_text(text)
+        (args.out / "results.json").write_text(json.dumps(
+            {k: {"overall": aggregate(v), "instances": v} for k, v in results.items()}, indent=1))
+    if args.ship:
+        ranker = fit(dev + mined, seed=args.seed, info={"trained_on": "dev set + mined pairs",
+                                                         "dev_queries": len(dev), "mined_queries": len(mined)})
+        save_ranker(ranker, args.ship)
+        print(f"model -> {args.ship} ({args.ship.stat().st_size / 1e6:.2f} MB)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

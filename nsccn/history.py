@@ -1,0 +1,327 @@
+"""The repository's git history as evidence for ranking: which files and functions past commits
+changed, and what their messages said (the "similar past fixes" signal of BugLocator and of
+Ye, Bunescu and Liu's learning-to-rank for bug reports).
+
+Stored in the index (tables `commits`, `commit_changes`, `commits_fts`), filled incrementally:
+only commits not seen yet are read (`git log OLD..NEW`), the newest `max_commits` are kept.
+A repository without git history simply has none; nothing requires it. Functions come from the
+hunk headers git writes (`@@ -12,3 +12,4 @@ def name(...)`), with git's built-in function
+patterns switched on per extension, so no language is special-cased here.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nsccn.store import Store
+from nsccn.text import index_terms
+
+MAX_COMMITS = 3000  # the newest commits kept: old history says little about where bugs are now
+SIMILAR_COMMITS = 50  # past commits whose messages are compared with a query
+# git's built-in hunk-header patterns ("diff drivers") per extension: names of enclosing functions.
+_DIFF_DRIVERS = {
+    "py": "python", "go": "golang", "rs": "rust", "java": "java", "js": "javascript", "jsx": "javascript",
+    "ts": "javascript", "tsx": "javascript", "c": "cpp", "h": "cpp", "cc": "cpp", "cpp": "cpp", "hpp": "cpp",
+    "cs": "csharp", "rb": "ruby", "php": "php", "kt": "kotlin", "ex": "elixir", "exs": "elixir",
+}
+_FIX = re.compile(
+    r"\b(fix(e[sd]|ing)?|bug(s|fix)?|issue|error|crash(es|ed)?|regression|fail(s|ed|ure|ing)?|broken|"
+    r"wrong|incorrect|exception|resolve[sd]?|close[sd]?|repair|patch)\b|#\d+",
+    re.IGNORECASE,
+)
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@ ?(.*)$")
+_DEF_KEYWORD = re.compile(
+    r"\b(?:def|class|func|fn|function|struct|interface|trait|impl|enum|module|sub)\s+(?:\([^)]*\)\s*)?([A-Za-z_]\w*)"
+)
+_CALL_NAME = re.compile(r"([A-Za-z_]\w*)\s*\(")
+_COMMIT = "\x00commit "
+_FIELD = "\x1f"
+
+
+def is_fix_message(message: str) -> bool:
+    """Whether a commit message reads like a bug fix."""
+    return _FIX.search(message) is not None
+
+
+def hunk_function(context: str) -> str | None:
+    """The name of the definition a hunk header shows (`def foo(x):`, `func (r *T) Foo() {`, ...)."""
+    m = _DEF_KEYWORD.search(context)
+    if m:
+        return m.group(1)
+    m = _CALL_NAME.search(context)
+    return m.group(1) if m else None
+
+
+@dataclass
+class Commit:
+    sha: str
+    time: int
+    message: str
+    changes: dict[str, set[str]] = field(default_factory=dict)  # path -> names of changed functions
+
+
+def parse_log(text: str) -> list[Commit]:
+    """Parse `git log --format=<_COMMIT>%H<_FIELD>%ct<_FIELD>%B<_FIELD> -p -U0` output."""
+    commits: list[Commit] = []
+    for chunk in text.split(_COMMIT)[1:]:
+        head, _, rest = chunk.partition(_FIELD)
+        ctime, _, rest = rest.partition(_FIELD)
+        message, _, diff = rest.partition(_FIELD)
+        commit = Commit(head.strip(), int(ctime or 0), message.strip())
+        path = None
+        for line in diff.splitlines():
+            if line.startswith("diff --git "):
+                path = None
+            elif line.startswith("+++ "):
+                target = line[4:]
+                path = target[2:] if target.startswith("b/") else None
+                if path is not None:
+                    commit.changes.setdefault(path, set())
+            elif line.startswith("--- ") and path is None:
+                source = line[4:]
+                if source.startswith("a/"):  # a deleted file: its old path
+                    path = source[2:]
+                    commit.changes.setdefault(path, set())
+            elif line.startswith("@@") and path is not None:
+                m = _HUNK.match(line)
+                name = hunk_function(m.group(1)) if m else None
+                if name:
+                    commit.changes[path].add(name)
+        commits.append(commit)
+    return commits
+
+
+def _git(gitdir: Path, *args: str, attributes: str | None = None) -> str:
+    cmd = ["git", "-C", str(gitdir)]
+    if attributes:
+        cmd += ["-c", f"core.attributesFile={attributes}"]
+    proc = subprocess.run([*cmd, *args], capture_output=True)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.decode(errors="replace").strip() or f"git {args[0]} failed")
+    return proc.stdout.decode("utf-8", errors="replace")
+
+
+def read_commits(gitdir: Path, head: str, since: str | None = None, max_commits: int = MAX_COMMITS) -> list[Commit]:
+    """Commits reachable from `head` (and not from `since`), newest first, merges left out."""
+    with tempfile.NamedTemporaryFile("w", suffix=".gitattributes", delete=False) as fh:
+        fh.write("".join(f"*.{ext} diff={driver}\n" for ext, driver in _DIFF_DRIVERS.items()))
+    try:
+        text = _git(
+            gitdir, "log", f"-n{max_commits}", "--no-merges", "--no-renames", "-p", "-U0", "--no-color",
+            "--no-ext-diff", "--format=%x00commit %H%x1f%ct%x1f%B%x1f",
+            head if since is None else f"{since}..{head}", attributes=fh.name,
+        )
+    finally:
+        os.unlink(fh.name)
+    return parse_log(text)
+
+
+def resolve_head(gitdir: Path, rev: str = "HEAD") -> str | None:
+    try:
+        return _git(gitdir, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}").strip() or None
+    except RuntimeError:
+        return None
+
+
+def git_dir_of(root: Path) -> Path | None:
+    """The repository `root` is a work tree of, if any."""
+    root = Path(root)
+    if not (root / ".git").exists():
+        return None
+    return root
+
+
+def update_for_root(store: Store, root: Path, enabled: bool = True, max_commits: int = MAX_COMMITS) -> HistorySummary:
+    """The indexers' step: the history of the git work tree at `root`, if it is one. Never fatal:
+    a repository without git, or a git that fails, leaves the history as it was (logged)."""
+    gitdir = git_dir_of(root) if enabled else None
+    if gitdir is None:
+        return HistorySummary(None)
+    try:
+        return update_history(store, gitdir, "HEAD", max_commits)
+    except (RuntimeError, OSError, ValueError) as exc:
+        import logging
+
+        logging.getLogger(__name__).warning("git history not indexed: %s", exc)
+        return HistorySummary(None)
+
+
+@dataclass
+class HistorySummary:
+    head: str | None
+    added: int = 0
+    rebuilt: bool = False
+    kept: int = 0
+
+
+def update_history(store: Store, gitdir: Path | None, head: str = "HEAD", max_commits: int = MAX_COMMITS) -> HistorySummary:
+    """Bring the stored history to `head`: only commits not seen yet are read; if `head` does not
+    descend from what is stored (a checkout moved back, a rebase), the history is rebuilt.
+    Without git (no gitdir, no such commit) the history is left as it is."""
+    if gitdir is None:
+        return HistorySummary(None)
+    sha = resolve_head(Path(gitdir), head)
+    if sha is None:
+        return HistorySummary(None)
+    known = store.get_meta("history_head")
+    if known == sha:
+        return HistorySummary(sha, kept=_count(store))
+    since = known
+    rebuilt = False
+    if known is not None:
+        try:
+            _git(Path(gitdir), "merge-base", "--is-ancestor", known, sha)
+        except RuntimeError:
+            since, rebuilt = None, True
+    commits = read_commits(Path(gitdir), sha, since, max_commits)
+    with store.conn:
+        if since is None:
+            _clear(store)
+        _insert(store, commits)
+        _prune(store, max_commits)
+        store.set_meta("history_head", sha)
+    return HistorySummary(sha, added=len(commits), rebuilt=rebuilt, kept=_count(store))
+
+
+def _count(store: Store) -> int:
+    return store.conn.execute("SELECT count(*) FROM commits").fetchone()[0]
+
+
+def _clear(store: Store) -> None:
+    c = store.conn
+    c.execute("DELETE FROM commits_fts")
+    c.execute("DELETE FROM commit_changes")
+    c.execute("DELETE FROM commits")
+
+
+def _insert(store: Store, commits: list[Commit]) -> None:
+    c = store.conn
+    for cm in commits:
+        if c.execute("SELECT 1 FROM commits WHERE sha=?", (cm.sha,)).fetchone():
+            continue
+        c.execute(
+            "INSERT INTO commits(sha, time, message, is_fix, n_files) VALUES(?,?,?,?,?)",
+            (cm.sha, cm.time, cm.message, int(is_fix_message(cm.message)), len(cm.changes)),
+        )
+        rowid = c.last_insert_rowid()
+        c.execute("INSERT INTO commits_fts(rowid, message) VALUES(?,?)", (rowid, index_terms(cm.message, unique=False)))
+        c.executemany(
+            "INSERT INTO commit_changes(commit_id, path, name) VALUES(?,?,?)",
+            [(rowid, path, name) for path, names in cm.changes.items() for name in ("", *sorted(names))],
+        )
+
+
+def _prune(store: Store, max_commits: int) -> None:
+    c = store.conn
+    old = [r for (r,) in c.execute("SELECT rowid FROM commits ORDER BY time DESC, rowid DESC LIMIT -1 OFFSET ?",
+                                   (max_commits,))]
+    for i in range(0, len(old), 500):
+        chunk = old[i:i + 500]
+        marks = ",".join("?" * len(chunk))
+        c.execute(f"DELETE FROM commits_fts WHERE rowid IN ({marks})", chunk)
+        c.execute(f"DELETE FROM commit_changes WHERE commit_id IN ({marks})", chunk)
+        c.execute(f"DELETE FROM commits WHERE rowid IN ({marks})", chunk)
+
+
+# -- evidence for ranking -------------------------------------------------------------------------
+
+
+@dataclass
+class HistoryEvidence:
+    """Per file and per (file, function name): how often and how recently past commits changed
+    it, how many of them were fixes, and how similar their messages are to the query."""
+
+    present: bool  # the index holds history at all (otherwise every feature is missing, not zero)
+    file_commits: dict[str, int] = field(default_factory=dict)
+    file_fixes: dict[str, int] = field(default_factory=dict)
+    file_age_days: dict[str, float] = field(default_factory=dict)  # since its last change, to the newest commit
+    file_similar: dict[str, float] = field(default_factory=dict)
+    fn_commits: dict[tuple[str, str], int] = field(default_factory=dict)
+    fn_fixes: dict[tuple[str, str], int] = field(default_factory=dict)
+    fn_similar: dict[tuple[str, str], float] = field(default_factory=dict)
+
+
+def commit_count(store: Store) -> int:
+    """Commits the index holds (0 for an index without history, or from before it existed)."""
+    try:
+        return _count(store)
+    except Exception:
+        return 0
+
+
+def has_history(store: Store) -> bool:
+    try:
+        return store.conn.execute("SELECT 1 FROM commits LIMIT 1").fetchone() is not None
+    except Exception:  # an index from before the history tables, opened read-only
+        return False
+
+
+def evidence(store: Store, terms: list[str], paths: list[str], before: int | None = None) -> HistoryEvidence:
+    """History evidence for the candidate files `paths` and every function name in them; with
+    `before` (a commit time) only older commits count (training on the repository's own history
+    must not see the commit it asks about)."""
+    if not paths or not has_history(store):
+        return HistoryEvidence(False)
+    ev = HistoryEvidence(True)
+    c = store.conn
+    cutoff = (1 << 62) if before is None else before
+    newest = c.execute("SELECT max(time) FROM commits WHERE time < ?", (cutoff,)).fetchone()[0] or 0
+    marks = ",".join("?" * len(paths))
+    for path, name, n, fixes, last in c.execute(
+        "SELECT cc.path, cc.name, count(*), sum(cm.is_fix), max(cm.time) FROM commit_changes cc "
+        f"JOIN commits cm ON cm.rowid = cc.commit_id WHERE cc.path IN ({marks}) AND cm.time < ? "
+        "GROUP BY cc.path, cc.name",
+        (*paths, cutoff),
+    ):
+        if name == "":
+            ev.file_commits[path] = n
+            ev.file_fixes[path] = fixes or 0
+            ev.file_age_days[path] = max(0.0, (newest - last) / 86400.0)
+        else:
+            ev.fn_commits[(path, name)] = n
+            ev.fn_fixes[(path, name)] = fixes or 0
+    if terms:
+        # BugLocator's similar-past-fixes score: each similar commit shares its similarity among
+        # the files it changed.
+        match = " OR ".join(f'"{t}"' for t in terms)
+        rows = c.execute(
+            "SELECT f.rowid, -bm25(commits_fts) FROM commits_fts f JOIN commits cm ON cm.rowid = f.rowid "
+            "WHERE commits_fts MATCH ? AND cm.time < ? ORDER BY bm25(commits_fts) LIMIT ?",
+            (match, cutoff, SIMILAR_COMMITS),
+        ).fetchall()
+        if rows:
+            top = rows[0][1] or 1.0
+            sims = {rid: s / top for rid, s in rows}
+            cmarks = ",".join("?" * len(sims))
+            nfiles = dict(c.execute(f"SELECT rowid, max(n_files, 1) FROM commits WHERE rowid IN ({cmarks})", list(sims)))
+            pset = set(paths)
+            for rid, path, name in c.execute(
+                f"SELECT commit_id, path, name FROM commit_changes WHERE commit_id IN ({cmarks})", list(sims)
+            ):
+                if path not in pset:
+                    continue
+                share = sims[rid] / math.sqrt(nfiles[rid])
+                if name == "":
+                    ev.file_similar[path] = ev.file_similar.get(path, 0.0) + share
+                else:
+                    ev.fn_similar[(path, name)] = ev.fn_similar.get((path, name), 0.0) + share
+    return ev
+
+
+def changed_functions_by_commit(store: Store) -> dict[str, dict[str, set[str]]]:
+    """sha -> path -> changed function names (for training on the repository's own history)."""
+    out: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for sha, path, name in store.conn.execute(
+        "SELECT cm.sha, cc.path, cc.name FROM commit_changes cc JOIN commits cm ON cm.rowid = cc.commit_id"
+    ):
+        out[sha][path]
+        if name:
+            out[sha][path].add(name)
+    return out

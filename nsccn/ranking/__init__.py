@@ -1,0 +1,287 @@
+"""The learned ranker: LambdaMART (LightGBM) over the candidates and features of
+`nsccn.ranking.features`, one model for files and one for functions.
+
+The model ships inside the package (`nsccn/models/ranker/ranker.json.gz`): the trees in a plain
+JSON form evaluated here with numpy, so a query never imports LightGBM (its import alone takes
+over half a second); LightGBM is used to train (`nsccn.ranking.train`). A model records the
+feature version and names it was trained with; one that does not match this code is refused with
+a clear message and localization falls back to the hand-tuned fusion, never mis-scores.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from nsccn.ranking.features import (
+    FEATURE_VERSION, FILE_FEATURES, FUNCTION_FEATURES, GROUPS, LEXICAL_SIGNALS, Candidates, candidates,
+)
+from nsccn.search import RRF_K, Fusion, Localization, fusion_localize
+from nsccn.store import Store
+
+SHIPPED_MODEL = Path(__file__).resolve().parent.parent / "models" / "ranker" / "ranker.json.gz"
+USER_MODEL_NAME = "ranker.json.gz"  # in the index directory: `nsccn train-ranker` writes it there
+CANDIDATE_DEPTH = 50  # the fusion is asked for this many results to draw candidates from
+
+
+class RankerError(ValueError):
+    """A model file that is missing, unreadable or made for other features."""
+
+
+@dataclass
+class Trees:
+    """A LightGBM model's trees as flat arrays: one row per node, all trees side by side."""
+
+    feature: np.ndarray  # (trees, nodes) split feature index; -1 for a leaf
+    threshold: np.ndarray
+    left: np.ndarray  # child node index (within the tree)
+    right: np.ndarray
+    default_left: np.ndarray  # bool: where a missing value goes
+    missing: np.ndarray  # 0 none (NaN counts as 0), 1 zero (0 and NaN are missing), 2 NaN
+    value: np.ndarray  # leaf output
+    depth: int
+
+    @classmethod
+    def from_lightgbm_dump(cls, dump: dict) -> "Trees":
+        """From `Booster.dump_model()`."""
+        trees = [t["tree_structure"] for t in dump["tree_info"]]
+        flat: list[list[tuple]] = []
+        depth = 1
+        for root in trees:
+            nodes: list[tuple] = []
+
+            def add(node: dict, d: int) -> int:
+                nonlocal depth
+                depth = max(depth, d)
+                i = len(nodes)
+                nodes.append(None)  # type: ignore[arg-type]
+                if "leaf_value" in node or "split_feature" not in node:
+                    nodes[i] = (-1, 0.0, 0, 0, False, 0, float(node.get("leaf_value", 0.0)))
+                    return i
+                if node.get("decision_type", "<=") != "<=":
+                    raise RankerError("categorical splits are not supported")
+                missing = {"None": 0, "Zero": 1, "NaN": 2}[node.get("missing_type", "None")]
+                left = add(node["left_child"], d + 1)
+                right = add(node["right_child"], d + 1)
+                nodes[i] = (int(node["split_feature"]), float(node["threshold"]), left, right,
+                            bool(node.get("default_left", True)), missing, 0.0)
+                return i
+
+            add(root, 1)
+            flat.append(nodes)
+        width = max(len(n) for n in flat) if flat else 1
+        n = len(flat)
+
+        def col(j: int, dtype) -> np.ndarray:
+            out = np.zeros((n, width), dtype=dtype)
+            for t, nodes in enumerate(flat):
+                out[t, : len(nodes)] = [node[j] for node in nodes]
+            return out
+
+        feature = np.full((n, width), -1, dtype=np.int32)
+        for t, nodes in enumerate(flat):
+            feature[t, : len(nodes)] = [node[0] for node in nodes]
+        return cls(feature, col(1, np.float64), col(2, np.int32), col(3, np.int32), col(4, bool), col(5, np.int8),
+                   col(6, np.float64), depth)
+
+    def as_json(self) -> dict:
+        return {k: getattr(self, k).tolist() for k in
+                ("feature", "threshold", "left", "right", "default_left", "missing", "value")} | {"depth": self.depth}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Trees":
+        return cls(np.asarray(d["feature"], dtype=np.int32), np.asarray(d["threshold"], dtype=np.float64),
+                   np.asarray(d["left"], dtype=np.int32), np.asarray(d["right"], dtype=np.int32),
+                   np.asarray(d["default_left"], dtype=bool), np.asarray(d["missing"], dtype=np.int8),
+                   np.asarray(d["value"], dtype=np.float64), int(d["depth"]))
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """Raw scores for the rows of x, as LightGBM's `predict(raw_score=True)` computes them."""
+        x = np.asarray(x, dtype=np.float64)
+        rows, trees = x.shape[0], self.feature.shape[0]
+        if rows == 0 or trees == 0:
+            return np.zeros(rows)
+        t_idx = np.arange(trees)[:, None]
+        node = np.zeros((trees, rows), dtype=np.int32)
+        r_idx = np.arange(rows)[None, :]
+        for _ in range(self.depth):
+            feat = self.feature[t_idx, node]
+            internal = feat >= 0
+            if not internal.any():
+                break
+            v = x[r_idx, np.where(internal, feat, 0)]
+            miss = self.missing[t_idx, node]
+            isnan = np.isnan(v)
+            v = np.where(isnan & (miss != 2), 0.0, v)
+            is_missing = ((miss == 1) & (v == 0.0)) | ((miss == 2) & isnan)
+            go_left = np.where(is_missing, self.default_left[t_idx, node], v <= self.threshold[t_idx, node])
+            nxt = np.where(go_left, self.left[t_idx, node], self.right[t_idx, node])
+            node = np.where(internal, nxt, node)
+        return self.value[t_idx, node].sum(axis=0)
+
+
+@dataclass
+class Ranker:
+    files: Trees
+    functions: Trees
+    info: dict = field(default_factory=dict)  # what it was trained on, when, feature version
+    source: str = ""  # the file it came from
+    disabled: frozenset[str] = frozenset()  # feature groups left out (ablations): their features are missing
+
+    def score(self, cands: Candidates) -> tuple[np.ndarray, np.ndarray]:
+        fx = _mask(np.asarray(cands.file_rows, dtype=np.float64).reshape(-1, len(FILE_FEATURES)), FILE_FEATURES,
+                   self.disabled)
+        gx = _mask(np.asarray(cands.function_rows, dtype=np.float64).reshape(-1, len(FUNCTION_FEATURES)),
+                   FUNCTION_FEATURES, self.disabled)
+        return self.files.predict(fx), self.functions.predict(gx)
+
+    def rank(self, store: Store, fusion: Fusion, vector: list[int] | None = None, query: str = "") -> tuple[list[str], list[str]]:
+        """Files and functions, best first: the candidates in the model's order, then the rest of
+        the fusion's ranking."""
+        cands = candidates(store, query, fusion, vector)
+        file_scores, fn_scores = self.score(cands)
+        return (order(cands.files, file_scores, fusion.files), order(cands.functions, fn_scores, fusion.functions))
+
+
+def order(items: list[str], scores, rest: list[str]) -> list[str]:
+    """Candidates by score, best first (ties keep their order: the fusion's), then what the fusion
+    ranked that is not a candidate."""
+    ranked = [items[i] for i in sorted(range(len(items)), key=lambda i: (-scores[i], i))]
+    seen = set(ranked)
+    return ranked + [x for x in rest if x not in seen]
+
+
+def _mask(x: np.ndarray, names: list[str], disabled: frozenset[str]) -> np.ndarray:
+    if not disabled:
+        return x
+    cols = [i for i, n in enumerate(names) if any(n in GROUPS[g] for g in disabled)]
+    x = x.copy()
+    x[:, cols] = np.nan
+    return x
+
+
+def save_ranker(ranker: Ranker, path: Path) -> None:
+    doc = {"feature_version": FEATURE_VERSION, "features": {"file": FILE_FEATURES, "function": FUNCTION_FEATURES},
+           "disabled": sorted(ranker.disabled), "info": ranker.info,
+           "files": ranker.files.as_json(), "functions": ranker.functions.as_json()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with gzip.open(tmp, "wt") as fh:
+        json.dump(doc, fh, separators=(",", ":"))
+    os.replace(tmp, path)
+
+
+def load_ranker(path: Path) -> Ranker:
+    """A model file, checked against this code's features; RankerError says what is wrong."""
+    path = Path(path)
+    try:
+        with gzip.open(path, "rt") as fh:
+            doc = json.load(fh)
+    except FileNotFoundError:
+        raise RankerError(f"no ranking model at {path}") from None
+    except (OSError, ValueError) as exc:
+        raise RankerError(f"the ranking model {path} cannot be read: {exc}") from None
+    if doc.get("feature_version") != FEATURE_VERSION or doc.get("features") != {
+        "file": FILE_FEATURES, "function": FUNCTION_FEATURES
+    }:
+        raise RankerError(
+            f"the ranking model {path} was trained on other features (version {doc.get('feature_version')}, "
+            f"this nsccn computes version {FEATURE_VERSION}): retrain it (`nsccn train-ranker`) or delete it"
+        )
+    return Ranker(Trees.from_json(doc["files"]), Trees.from_json(doc["functions"]), doc.get("info", {}), str(path),
+                  frozenset(doc.get("disabled", ())))
+
+
+_cache: dict[tuple[str, float], Ranker] = {}
+
+
+def active_ranker(index_dir: Path | None = None) -> tuple[Ranker | None, str]:
+    """The model localization uses: the repository's own (`nsccn train-ranker`) when there is one,
+    else the shipped one. (ranker, a line saying which, or why none)."""
+    notes = []
+    for path in ([Path(index_dir) / USER_MODEL_NAME] if index_dir else []) + [SHIPPED_MODEL]:
+        if not path.exists():
+            continue
+        key = (str(path), path.stat().st_mtime)
+        try:
+            if key not in _cache:
+                _cache[key] = load_ranker(path)
+            which = "repository model" if path != SHIPPED_MODEL else "shipped model"
+            return _cache[key], f"learned ranker ({which}, {path})"
+        except RankerError as exc:
+            notes.append(str(exc))
+    return None, "hand-tuned fusion" + (f" ({'; '.join(notes)})" if notes else " (no ranking model found)")
+
+
+def featurize(store: Store, query: str, embedder=None, use_vectors: bool = True,
+              rrf_k: int = RRF_K) -> tuple[Fusion, list[int] | None]:
+    """The lexical fusion and the vector stream (None without vectors) the features read."""
+    fusion = fusion_localize(store, query, limit=CANDIDATE_DEPTH, signals=LEXICAL_SIGNALS, rrf_k=rrf_k)
+    vector = None
+    if use_vectors and _has_vectors(store):
+        from nsccn.search import vector_stream
+
+        vector = vector_stream(store, query, embedder=embedder) or None
+    return fusion, vector
+
+
+def _has_vectors(store: Store) -> bool:
+    try:
+        from nsccn.semantic import has_vectors
+    except ImportError:
+        return False
+    return has_vectors(store)
+
+
+def localize(store: Store, query: str, limit: int = 50, embedder=None, ranker: Ranker | None = None,
+             rrf_k: int = RRF_K, use_vectors: bool = True) -> Localization:
+    """Localization as users get it: the learned ranker over every signal the index has."""
+    from nsccn.search import localize as fusion_only
+
+    if ranker is None:
+        return fusion_only(store, query, limit=limit, embedder=embedder, rrf_k=rrf_k)
+    started = time.perf_counter()
+    fusion, vector = featurize(store, query, embedder=embedder, use_vectors=use_vectors, rrf_k=rrf_k)
+    files, functions = ranker.rank(store, fusion, vector, query)
+    return Localization(files[:limit], functions[:limit], time.perf_counter() - started)
+
+
+def search(store: Store, query: str, limit: int, ranker: Ranker, kinds: tuple[str, ...] | None = None,
+           embedder=None, rrf_k: int = RRF_K, use_vectors: bool = True) -> list:
+    """Ranked entities for `search`: the function candidates in the learned order, then the rest
+    of what the fusion matched (modules, nested definitions) in its order. Scores are 1/rank, so
+    relevance stays positive for MMR (`search.diversify`)."""
+    from nsccn.search import Hit
+
+    fusion, vector = featurize(store, query, embedder=embedder, use_vectors=use_vectors, rrf_k=rrf_k)
+    cands = candidates(store, query, fusion, vector)
+    _, fn_scores = ranker.score(cands)
+    ordered = order(cands.functions, fn_scores, [])
+    streams: dict[str, dict[str, int]] = {}
+    for h in fusion.hits:
+        for eid in (h.entity.id, fusion.outer.get(h.entity.id)):
+            if eid and eid not in streams:
+                streams[eid] = dict(h.streams)
+    rows = store.entities(ordered)
+    ids = [e for e in ordered if e in rows] + [h.entity.id for h in fusion.hits]
+    for h in fusion.hits:
+        rows.setdefault(h.entity.id, h.entity)
+    hits: list = []
+    seen: set[str] = set()
+    for eid in ids:
+        if eid in seen:
+            continue
+        seen.add(eid)
+        row = rows[eid]
+        if kinds and row.kind not in kinds:
+            continue
+        hits.append(Hit(row, 1.0 / (len(hits) + 1), streams.get(eid, {})))
+        if len(hits) >= limit:
+            break
+    return hits

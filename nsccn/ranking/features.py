@@ -1,0 +1,402 @@
+"""Candidates and their features for the learned ranker.
+
+For a query, the candidates are what the hand-tuned fusion (`search.fusion_localize`) ranks near
+the top, plus every file and function the query names exactly; each is described by features:
+every stream's rank, how the query mentions it (named, called, backticked, in a traceback frame,
+its path or dotted module), overlap of the query's terms with its name and path, per-column BM25
+(name, path, signature, docstring, body), size, depth, kind, test-ness, graph degree, PageRank,
+closeness to what the query names, and the repository's history (`nsccn.history`).
+
+No feature reads a language's syntax: they come from the index's tables and the query's text, so
+one ranker serves every language the index holds. Missing evidence is NaN (an index without
+vectors or history), never a made-up zero.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+from nsccn import history
+from nsccn.model import split_entity_id
+from nsccn.search import BM25_WEIGHTS, Fusion, _any_of, _indexed_suffix_matches, is_test_path, outermost_functions
+from nsccn.store import Store
+from nsccn.text import split_identifier
+
+FEATURE_VERSION = 1  # bump with any change to what a feature means; models record it
+FILE_CANDIDATES = 60  # the fusion's best files re-ranked
+FUNCTION_CANDIDATES = 120  # the fusion's best functions re-ranked
+STREAMS = ("bm25", "vector", "exact", "graph", "prior")
+NAN = float("nan")
+ABSENT = 1000.0  # the rank of a candidate a stream did not return
+VECTOR_CANDIDATES = 30  # the vector stream's best functions join the candidates
+LEXICAL_SIGNALS = frozenset({"bm25", "query_analysis", "graph", "prior"})  # the fusion the features read
+_TESTY_QUERY = re.compile(r"\b(tests?|testing|unittest|fixture|conftest)\b", re.IGNORECASE)
+
+QUERY_FEATURES = ["q_terms", "q_identifiers", "q_paths", "q_frames", "q_chars_log", "q_about_tests"]
+FILE_FEATURES = QUERY_FEATURES + [
+    "fusion_rank", "fusion_score_rel", "entity_rank", "file_bm25_rank", "file_bm25_score",
+    *(f"best_{s}_rank" for s in STREAMS), "n_hits", "best_hit_rank",
+    "path_mentioned", "basename_mentioned", "module_mentioned", "stem_in_terms", "path_parts_overlap",
+    "frames_in_file", "innermost_frame", "idents_defined", "idents_defined_weighted",
+    "n_entities_log", "lines_log", "depth", "is_test",
+    "pagerank_max", "pagerank_sum_log",
+    "hist_commits", "hist_fixes", "hist_age_days_log", "hist_similar",
+]
+FUNCTION_FEATURES = QUERY_FEATURES + [
+    "fusion_rank", "fusion_score_rel", *(f"{s}_rank" for s in STREAMS), "in_file_rank", "n_hits",
+    "bm25_name", "bm25_path", "bm25_signature", "bm25_docstring", "bm25_body",
+    "name_identifier", "qualname_in_query", "parent_mentioned", "name_called", "name_backticked", "name_in_frame",
+    "name_word", "name_parts_overlap", "name_parts_hits", "qual_parts_overlap",
+    "kind_method", "kind_class", "qual_depth", "lines_log", "same_name_defs_log",
+    "calls_in_log", "calls_out_log", "pagerank", "near_named",
+    "file_fusion_rank", "file_bm25_rank", "file_path_mentioned", "file_frames", "file_is_test",
+    "file_n_entities_log", "file_depth", "file_fn_rank",
+    "hist_fn_commits", "hist_fn_fixes", "hist_fn_similar", "hist_file_commits", "hist_file_fixes",
+    "hist_file_age_days_log", "hist_file_similar",
+]
+# Groups for ablations: removing a group sets its features to NaN at training and at query time.
+GROUPS = {
+    "history": [f for f in FILE_FEATURES + FUNCTION_FEATURES if f.startswith("hist_")],
+    "vectors": ["best_vector_rank", "vector_rank"],
+    "graph": ["best_graph_rank", "graph_rank", "best_prior_rank", "prior_rank", "pagerank_max", "pagerank_sum_log",
+              "calls_in_log", "calls_out_log", "pagerank", "near_named"],
+    "mentions": ["path_mentioned", "basename_mentioned", "module_mentioned", "frames_in_file", "innermost_frame",
+                 "idents_defined", "idents_defined_weighted", "name_identifier", "qualname_in_query",
+                 "parent_mentioned", "name_called", "name_backticked", "name_in_frame", "name_word",
+                 "file_path_mentioned", "file_frames", "best_exact_rank", "exact_rank"],
+    "file-level": ["file_fusion_rank", "file_bm25_rank", "file_path_mentioned", "file_frames", "file_is_test",
+                   "file_n_entities_log", "file_depth", "file_fn_rank", "hist_file_commits", "hist_file_fixes",
+                   "hist_file_age_days_log", "hist_file_similar"],
+}
+
+
+@dataclass
+class Candidates:
+    files: list[str]
+    file_rows: list[list[float]]
+    functions: list[str]  # entity ids
+    function_rows: list[list[float]]
+
+
+def _log(x: float | None) -> float:
+    return NAN if x is None else math.log1p(max(0.0, x))
+
+
+def _rank_of(items: list[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for i, x in enumerate(items, start=1):
+        out.setdefault(x, i)
+    return out
+
+
+def _stream_rank(best: dict, key: tuple[str, str], vector: list[int] | None) -> float:
+    """A stream's best rank for a candidate; beyond the stream's depth a large rank, except for a
+    stream that did not run (vectors without an index that has them): missing."""
+    if key in best:
+        return best[key]
+    if key[1] == "vector" and vector is None:
+        return NAN
+    return ABSENT
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
+
+
+def _query_features(query: str, fusion: Fusion) -> list[float]:
+    a = fusion.analysis
+    return [len(a.terms), len(a.identifiers), len(a.paths), len(a.frames), math.log1p(len(query)),
+            float(_TESTY_QUERY.search(query) is not None)]
+
+
+def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | None = None,
+               history_before: int | None = None) -> Candidates:
+    """The candidate files and functions of a query with one feature row each (FILE_FEATURES,
+    FUNCTION_FEATURES order). `fusion` is the lexical fusion (`LEXICAL_SIGNALS`); `vector` the
+    vector stream's rowids, best first, or None when the index has no vectors (its features are
+    then missing). `history_before`: only commits older than this time are evidence."""
+    c = store.conn
+    a = fusion.analysis
+    qf = _query_features(query, fusion)
+    words = _words(query)
+    term_set = set(a.terms)
+    ident_names = {i.split(".")[-1] for i in a.identifiers}
+
+    # -- what the query names exactly ------------------------------------------------------------
+    mentioned_paths: set[str] = set()
+    for p in a.paths:
+        cands = _indexed_suffix_matches(store, p)
+        if "/" in p or len(cands) == 1:
+            mentioned_paths.update(cands)
+    frame_files: dict[str, int] = defaultdict(int)
+    frame_funcs: set[tuple[str, str]] = set()
+    innermost: str | None = None
+    for path, _line, func in a.frames:
+        for cand in _indexed_suffix_matches(store, path.replace("\\", "/"))[:1]:
+            frame_files[cand] += 1
+            frame_funcs.add((cand, func))
+            innermost = cand
+
+    # -- candidates -----------------------------------------------------------------------------
+    fn_ids = list(dict.fromkeys(fusion.functions[:FUNCTION_CANDIDATES]))
+    exact_hits = [h for h in fusion.hits if "exact" in h.streams]
+    stream_vec: dict[tuple[str, str], int] = {}  # (function id or path, "vector") -> best rank
+    for h in exact_hits:
+        fid = fusion.outer.get(h.entity.id)
+        if fid and fid not in fn_ids and h.entity.kind != "module":
+            fn_ids.append(fid)
+    vec_ids: list[str] = []
+    if vector:
+        vrows = store.entity_at_rowids(vector)
+        vec_ids = [vrows[r].id for r in vector if r in vrows]
+        vec_outer = outermost_functions(store, vec_ids)
+        for i, eid in enumerate(vec_ids, start=1):
+            fid = vec_outer[eid]
+            for key in ((fid, "vector"),):
+                if i < stream_vec.get(key, 1 << 30):
+                    stream_vec[key] = i
+            pkey = (split_entity_id(eid)[1], "vector")
+            if i < stream_vec.get(pkey, 1 << 30):
+                stream_vec[pkey] = i
+            if i <= VECTOR_CANDIDATES and not eid.startswith("module:") and fid not in fn_ids:
+                fn_ids.append(fid)
+    file_list = list(dict.fromkeys(
+        fusion.files[:FILE_CANDIDATES] + fusion.file_bm25[:20] + sorted(mentioned_paths) + sorted(frame_files)
+        + [h.entity.path for h in exact_hits]
+    ))
+    file_set = set(file_list)
+    for fid in fn_ids:
+        path = split_entity_id(fid)[1]
+        if path not in file_set:
+            file_set.add(path)
+            file_list.append(path)
+
+    # -- per-file facts -------------------------------------------------------------------------
+    fusion_file_rank = _rank_of(fusion.files)
+    entity_file_rank = _rank_of(fusion.entity_files)
+    bm25_file_rank = _rank_of(fusion.file_bm25)
+    top_file_score = max(fusion.file_scores.values(), default=0.0) or 1.0
+    marks = ",".join("?" * len(file_list))
+    file_info: dict[str, tuple[int, str]] = {
+        p: (lines, module) for p, lines, module in
+        c.execute(f"SELECT path, line_count, module FROM files WHERE path IN ({marks})", file_list)
+    }
+    n_entities: dict[str, int] = dict(c.execute(
+        f"SELECT path, count(*) FROM entities WHERE path IN ({marks}) GROUP BY path", file_list))
+    pr: dict[str, tuple[float, float]] = {
+        p: (mx, sm) for p, mx, sm in c.execute(
+            f"SELECT e.path, max(r.rank), sum(r.rank) FROM entities e JOIN ranks r ON r.entity_rowid = e.rowid "
+            f"WHERE e.path IN ({marks}) GROUP BY e.path", file_list)
+    }
+    file_bm25_score: dict[str, float] = {}
+    if fusion.terms:
+        file_bm25_score = dict(c.execute(
+            "SELECT i.path, -bm25(files_fts, 3.0, 1.0) FROM files_fts f JOIN files_fts_ids i ON i.rowid = f.rowid "
+            f"WHERE files_fts MATCH ? AND i.path IN ({marks})", (_any_of(fusion.terms), *file_list)))
+    # Identifiers of the query defined in each file, each weighted 1/sqrt(number of its definitions).
+    idents_in: dict[str, int] = defaultdict(int)
+    idents_w: dict[str, float] = defaultdict(float)
+    if ident_names:
+        names = sorted(ident_names)
+        nm = ",".join("?" * len(names))
+        per_name: dict[str, list[str]] = defaultdict(list)
+        for name, path in c.execute(
+            f"SELECT name, path FROM entities WHERE name IN ({nm}) AND kind != 'module'", names
+        ):
+            per_name[name].append(path)
+        for name, paths in per_name.items():
+            for path in set(paths):
+                idents_in[path] += 1
+                idents_w[path] += 1.0 / math.sqrt(len(paths))
+    hits_per_file: dict[str, int] = defaultdict(int)
+    best_hit: dict[str, int] = {}
+    best_stream_file: dict[tuple[str, str], int] = {}
+    for i, h in enumerate(fusion.hits, start=1):
+        p = h.entity.path
+        hits_per_file[p] += 1
+        best_hit.setdefault(p, i)
+        for s, r in h.streams.items():
+            key = (p, s)
+            if r < best_stream_file.get(key, 1 << 30):
+                best_stream_file[key] = r
+
+    if vector is not None:
+        best_stream_file.update(((p, s), r) for (p, s), r in stream_vec.items())
+    ev = history.evidence(store, fusion.terms, file_list, before=history_before)
+
+    def hist(d: dict, key, log: bool = False) -> float:
+        if not ev.present:
+            return NAN
+        v = d.get(key, 0)
+        return math.log1p(v) if log else float(v)
+
+    file_rows: list[list[float]] = []
+    file_features: dict[str, dict[str, float]] = {}
+    for p in file_list:
+        lines, module = file_info.get(p, (0, ""))
+        parts = p.rsplit(".", 1)[0].split("/")
+        base = p.rsplit("/", 1)[-1]
+        stem = base.rsplit(".", 1)[0]
+        path_terms = {t for part in parts for t in (part.lower(), *split_identifier(part))}
+        overlap = len(path_terms & term_set) / max(1, len(path_terms))
+        module_mentioned = float(bool(module) and "." in module and module in query)
+        age = ev.file_age_days.get(p) if ev.present else None
+        f = {
+            "fusion_rank": fusion_file_rank.get(p, NAN),
+            "fusion_score_rel": fusion.file_scores.get(p, 0.0) / top_file_score,
+            "entity_rank": entity_file_rank.get(p, NAN),
+            "file_bm25_rank": bm25_file_rank.get(p, NAN),
+            "file_bm25_score": file_bm25_score.get(p, 0.0),
+                **{f"best_{s}_rank": _stream_rank(best_stream_file, (p, s), vector) for s in STREAMS},
+            "n_hits": hits_per_file.get(p, 0),
+            "best_hit_rank": best_hit.get(p, NAN),
+            "path_mentioned": float(p in mentioned_paths),
+            "basename_mentioned": float(base in query),
+            "module_mentioned": module_mentioned,
+            "stem_in_terms": float(stem.lower() in term_set),
+            "path_parts_overlap": overlap,
+            "frames_in_file": frame_files.get(p, 0),
+            "innermost_frame": float(innermost == p),
+            "idents_defined": idents_in.get(p, 0),
+            "idents_defined_weighted": idents_w.get(p, 0.0),
+            "n_entities_log": math.log1p(n_entities.get(p, 0)),
+            "lines_log": math.log1p(lines),
+            "depth": len(parts) - 1,
+            "is_test": float(is_test_path(p)),
+            "pagerank_max": pr.get(p, (0.0, 0.0))[0],
+            "pagerank_sum_log": math.log1p(pr.get(p, (0.0, 0.0))[1]),
+            "hist_commits": hist(ev.file_commits, p, log=True),
+            "hist_fixes": hist(ev.file_fixes, p, log=True),
+            "hist_age_days_log": NAN if not ev.present else (_log(age) if age is not None else NAN),
+            "hist_similar": hist(ev.file_similar, p),
+        }
+        file_features[p] = f
+        file_rows.append(qf + [f[name] for name in FILE_FEATURES[len(QUERY_FEATURES):]])
+
+    # -- per-function facts ---------------------------------------------------------------------
+    fn_rank = _rank_of(fusion.functions)
+    in_file_rank = _rank_of(fusion.in_file)
+    top_fn_score = max(fusion.fn_scores.values(), default=0.0) or 1.0
+    stream_best: dict[tuple[str, str], int] = {}
+    n_hits: dict[str, int] = defaultdict(int)
+    for h in fusion.hits:
+        fid = fusion.outer.get(h.entity.id)
+        if fid is None:
+            continue
+        n_hits[fid] += 1
+        for s, r in h.streams.items():
+            if r < stream_best.get((fid, s), 1 << 30):
+                stream_best[(fid, s)] = r
+    rows: dict[str, tuple] = {}
+    for i in range(0, len(fn_ids), 400):
+        chunk = fn_ids[i:i + 400]
+        for row in c.execute(
+            f"SELECT id, rowid, kind, path, qualname, name, start_line, end_line, parent FROM entities "
+            f"WHERE id IN ({','.join('?' * len(chunk))})", chunk
+        ):
+            rows[row[0]] = row[1:]
+    fn_ids = [f for f in fn_ids if f in rows]
+    rowids = [rows[f][0] for f in fn_ids]
+    col_bm25: dict[int, tuple[float, ...]] = {}
+    if fusion.terms and rowids:
+        cols = []
+        for j in range(5):
+            w = ["0"] * 5
+            w[j] = str(BM25_WEIGHTS[j])
+            cols.append(f"-bm25(entities_fts, {', '.join(w)})")
+        for rid, *vals in c.execute(
+            f"SELECT rowid, {', '.join(cols)} FROM entities_fts WHERE entities_fts MATCH ? "
+            f"AND rowid IN ({','.join('?' * len(rowids))})", (_any_of(fusion.terms), *rowids)
+        ):
+            col_bm25[rid] = tuple(vals)
+    names = sorted({rows[f][4] for f in fn_ids})
+    same_name: dict[str, int] = {}
+    if names:
+        same_name = dict(c.execute(
+            f"SELECT name, count(*) FROM entities WHERE name IN ({','.join('?' * len(names))}) GROUP BY name", names))
+    fid_marks = ",".join("?" * len(fn_ids))
+    calls_in: dict[str, int] = dict(c.execute(
+        f"SELECT target, count(*) FROM edges WHERE relation='CALLS' AND target IN ({fid_marks}) GROUP BY target",
+        fn_ids)) if fn_ids else {}
+    calls_out: dict[str, int] = dict(c.execute(
+        f"SELECT source, count(*) FROM edges WHERE relation='CALLS' AND source IN ({fid_marks}) GROUP BY source",
+        fn_ids)) if fn_ids else {}
+    ranks = dict(c.execute(
+        f"SELECT entity_rowid, rank FROM ranks WHERE entity_rowid IN ({','.join('?' * len(rowids))})", rowids
+    )) if rowids else {}
+    # Closeness to what the query names: neighbours (calls, containment, inheritance) of the
+    # entities the exact stream found.
+    named = list(dict.fromkeys(h.entity.id for h in exact_hits[:10]))
+    near: set[str] = set(named)
+    if named:
+        nm = ",".join("?" * len(named))
+        for a_, b_ in c.execute(
+            f"SELECT source, target FROM edges WHERE relation IN ('CALLS','CONTAINS','INHERITS') "
+            f"AND (source IN ({nm}) OR target IN ({nm}))", (*named, *named)
+        ):
+            near.add(a_)
+            near.add(b_)
+    if vector is not None:
+        stream_best.update(stream_vec)
+    fn_rank_in_file: dict[str, int] = {}
+    per_file_count: dict[str, int] = defaultdict(int)
+    for fid in fusion.functions:
+        p = split_entity_id(fid)[1]
+        per_file_count[p] += 1
+        fn_rank_in_file.setdefault(fid, per_file_count[p])
+
+    fn_rows: list[list[float]] = []
+    for fid in fn_ids:
+        rowid, kind, path, qual, name, start, end, parent = rows[fid]
+        ff = file_features.get(path) or {}
+        parent_name = qual.rsplit(".", 1)[0].split(".")[-1] if "." in qual else ""
+        nparts = split_identifier(name)
+        qparts = {t for q in qual.split(".") for t in split_identifier(q)}
+        cb = col_bm25.get(rowid, (0.0,) * 5)
+        f = [
+            fn_rank.get(fid, NAN),
+            fusion.fn_scores.get(fid, 0.0) / top_fn_score,
+            *(_stream_rank(stream_best, (fid, s), vector) for s in STREAMS),
+            in_file_rank.get(fid, NAN),
+            n_hits.get(fid, 0),
+            *cb,
+            float(name in ident_names),
+            float(len(qual.split(".")) > 1 and qual in query),
+            float(bool(parent_name) and parent_name in words),
+            float(f"{name}(" in query),
+            float(f"`{name}" in query or f".{name}`" in query),
+            float((path, name) in frame_funcs),
+            float(name in words),
+            len(set(nparts) & term_set) / max(1, len(nparts)),
+            len(set(nparts) & term_set),
+            len(qparts & term_set) / max(1, len(qparts)),
+            float(kind == "method"),
+            float(kind == "class"),
+            len(qual.split(".")),
+            math.log1p(max(1, end - start + 1)),
+            math.log1p(same_name.get(name, 1)),
+            math.log1p(calls_in.get(fid, 0)),
+            math.log1p(calls_out.get(fid, 0)),
+            ranks.get(rowid, 0.0),
+            float(fid in near),
+            ff.get("fusion_rank", NAN),
+            ff.get("file_bm25_rank", NAN),
+            ff.get("path_mentioned", 0.0),
+            ff.get("frames_in_file", 0.0),
+            float(is_test_path(path)),
+            ff.get("n_entities_log", NAN),
+            ff.get("depth", NAN),
+            fn_rank_in_file.get(fid, NAN),
+            hist(ev.fn_commits, (path, name), log=True),
+            hist(ev.fn_fixes, (path, name), log=True),
+            hist(ev.fn_similar, (path, name)),
+            ff.get("hist_commits", NAN),
+            ff.get("hist_fixes", NAN),
+            ff.get("hist_age_days_log", NAN),
+            ff.get("hist_similar", NAN),
+        ]
+        fn_rows.append(qf + f)
+    return Candidates(file_list, file_rows, fn_ids, fn_rows)

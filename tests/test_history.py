@@ -1,0 +1,137 @@
+"""The git history index: commits, the files and functions they changed, incremental updates,
+a cut-off commit, and the evidence the ranker reads from it. Real git repositories."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nsccn import history
+from nsccn.indexer import index_repository
+from nsccn.store import Store
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com"}
+
+
+def git(root: Path, *args: str, when: int | None = None) -> str:
+    env = dict(os.environ, **GIT_ENV)
+    if when is not None:
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = f"{when} +0000"
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=True, text=True, env=env).stdout
+
+
+def commit(root: Path, files: dict[str, str], message: str, when: int) -> str:
+    for path, text in files.items():
+        p = root / path
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message, when=when)
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+PARSER_V1 = "def parse_config(path):\n    return open(path).read()\n\n\ndef render(x):\n    return str(x)\n"
+PARSER_V2 = "def parse_config(path):\n    with open(path) as fh:\n        return fh.read()\n\n\ndef render(x):\n    return str(x)\n"
+PARSER_V3 = PARSER_V2.replace("return str(x)", "return repr(x)")
+
+
+@pytest.fixture
+def history_repo(tmp_path: Path) -> tuple[Path, list[str]]:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    shas = [
+        commit(root, {"app/config.py": PARSER_V1, "app/util.py": "def helper():\n    return 1\n"},
+               "Initial import of the configuration reader", 1_600_000_000),
+        commit(root, {"app/config.py": PARSER_V2},
+               "Fix file handle leak when parsing the configuration file", 1_600_086_400),
+        commit(root, {"app/config.py": PARSER_V3}, "Render values with repr for debugging output", 1_600_172_800),
+    ]
+    return root, shas
+
+
+def test_fix_messages_and_hunk_names():
+    assert history.is_fix_message("Fix crash when the config is empty (#123)")
+    assert history.is_fix_message("handle broken symlinks")
+    assert not history.is_fix_message("Add a progress bar to the indexer")
+    assert history.hunk_function("def parse_config(path):") == "parse_config"
+    assert history.hunk_function("    async def fetch(self, url) -> bytes:") == "fetch"
+    assert history.hunk_function("func (s *Server) Serve(l net.Listener) error {") == "Serve"
+    assert history.hunk_function("public class Widget extends Base {") == "Widget"
+    assert history.hunk_function("") is None
+
+
+def test_history_records_files_functions_and_fixes(history_repo, tmp_path):
+    root, shas = history_repo
+    with Store(tmp_path / "h.db") as store:
+        summary = history.update_history(store, root)
+        assert summary.head == shas[-1] and summary.added == 3 and summary.kept == 3
+        rows = store.conn.execute(
+            "SELECT cm.sha, cm.is_fix, cc.path, cc.name FROM commit_changes cc JOIN commits cm ON cm.rowid = cc.commit_id"
+        ).fetchall()
+        fix = {(path, name) for sha, is_fix, path, name in rows if sha == shas[1]}
+        assert fix == {("app/config.py", ""), ("app/config.py", "parse_config")}
+        assert {sha for sha, is_fix, *_ in rows if is_fix} == {shas[1]}
+        # The third commit changed render(), not parse_config().
+        assert {name for sha, _f, _p, name in rows if sha == shas[2]} == {"", "render"}
+
+
+def test_history_is_incremental_and_cut_at_a_commit(history_repo, tmp_path):
+    root, shas = history_repo
+    with Store(tmp_path / "h.db") as store:
+        first = history.update_history(store, root, shas[0])  # as of the first commit: nothing later seen
+        assert first.added == 1 and history.commit_count(store) == 1
+        second = history.update_history(store, root, shas[2])
+        assert second.added == 2 and not second.rebuilt and history.commit_count(store) == 3
+        again = history.update_history(store, root, shas[2])
+        assert again.added == 0
+        back = history.update_history(store, root, shas[1])  # moved back: rebuilt, the later commit gone
+        assert back.rebuilt and history.commit_count(store) == 2
+        assert store.conn.execute("SELECT count(*) FROM commits WHERE sha=?", (shas[2],)).fetchone()[0] == 0
+
+
+def test_history_keeps_only_the_newest(history_repo, tmp_path):
+    root, shas = history_repo
+    with Store(tmp_path / "h.db") as store:
+        history.update_history(store, root, max_commits=2)
+        kept = {sha for (sha,) in store.conn.execute("SELECT sha FROM commits")}
+        assert kept == set(shas[1:])
+        assert store.conn.execute("SELECT count(*) FROM commits_fts").fetchone()[0] == 2
+
+
+def test_evidence_similar_past_fixes(history_repo, tmp_path):
+    root, _ = history_repo
+    with Store(tmp_path / "h.db") as store:
+        history.update_history(store, root)
+        ev = history.evidence(store, ["leak", "handle", "configuration"], ["app/config.py", "app/util.py"])
+        assert ev.present
+        assert ev.file_commits == {"app/config.py": 3, "app/util.py": 1}
+        assert ev.file_fixes["app/config.py"] == 1 and ev.file_fixes["app/util.py"] == 0
+        assert ev.fn_similar[("app/config.py", "parse_config")] > 0
+        assert ev.file_similar["app/config.py"] > ev.file_similar.get("app/util.py", 0.0)
+        assert ev.file_age_days["app/util.py"] == pytest.approx(2.0)
+        none = history.evidence(store, ["leak"], [])
+        assert not none.present
+
+
+def test_no_git_means_no_history(tmp_path):
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "a.py").write_text("def f():\n    pass\n")
+    summary = index_repository(tmp_path / "plain", tmp_path / "i.db")
+    assert summary.history_commits == 0
+    with Store(tmp_path / "i.db") as store:
+        assert not history.evidence(store, ["f"], ["a.py"]).present
+
+
+def test_indexer_reads_the_history_of_a_work_tree(history_repo, tmp_path):
+    root, shas = history_repo
+    summary = index_repository(root, tmp_path / "i.db")
+    assert summary.history_commits == 3
+    commit(root, {"app/util.py": "def helper():\n    return 2\n"}, "Fix helper returning the wrong value", 1_600_259_200)
+    assert index_repository(root, tmp_path / "i.db").history_commits == 4
+    with Store(tmp_path / "i.db") as store:
+        assert store.get_meta("history_head") == git(root, "rev-parse", "HEAD").strip()

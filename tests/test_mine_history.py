@@ -1,0 +1,72 @@
+"""Mining training pairs from git history: the filters on hand-made commits, and the instances
+mined from a real fixture repository (gold files and the functions enclosing changed lines)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import mine_history as mh  # noqa: E402
+
+from tests.test_history import commit, git  # noqa: E402
+
+
+def test_messages_that_say_something():
+    keep = [
+        "Fix KeyError when the cache directory is missing",
+        "Handle empty headers in parse_response (#1234)\n\nThe parser assumed at least one header line.",
+        "Allow passing a timeout to Client.send",
+    ]
+    drop = [
+        "Bump version to 2.3.1",
+        "Release 1.0",
+        "1.2.3",
+        "Merge pull request #12 from someone/branch",
+        "build(deps): bump urllib3 from 1.26.4 to 1.26.5",
+        "[pre-commit.ci] pre-commit autoupdate",
+        "Fix typo in docstring",
+        "typo",
+        "Reformat with black",
+        "docs: explain the cache option",
+        "Revert \"Handle empty headers\"",
+        "wip",
+        "Update changelog for the next release",
+    ]
+    for m in keep:
+        assert mh.keep_message(m), m
+    for m in drop:
+        assert not mh.keep_message(m), m
+    assert not mh.keep_message("Fix the crash on empty input files", author="dependabot[bot] <x@y>")
+
+
+def test_commits_worth_a_pair():
+    msg = "Fix KeyError when the cache directory is missing"
+    assert mh.keep_commit(msg, "a", 1, {"pkg/cache.py": "M", "tests/test_cache.py": "M", "CHANGES.rst": "M"})
+    assert not mh.keep_commit(msg, "a", 2, {"pkg/cache.py": "M"})  # a merge
+    assert not mh.keep_commit(msg, "a", 1, {"tests/test_cache.py": "M"})  # tests only
+    assert not mh.keep_commit(msg, "a", 1, {"pkg/new.py": "A"})  # nothing existing was changed
+    assert not mh.keep_commit(msg, "a", 1, {f"pkg/m{i}.py": "M" for i in range(6)})  # too wide
+
+
+def test_mined_instances_from_a_repository(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    v1 = ("class Cache:\n    def get(self, key):\n        return self.data[key]\n\n"
+          "    def put(self, key, value):\n        self.data[key] = value\n\n\n"
+          "def make_cache():\n    def inner():\n        return Cache()\n    return inner()\n")
+    base = commit(root, {"pkg/cache.py": v1, "tests/test_cache.py": "def test_x():\n    pass\n"}, "Initial import of the cache", 1_600_000_000)
+    v2 = v1.replace("return self.data[key]", "return self.data.get(key)").replace("return Cache()", "return Cache()  # fresh")
+    fix = commit(root, {"pkg/cache.py": v2, "tests/test_cache.py": "def test_x():\n    assert True\n"},
+                 "Fix KeyError in Cache.get for missing keys", 1_600_086_400)
+    commit(root, {"README.md": "hello\n"}, "Bump version to 1.0.1", 1_600_172_800)
+    rows = mh.mine_repository(root, "acme/cache", per_repo=5)
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["base_commit"] == base and row["commit"] == fix
+    assert row["problem_statement"] == "Fix KeyError in Cache.get for missing keys"
+    assert row["gold_files"] == ["pkg/cache.py"]
+    # The method, and the outermost function around the nested helper's changed line.
+    assert row["gold_functions"] == ["pkg/cache.py:Cache.get", "pkg/cache.py:make_cache"]

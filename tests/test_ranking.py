@@ -1,0 +1,192 @@
+"""The learned ranker: features of known candidates on a fixture repository with git history,
+the numpy tree evaluator against LightGBM itself, deterministic training, the ranker putting the
+obvious candidate first, and model files that are missing, broken or made for other features."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nsccn import ranking
+from nsccn.indexer import index_repository
+from nsccn.navigator import Navigator
+from nsccn.ranking import RankerError, Trees, load_ranker, save_ranker
+from nsccn.ranking.features import FILE_FEATURES, FUNCTION_FEATURES, candidates
+from nsccn.ranking.train import fit, rerank
+from nsccn.store import Store
+from tests.test_history import commit, git
+
+CONFIG_V1 = '''\
+"""Reading the configuration file."""
+
+
+def parse_config(path):
+    """Read the settings file and return its lines."""
+    return open(path).read().splitlines()
+
+
+def merge_settings(base, extra):
+    """Overlay extra settings on the base ones."""
+    out = dict(base)
+    out.update(extra)
+    return out
+'''
+RENDER = '''\
+class Renderer:
+    """Turn values into text for the terminal."""
+
+    def render_value(self, value):
+        return str(value)
+
+    def render_table(self, rows):
+        return "\\n".join(self.render_value(r) for r in rows)
+'''
+TESTS = '''\
+from app.config import parse_config
+
+
+def test_parse_config(tmp_path):
+    assert parse_config(tmp_path / "x") == []
+'''
+
+
+@pytest.fixture
+def ranked_repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    commit(root, {"app/config.py": CONFIG_V1, "app/render.py": RENDER, "tests/test_config.py": TESTS},
+           "Initial import", 1_600_000_000)
+    commit(root, {"app/config.py": CONFIG_V1.replace(".read()", ".read(1 << 20)")},
+           "Fix parse_config reading huge settings files", 1_600_086_400)
+    index_repository(root, workers=1)
+    return root
+
+
+QUERY = ("parse_config crashes on an empty settings file\n\nTraceback (most recent call last):\n"
+         '  File "app/config.py", line 6, in parse_config\nIndexError: list index out of range\n'
+         "Calling `parse_config(path)` on an empty app/config.py settings file fails.")
+
+
+def features_of(root: Path, query: str):
+    with Store(root / ".nsccn" / "index.db", readonly=True) as store:
+        fusion, vector = ranking.featurize(store, query)
+        return candidates(store, query, fusion, vector)
+
+
+def test_features_of_a_known_candidate(ranked_repo):
+    cands = features_of(ranked_repo, QUERY)
+    assert all(len(r) == len(FILE_FEATURES) for r in cands.file_rows)
+    assert all(len(r) == len(FUNCTION_FEATURES) for r in cands.function_rows)
+    f = dict(zip(FILE_FEATURES, cands.file_rows[cands.files.index("app/config.py")]))
+    assert f["path_mentioned"] == 1.0 and f["basename_mentioned"] == 1.0
+    assert f["frames_in_file"] == 1 and f["innermost_frame"] == 1.0
+    assert f["idents_defined"] == 1 and f["is_test"] == 0.0
+    assert f["hist_commits"] == pytest.approx(math.log1p(2)) and f["hist_fixes"] == pytest.approx(math.log1p(1))
+    assert f["hist_similar"] > 0
+    assert math.isnan(f["best_vector_rank"])  # no vectors in this index: missing, not zero
+    g = dict(zip(FUNCTION_FEATURES, cands.function_rows[cands.functions.index("func:app/config.py:parse_config")]))
+    assert g["name_identifier"] == 1.0 and g["name_called"] == 1.0 and g["name_backticked"] == 1.0
+    assert g["name_in_frame"] == 1.0 and g["name_word"] == 1.0 and g["name_parts_overlap"] == 1.0
+    assert g["kind_method"] == 0.0 and g["qual_depth"] == 1 and g["file_path_mentioned"] == 1.0
+    # Only the fix names parse_config in a hunk header (the import added the whole file: no header).
+    assert g["hist_fn_commits"] == pytest.approx(math.log1p(1)) and g["hist_fn_fixes"] == pytest.approx(math.log1p(1))
+    assert g["bm25_name"] > 0
+    other = dict(zip(FUNCTION_FEATURES, cands.function_rows[cands.functions.index("func:app/config.py:merge_settings")]))
+    assert other["name_identifier"] == 0.0 and other["name_called"] == 0.0
+    if "method:app/render.py:Renderer.render_value" in cands.functions:
+        r = dict(zip(FUNCTION_FEATURES, cands.function_rows[cands.functions.index("method:app/render.py:Renderer.render_value")]))
+        assert r["kind_method"] == 1.0 and r["qual_depth"] == 2
+
+
+def test_tree_evaluator_matches_lightgbm():
+    import lightgbm as lgb
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(600, 6))
+    x[rng.random(x.shape) < 0.15] = np.nan
+    x[:, 5] = np.where(rng.random(600) < 0.3, 0.0, x[:, 5])
+    y = (np.nan_to_num(x[:, 0]) + np.nan_to_num(x[:, 1]) > 0.5).astype(float) + (np.isnan(x[:, 2])).astype(float)
+    for params in ({"objective": "lambdarank"}, {"objective": "regression", "zero_as_missing": True}):
+        ds = lgb.Dataset(x, y, group=[20] * 30 if params["objective"] == "lambdarank" else None)
+        booster = lgb.train(dict(params, verbosity=-1, num_leaves=7, min_data_in_leaf=5, seed=1), ds, num_boost_round=40)
+        trees = Trees.from_lightgbm_dump(booster.dump_model())
+        np.testing.assert_allclose(trees.predict(x), booster.predict(x, raw_score=True), rtol=1e-9, atol=1e-9)
+
+
+def synthetic_records(n: int = 60, seed: int = 0) -> list[dict]:
+    """Queries whose right candidate is the one its name is called in the query, among distractors
+    that BM25 (fusion order) sometimes prefers."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for q in range(n):
+        k = 12
+        gold = int(rng.integers(k))
+        frows, grows = [], []
+        for i in range(k):
+            base = [float(rng.integers(5, 40)), 1.0, 0.0, 0.0, 6.0, 0.0]
+            f = base + [float(rng.random()) for _ in FILE_FEATURES[len(base):]]
+            g = base + [float(rng.random()) for _ in FUNCTION_FEATURES[len(base):]]
+            g[FUNCTION_FEATURES.index("name_called")] = float(i == gold)
+            f[FILE_FEATURES.index("path_mentioned")] = float(i == gold)
+            frows.append(f)
+            grows.append(g)
+        files = [f"f{i}.py" for i in range(k)]
+        fns = [f"func:f{i}.py:fn{i}" for i in range(k)]
+        records.append({
+            "instance_id": f"q{q}", "repo": f"r{q % 3}", "gold_files": [files[gold]], "gold_functions": [f"f{gold}.py:fn{gold}"],
+            "files": files, "file_rows": frows, "file_labels": [int(i == gold) for i in range(k)],
+            "functions": fns, "function_rows": grows, "function_labels": [int(i == gold) for i in range(k)],
+            "fusion_files": files, "fusion_functions": fns,
+        })
+    return records
+
+
+def test_training_is_deterministic_and_learns_the_obvious(tmp_path):
+    records = synthetic_records()
+    a = fit(records[:40], seed=3, rounds=30)
+    b = fit(records[:40], seed=3, rounds=30)
+    save_ranker(a, tmp_path / "a.json.gz")
+    save_ranker(b, tmp_path / "b.json.gz")
+    assert gzip.decompress((tmp_path / "a.json.gz").read_bytes()) == gzip.decompress((tmp_path / "b.json.gz").read_bytes())
+    for r in records[40:]:  # held-out queries: the called function and the mentioned file come first
+        files, functions = rerank(a, r)
+        assert files[0] == r["gold_files"][0]
+        assert functions[0].endswith(r["gold_functions"][0].split(":")[1])
+
+
+def test_model_files_missing_broken_or_for_other_features(tmp_path):
+    with pytest.raises(RankerError, match="no ranking model"):
+        load_ranker(tmp_path / "absent.json.gz")
+    (tmp_path / "broken.json.gz").write_bytes(b"not gzip")
+    with pytest.raises(RankerError, match="cannot be read"):
+        load_ranker(tmp_path / "broken.json.gz")
+    model = fit(synthetic_records(30), rounds=5)
+    save_ranker(model, tmp_path / "old.json.gz")
+    doc = json.loads(gzip.decompress((tmp_path / "old.json.gz").read_bytes()))
+    doc["feature_version"] = -1
+    (tmp_path / "old.json.gz").write_bytes(gzip.compress(json.dumps(doc).encode()))
+    with pytest.raises(RankerError, match="trained on other features"):
+        load_ranker(tmp_path / "old.json.gz")
+
+
+def test_a_repository_model_is_used_and_a_stale_one_falls_back(ranked_repo):
+    index_dir = ranked_repo / ".nsccn"
+    model = fit(synthetic_records(30), rounds=5)
+    save_ranker(model, index_dir / ranking.USER_MODEL_NAME)
+    nav = Navigator(ranked_repo)
+    out = nav.localize(QUERY, limit=5)
+    assert out["ranking"].startswith("learned ranker (repository model")
+    assert out["files"] and out["functions"]
+    doc = json.loads(gzip.decompress((index_dir / ranking.USER_MODEL_NAME).read_bytes()))
+    doc["features"]["file"] = doc["features"]["file"][:-1]
+    (index_dir / ranking.USER_MODEL_NAME).write_bytes(gzip.compress(json.dumps(doc).encode()))
+    out = nav.localize(QUERY, limit=5)
+    assert "trained on other features" in out["ranking"] or out["ranking"].startswith("learned ranker (shipped")
+    assert "ranking" in nav.status()
+    nav.close()
