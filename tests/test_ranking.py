@@ -190,3 +190,41 @@ def test_a_repository_model_is_used_and_a_stale_one_falls_back(ranked_repo):
     assert "trained on other features" in out["ranking"] or out["ranking"].startswith("learned ranker (shipped")
     assert "ranking" in nav.status()
     nav.close()
+
+
+def test_train_ranker_on_the_repositorys_own_fixes(tmp_path):
+    """`nsccn train-ranker`: the repository's fix commits become training queries; the model is
+    written beside the index, status and localize say it is used, --reset goes back."""
+    import subprocess
+    import sys
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    topics = ["cache", "parser", "socket", "token", "render", "config", "schema", "stream", "session", "upload",
+              "retry", "logger"]
+    files = {f"lib/{t}.py": "".join(f"def {t}_{v}(x):\n    return x + {i}\n\n\n" for i, v in
+                                    enumerate(["open", "read", "close"])) for t in topics}
+    commit(root, files, "Initial import", 1_600_000_000)
+    for i, t in enumerate(topics):
+        text = files[f"lib/{t}.py"].replace("return x + 1", "return x - 1")
+        files[f"lib/{t}.py"] = text
+        commit(root, {f"lib/{t}.py": text}, f"Fix {t} read returning the wrong value for empty {t} input",
+               1_600_100_000 + 1000 * i)
+    index_repository(root, workers=1)
+
+    def nsccn(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "nsccn.cli", *args, "--root", str(root)], capture_output=True,
+                              text=True, timeout=240)
+
+    out = nsccn("train-ranker", "--commits", "12", "--rounds", "5", "--json")
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    assert res["queries"] == 12 and Path(res["model"]).exists()
+    assert "repository model" in json.loads(nsccn("status", "--json").stdout)["ranking"]
+    loc = json.loads(nsccn("localize", "socket read gives the wrong value for empty socket input", "--json").stdout)
+    assert "repository model" in loc["ranking"] and loc["files"][0] == "lib/socket.py"
+    bad = nsccn("train-ranker", "--commits", "3")
+    assert bad.returncode == 1 and "between 10 and 5000" in bad.stderr
+    reset = json.loads(nsccn("train-ranker", "--reset", "--json").stdout)
+    assert reset["removed"] and "repository model" not in reset["ranking"]
