@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from nsccn.config import load_config
 from nsccn.indexer import IndexSummary
 from nsccn.store import Store
-from supervisor.addresses import addresses, running_pipeline
+from supervisor.addresses import addresses, key_path, running_pipeline
 from supervisor.main import PipelineBusy, Policy, Supervisor
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -184,7 +184,7 @@ def serve(root: str | Path, workers: int = 0, embed: bool = True, mcp: bool = Tr
         from workers.mcp_front import serve_stdio
 
         query = (info.get("addresses") or {}).get("query") or addresses(root, config).query
-        serve_stdio(root, config.db_path(root), query)
+        serve_stdio(root, config.db_path(root), query, str(key_path(root, config)) if query.startswith("tcp://") else "")
         return EXIT_OK
 
 
