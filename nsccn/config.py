@@ -26,6 +26,10 @@ INDEX_DIR = ".nsccn"
 CONFIG_FILE = "config.json"
 
 
+class ConfigError(ValueError):
+    """A configuration file or variable that cannot be used; the message names it."""
+
+
 class PipelineSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     transport: str = "ipc"  # "ipc": sockets in the private run directory; "tcp": CURVE-authenticated ports
     host: str = "127.0.0.1"  # tcp: the one address bound (loopback unless the user says otherwise)
@@ -72,11 +76,19 @@ class Settings:
     config: Config
     sources: dict[str, str] = field(default_factory=dict)  # setting -> where it came from
     refused: list[str] = field(default_factory=list)  # one line per setting a repository may not make
+    user_file: Path | None = None
+    repository_file: Path | None = None
 
     def describe(self) -> dict:
-        """{setting: {"value", "from"}} for `nsccn status`."""
+        """For `nsccn status`: where each setting that is not a default came from (index_dir and
+        pipeline always: they say where files and sockets go), the files read, what was refused."""
         values = msgspec.to_builtins(self.config)
-        return {k: {"value": values[k], "from": self.sources.get(k, "default")} for k in Config.__struct_fields__}
+        shown = [k for k in Config.__struct_fields__ if k in self.sources or k in ("index_dir", "pipeline")]
+        return {
+            "settings": {k: {"value": values[k], "from": self.sources.get(k, "default")} for k in shown},
+            "files": {"user": str(self.user_file), "repository": str(self.repository_file)},
+            "refused": list(self.refused),
+        }
 
 
 def user_config_path() -> Path:
@@ -96,9 +108,9 @@ def _read_layer(path: Path) -> dict:
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:
-        raise ValueError(f"bad configuration in {path}: {exc}") from None
+        raise ConfigError(f"bad configuration in {path}: {exc}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"bad configuration in {path}: expected a JSON object")
+        raise ConfigError(f"bad configuration in {path}: expected a JSON object")
     return data
 
 
@@ -108,16 +120,18 @@ def _validated(layer: dict, where: str) -> dict:
     try:
         msgspec.convert(known, Config)
     except msgspec.ValidationError as exc:
-        raise ValueError(f"bad configuration in {where}: {exc}") from None
+        raise ConfigError(f"bad configuration in {where}: {exc}") from None
     return known
 
 
-def _pipeline_from_env(value: str) -> dict:
+def _pipeline_from_env(value: str, what: str = "NSCCN_PIPELINE_TCP") -> dict:
     host, _, port = value.rpartition(":")
     try:
         base = int(port)
+        if not 0 < base <= 65535 - 7:
+            raise ValueError
     except ValueError:
-        raise ValueError(f"NSCCN_PIPELINE_TCP={value!r}: expected HOST:BASE_PORT, e.g. 127.0.0.1:47100") from None
+        raise ConfigError(f"{what} {value!r}: expected HOST:BASE_PORT, e.g. 127.0.0.1:47100") from None
     return {"transport": "tcp", "host": host or "127.0.0.1", "base_port": base}
 
 
@@ -141,8 +155,8 @@ def load_settings(root: Path, overrides: dict | None = None) -> Settings:
     repo = _read_layer(rpath)
     for k in sorted(set(repo) & FIELDS - REPOSITORY_KEYS):
         refused.append(
-            f"ignoring {k!r} in {rpath}: a repository's config may not set it (it opens sockets, moves files"
-            f" or loads code); set it in {upath} or the environment if you mean it"
+            f"ignoring {k!r} in {rpath}: a repository may set only what to index and how to rank;"
+            f" set {k!r} in {upath} if you mean it"
         )
     apply({k: v for k, v in repo.items() if k in REPOSITORY_KEYS}, f"repository config {rpath}")
 
@@ -165,9 +179,9 @@ def load_settings(root: Path, overrides: dict | None = None) -> Settings:
 
     config = msgspec.convert(merged, Config)
     if config.pipeline.transport not in ("ipc", "tcp"):
-        raise ValueError(f"bad configuration in {sources['pipeline']}: pipeline.transport is"
+        raise ConfigError(f"bad configuration in {sources['pipeline']}: pipeline.transport is"
                          f" {config.pipeline.transport!r}, expected 'ipc' or 'tcp'")
-    return Settings(config, sources, refused)
+    return Settings(config, sources, refused, upath, rpath)
 
 
 _warned: set[str] = set()

@@ -341,6 +341,23 @@ def default_spec(kind: str, root: str, name: str | None = None) -> ActorSpec:
     )
 
 
+def remote_spec(kind: str, host: str, base_port: int, key_file: str, root: str, name: str | None = None) -> ActorSpec:
+    """The spec of a worker on another host (`nsccn worker`): the pipeline's tcp addresses and a
+    copy of its key; the repository at the same path as on the pipeline's host."""
+    import socket
+
+    from supervisor.addresses import tcp_addresses
+
+    return ActorSpec(
+        name=name or f"{kind}-{socket.gethostname()}-{os.getpid()}",
+        kind=kind,
+        root=str(Path(root).resolve()),
+        db_path="",
+        addresses=tcp_addresses(host, base_port),
+        key_file=str(Path(key_file).resolve()),
+    )
+
+
 def actor_main(cls: type[Actor], argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=f"python -m workers.{cls.kind}", description=cls.__doc__)
     p.add_argument("--root", default=".", help="repository root (addresses follow from it)")
