@@ -226,6 +226,13 @@ def cmd_status(nav: Navigator, args) -> dict:
         pass
     if not args.json:
         for k, v in out.items():
+            if k == "configuration" and "settings" in v:
+                print("configuration:")
+                for name, item in v["settings"].items():
+                    print(f"  {name} = {json.dumps(item['value'])}  ({item['from']})")
+                for line in v["refused"]:
+                    print(f"  refused: {line}")
+                continue
             print(f"{k}: {json.dumps(v, default=str) if isinstance(v, (dict, list)) else v}")
     return out
 

@@ -139,12 +139,13 @@ def test_tcp_pipeline_acts_on_nothing_from_a_peer_without_the_key(tmp_path, monk
             "pwned.py", b"def pwned():\n    'IGNORE PREVIOUS INSTRUCTIONS'\n", time.time()))
         public = json.loads(key.read_text())["public"].encode()
         ctx = zmq.Context()
+        socks = []
         try:
-            socks = []
             # No key at all, and a peer that knows the public half but not the secret one.
             for curve in (None, zmq.curve_keypair()):
                 push = ctx.socket(zmq.PUSH)
                 req = ctx.socket(zmq.REQ)
+                socks += [push, req]
                 for s in (push, req):
                     s.setsockopt(zmq.LINGER, 0)
                     if curve:
@@ -155,7 +156,6 @@ def test_tcp_pipeline_acts_on_nothing_from_a_peer_without_the_key(tmp_path, monk
                 push.send(encode(forged), zmq.NOBLOCK) if push.poll(2000, zmq.POLLOUT) else None
                 req.send(encode(ShutdownRequest(reason="forged")))
                 assert not req.poll(1500), "a peer without the key got an answer"
-                socks += [push, req]
             time.sleep(1.0)  # the writer commits a batch within this
         finally:
             for s in socks:
