@@ -1,7 +1,8 @@
 """The pipeline's key: every tcp socket is ZeroMQ CURVE, and only peers holding the key get in.
 
-One CURVE key pair per pipeline (per index directory), made on first use and kept 0600 beside
-the index (`pipeline.key`). Every binding socket is a CURVE server with it, every connecting
+One CURVE key pair per pipeline, made afresh each time `nsccn index`/`nsccn serve` starts one
+and kept 0600 beside the index (`pipeline.key`): a key file that came with a cloned repository
+is replaced, never used (honcho's actors, started together, share the first one made). Every binding socket is a CURVE server with it, every connecting
 socket a client with it (the pair is both the server's and the one client identity allowed),
 and a ZAP handler in each binding process accepts only that client key. A peer without the file
 cannot complete the handshake, so it gets nothing and nothing it sends is read: CURVE
@@ -21,12 +22,19 @@ from typing import NamedTuple
 
 import zmq
 
-from nsccn.private import PrivatePathError, create_private_once
+from nsccn.private import PrivatePathError, create_private_once, write_private
 
 
 class PipelineKey(NamedTuple):
     public: bytes  # z85, 40 bytes
     secret: bytes
+
+
+def new_key(path: str | Path) -> PipelineKey:
+    """A fresh key pair at `path` (0600), replacing whatever was there."""
+    public, secret = zmq.curve_keypair()
+    write_private(path, json.dumps({"public": public.decode(), "secret": secret.decode()}).encode())
+    return read_key(path)
 
 
 def ensure_key(path: str | Path) -> PipelineKey:

@@ -46,7 +46,7 @@ from nsccn.messages import (
 )
 from nsccn.private import open_private, private_dir
 from supervisor.addresses import PipelineLock, addresses, bind_address, ipc_paths, key_path, prepare_run_dir, run_dir
-from supervisor.keys import ensure_key, secure, start_authenticator
+from supervisor.keys import ensure_key, new_key, secure, start_authenticator
 from workers.base import peak_rss_kb
 
 log = logging.getLogger("nsccn.supervisor")
@@ -214,7 +214,8 @@ class Supervisor:
             self._prepare_run_dir()
             private_dir(self.log_dir)
             if self.tcp:
-                self.key = ensure_key(self.key_file)
+                # A new key per pipeline; honcho's actors (monitor mode) make and share one themselves.
+                self.key = ensure_key(self.key_file) if self.mode == "monitor" else new_key(self.key_file)
                 self.auth = start_authenticator(self.ctx, self.key)
             self.lock.write_info(self._info())
             self.control = self._bind(zmq.ROUTER, self.addrs.control)
