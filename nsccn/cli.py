@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 
 from nsccn import __version__
+from nsccn.config import ConfigError
 from nsccn.navigator import Navigator, NavigatorError
+from nsccn.private import PrivatePathError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_INDEX = 0, 1, 2, 3
 
@@ -61,7 +63,8 @@ def cmd_index(args) -> int:
     else:  # the actor pipeline (supervisor/): parser pool, single writer, embedder
         from supervisor.cli import pipeline_index
 
-        summary = pipeline_index(root, workers=args.workers, embed=args.embed, progress=not args.json)
+        summary = pipeline_index(root, workers=args.workers, embed=args.embed, progress=not args.json,
+                                 overrides=_tcp_override(args))
         if isinstance(summary, int):
             return summary
     for b in (bar, ebar):
@@ -223,6 +226,13 @@ def cmd_status(nav: Navigator, args) -> dict:
         pass
     if not args.json:
         for k, v in out.items():
+            if k == "configuration" and "settings" in v:
+                print("configuration:")
+                for name, item in v["settings"].items():
+                    print(f"  {name} = {json.dumps(item['value'])}  ({item['from']})")
+                for line in v["refused"]:
+                    print(f"  refused: {line}")
+                continue
             print(f"{k}: {json.dumps(v, default=str) if isinstance(v, (dict, list)) else v}")
     return out
 
@@ -251,7 +261,35 @@ def cmd_serve(args) -> int:
     if not Path(args.path).is_dir():
         print(f"nsccn: {args.path} is not a directory", file=sys.stderr)
         return EXIT_USAGE
-    return serve(args.path, workers=args.workers, embed=not args.no_embed, mcp=not args.no_mcp)
+    return serve(args.path, workers=args.workers, embed=not args.no_embed, mcp=not args.no_mcp,
+                 overrides=_tcp_override(args))
+
+
+def _tcp_override(args) -> dict | None:
+    """`--tcp HOST:BASE_PORT`: the pipeline over tcp (CURVE-authenticated), from the command line."""
+    if not getattr(args, "tcp", None):
+        return None
+    from nsccn.config import _pipeline_from_env
+
+    return {"pipeline": _pipeline_from_env(args.tcp, "--tcp")}
+
+
+def cmd_worker(args) -> int:
+    """A parser on another host: connects to a tcp pipeline with a copy of its key."""
+    from nsccn.config import _pipeline_from_env
+    from supervisor.keys import read_key
+    from workers.base import remote_spec, setup_logging
+    from workers.parser import Parser
+
+    where = _pipeline_from_env(args.connect, "--connect")
+    read_key(args.key_file)  # missing, or readable by others: say so before anything starts
+    if not Path(args.root).is_dir():
+        print(f"nsccn: {args.root} is not a directory (the repository, at the path the pipeline's host uses)",
+              file=sys.stderr)
+        return EXIT_USAGE
+    spec = remote_spec("parser", where["host"], where["base_port"], args.key_file, args.root, args.name)
+    setup_logging(spec.name)
+    return Parser(spec).main()
 
 
 def cmd_mcp(args) -> int:
@@ -283,6 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--workers", type=int, default=0, help="parser processes (0: one per core)")
     sp.add_argument("--embed", action="store_true", help="also compute embeddings (semantic search)")
     sp.add_argument("--in-process", action="store_true", help="index in this process (no actor pipeline)")
+    sp.add_argument("--tcp", metavar="HOST:BASE_PORT", help="run the pipeline over tcp on HOST (CURVE-authenticated)")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_index, needs_nav=False)
 
@@ -291,7 +330,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--workers", type=int, default=0, help="parser processes (0: one per core)")
     sp.add_argument("--no-embed", action="store_true", help="no embeddings (lexical + graph search only)")
     sp.add_argument("--no-mcp", action="store_true", help="index and watch only, no MCP on stdio")
+    sp.add_argument("--tcp", metavar="HOST:BASE_PORT", help="run the pipeline over tcp on HOST (CURVE-authenticated)")
     sp.set_defaults(func=cmd_serve, needs_nav=False)
+
+    sp = sub.add_parser("worker", help="a parser on another host, for a pipeline running over tcp")
+    sp.add_argument("--connect", required=True, metavar="HOST:BASE_PORT", help="the pipeline's host and base port")
+    sp.add_argument("--key-file", required=True, help="a copy (mode 0600) of the pipeline's <index dir>/pipeline.key")
+    sp.add_argument("--root", default=".", help="the repository here, at the path the pipeline's host uses")
+    sp.add_argument("--name", default=None, help="actor name (default: parser-<host>-<pid>)")
+    sp.set_defaults(func=cmd_worker, needs_nav=False)
 
     sp = query_cmd("search", "ranked entities for a query", cmd_search)
     sp.add_argument("query")
@@ -342,9 +389,13 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0) if exc.code in (0, None) else EXIT_USAGE
-    if not args.needs_nav:
-        return args.func(args)
-    nav = Navigator(args.root)
+    try:
+        if not args.needs_nav:
+            return args.func(args)
+        nav = Navigator(args.root)
+    except (ConfigError, PrivatePathError) as exc:  # a bad config file, an index dir we must not use
+        print(f"nsccn: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     try:
         out = args.func(nav, args)
     except NavigatorError as exc:

@@ -1,15 +1,39 @@
-"""Settings, with defaults a user can override in `<index dir>/config.json`."""
+"""Settings, and who may set which.
+
+A repository is untrusted input: a cloned repository's own `<root>/.nsccn/config.json` may say
+what to index and how to rank (`REPOSITORY_KEYS`), nothing that opens sockets, moves files or
+loads code. Those are set by the user: the user config file (`$NSCCN_CONFIG`, else
+`$XDG_CONFIG_HOME/nsccn/config.json`, else `~/.config/nsccn/config.json`, with an optional
+`"repositories": {"/abs/path": {...}}` section per repository), the environment
+(`NSCCN_INDEX_DIR`, `NSCCN_PIPELINE_TCP=host:base_port`) and command-line flags.
+
+Layers, later wins: defaults, user config, repository config (its keys only), the user
+config's section for this repository, environment, command line. `load_settings` also says
+where each setting came from (`nsccn status`) and what was refused.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
 
 INDEX_DIR = ".nsccn"
 CONFIG_FILE = "config.json"
+
+
+class ConfigError(ValueError):
+    """A configuration file or variable that cannot be used; the message names it."""
+
+
+class PipelineSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    transport: str = "ipc"  # "ipc": sockets in the private run directory; "tcp": CURVE-authenticated ports
+    host: str = "127.0.0.1"  # tcp: the one address bound (loopback unless the user says otherwise)
+    base_port: int = 47100  # tcp: base_port .. base_port+6
 
 
 class Config(msgspec.Struct, kw_only=True):
@@ -35,9 +59,149 @@ class Config(msgspec.Struct, kw_only=True):
     # The git history (the newest commits) is indexed as ranking evidence when the root is a work tree.
     history: bool = True
     history_max_commits: int = 3000
+    pipeline: PipelineSettings = msgspec.field(default_factory=PipelineSettings)
 
     def db_path(self, root: Path) -> Path:
         return index_dir(root, self) / "index.db"
+
+
+# What a repository's own config.json may set: what to index, how to rank and answer. Everything
+# else (index_dir, pipeline, the embedding model and resources) is the user's.
+REPOSITORY_KEYS = frozenset({
+    "max_file_size", "ignore_patterns", "use_gitignore", "languages", "watch_debounce_ms", "rrf_k",
+    "max_traversal_depth", "embed_test_files", "quantization_threshold_entities", "result_token_cap", "history",
+})
+FIELDS = frozenset(Config.__struct_fields__)
+
+
+@dataclass
+class Settings:
+    config: Config
+    sources: dict[str, str] = field(default_factory=dict)  # setting -> where it came from
+    refused: list[str] = field(default_factory=list)  # one line per setting a repository may not make
+    user_file: Path | None = None
+    repository_file: Path | None = None
+
+    def describe(self) -> dict:
+        """For `nsccn status`: where each setting that is not a default came from (index_dir and
+        pipeline always: they say where files and sockets go), the files read, what was refused."""
+        values = msgspec.to_builtins(self.config)
+        shown = [k for k in Config.__struct_fields__ if k in self.sources or k in ("index_dir", "pipeline")]
+        return {
+            "settings": {k: {"value": values[k], "from": self.sources.get(k, "default")} for k in shown},
+            "files": {"user": str(self.user_file), "repository": str(self.repository_file)},
+            "refused": list(self.refused),
+        }
+
+
+def user_config_path() -> Path:
+    if os.environ.get("NSCCN_CONFIG"):
+        return Path(os.environ["NSCCN_CONFIG"]).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "nsccn" / CONFIG_FILE
+
+
+def repository_config_path(root: Path) -> Path:
+    return Path(root) / INDEX_DIR / CONFIG_FILE
+
+
+def _read_layer(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"bad configuration in {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"bad configuration in {path}: expected a JSON object")
+    return data
+
+
+def _validated(layer: dict, where: str) -> dict:
+    """The layer's known settings, type-checked (the error names the file and the key)."""
+    known = {k: v for k, v in layer.items() if k in FIELDS}
+    try:
+        msgspec.convert(known, Config)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"bad configuration in {where}: {exc}") from None
+    return known
+
+
+def _pipeline_from_env(value: str, what: str = "NSCCN_PIPELINE_TCP") -> dict:
+    host, _, port = value.rpartition(":")
+    try:
+        base = int(port)
+        if not 0 < base <= 65535 - 7:
+            raise ValueError
+    except ValueError:
+        raise ConfigError(f"{what} {value!r}: expected HOST:BASE_PORT, e.g. 127.0.0.1:47100") from None
+    return {"transport": "tcp", "host": host or "127.0.0.1", "base_port": base}
+
+
+def load_settings(root: Path, overrides: dict | None = None) -> Settings:
+    """The configuration for the repository at `root`, with where each setting came from."""
+    root = Path(root)
+    merged: dict = {}
+    sources: dict[str, str] = {}
+    refused: list[str] = []
+
+    def apply(layer: dict, source: str) -> None:
+        for k, v in _validated(layer, source).items():
+            merged[k] = v
+            sources[k] = source
+
+    upath = user_config_path()
+    user = _read_layer(upath)
+    apply({k: v for k, v in user.items() if k != "repositories"}, f"user config {upath}")
+
+    rpath = repository_config_path(root)
+    repo = _read_layer(rpath)
+    for k in sorted(set(repo) & FIELDS - REPOSITORY_KEYS):
+        refused.append(
+            f"ignoring {k!r} in {rpath}: a repository may set only what to index and how to rank;"
+            f" set {k!r} in {upath} if you mean it"
+        )
+    apply({k: v for k, v in repo.items() if k in REPOSITORY_KEYS}, f"repository config {rpath}")
+
+    per_repo = user.get("repositories") or {}
+    if isinstance(per_repo, dict):
+        try:
+            here = str(root.resolve())
+        except OSError:
+            here = str(root)
+        for key, layer in per_repo.items():
+            if isinstance(layer, dict) and str(Path(key).expanduser().resolve()) == here:
+                apply(layer, f"user config {upath} (repositories[{key!r}])")
+
+    if os.environ.get("NSCCN_INDEX_DIR"):
+        apply({"index_dir": os.environ["NSCCN_INDEX_DIR"]}, "environment NSCCN_INDEX_DIR")
+    if os.environ.get("NSCCN_PIPELINE_TCP"):
+        apply({"pipeline": _pipeline_from_env(os.environ["NSCCN_PIPELINE_TCP"])}, "environment NSCCN_PIPELINE_TCP")
+    if overrides:
+        apply(overrides, "command line")
+
+    config = msgspec.convert(merged, Config)
+    if config.pipeline.transport not in ("ipc", "tcp"):
+        raise ConfigError(f"bad configuration in {sources['pipeline']}: pipeline.transport is"
+                         f" {config.pipeline.transport!r}, expected 'ipc' or 'tcp'")
+    return Settings(config, sources, refused, upath, rpath)
+
+
+_warned: set[str] = set()
+
+
+def warn_refused(settings: Settings) -> None:
+    """Say once per process, on stderr (never stdout: it may carry MCP), what was refused."""
+    for line in settings.refused:
+        if line not in _warned:
+            _warned.add(line)
+            print(f"nsccn: warning: {line}", file=sys.stderr, flush=True)
+
+
+def load_config(root: Path, overrides: dict | None = None) -> Config:
+    settings = load_settings(root, overrides)
+    warn_refused(settings)
+    return settings.config
 
 
 def index_dir(root: Path, config: Config | None = None) -> Path:
@@ -45,18 +209,11 @@ def index_dir(root: Path, config: Config | None = None) -> Path:
     return d if d.is_absolute() else Path(root) / d
 
 
-def load_config(root: Path) -> Config:
-    """Defaults, then `<root>/.nsccn/config.json` if present, then NSCCN_INDEX_DIR from the environment."""
-    path = Path(root) / INDEX_DIR / CONFIG_FILE
-    config = Config()
-    if path.exists():
-        try:
-            config = msgspec.json.decode(path.read_bytes(), type=Config)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            raise ValueError(f"bad configuration in {path}: {exc}") from exc
-    if os.environ.get("NSCCN_INDEX_DIR"):
-        config = msgspec.structs.replace(config, index_dir=os.environ["NSCCN_INDEX_DIR"])
-    return config
+def ensure_index_dir(root: Path, config: Config) -> Path:
+    """The index directory, created 0700 (an existing one must be a real directory of ours)."""
+    from nsccn.private import private_dir
+
+    return private_dir(index_dir(root, config))
 
 
 def config_json(config: Config) -> str:

@@ -115,7 +115,7 @@ def read_commits(gitdir: Path, head: str, since: str | None = None, max_commits:
     try:
         text = _git(
             gitdir, "log", f"-n{max_commits}", "--no-merges", "--no-renames", "-p", "-U0", "--no-color",
-            "--no-ext-diff", "--format=%x00commit %H%x1f%ct%x1f%B%x1f",
+            "--no-ext-diff", "--no-textconv", "--format=%x00commit %H%x1f%ct%x1f%B%x1f",
             head if since is None else f"{since}..{head}", attributes=fh.name,
         )
     finally:

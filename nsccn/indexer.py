@@ -15,7 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nsccn.config import Config, load_config
+from nsccn.config import Config, ensure_index_dir, load_config
 from nsccn.extract import content_hash, parse_file
 from nsccn.history import update_for_root
 from nsccn.model import ParsedFile
@@ -111,6 +111,8 @@ def index_repository(
     started = time.perf_counter()
     root = Path(root).resolve()
     config = config or load_config(root)
+    if db_path is None:
+        ensure_index_dir(root, config)  # 0700, never through a symlink the repository carries
     db_path = Path(db_path) if db_path else config.db_path(root)
     summary = IndexSummary(str(root), str(db_path))
     scan = scan_repository(root, config)

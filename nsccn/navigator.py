@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from nsccn import graph, search as search_mod
-from nsccn.config import Config, load_config
+from nsccn.config import Config, load_config, load_settings
 from nsccn.model import split_entity_id
 from nsccn.repomap import repo_map
 from nsccn.store import EntityRow, IndexMissing, Store
@@ -359,7 +359,8 @@ class Navigator:
         try:
             store = self.store
         except NavigatorError:
-            return {"root": str(self.root), "index": str(self.db_path), "indexed": False}
+            return {"root": str(self.root), "index": str(self.db_path), "indexed": False,
+                    "configuration": self.configuration()}
         counts = store.counts()
         last = store.get_meta("last_indexed")
         stale = self._staleness(store)
@@ -381,7 +382,15 @@ class Navigator:
 
         out["history_commits"] = history.commit_count(store)
         out["ranking"] = ranking.active_ranker(self.db_path.parent)[1]
+        out["configuration"] = self.configuration()
         return out
+
+    def configuration(self) -> dict:
+        """Which file (or variable) each setting came from, and what the repository may not set."""
+        try:
+            return load_settings(self.root).describe()
+        except ValueError as exc:
+            return {"error": str(exc)}
 
     def staleness(self, limit: int = 20) -> dict:
         return self._staleness(self.store, limit)

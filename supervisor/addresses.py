@@ -3,17 +3,19 @@
 Every process computes the same addresses from the repository root and its configuration, so
 actors started by hand or by `honcho start` find each other without being told.
 
-* ``ipc://`` (default): sockets in ``<index dir>/run/``, or, when that path would be too long
-  for a Unix socket (107 bytes on Linux), in ``/tmp/nsccn-<uid>/<hash of the index dir>/``.
-* ``tcp://``: ports ``base_port .. base_port+6`` on ``host``, set in the ``pipeline`` section of
-  ``<root>/.nsccn/config.json`` (``{"pipeline": {"transport": "tcp", "host": "10.0.0.5",
-  "base_port": 47100}}``) or with ``NSCCN_PIPELINE_TCP=host:base_port``. Parser and embedder
-  workers on other hosts then connect to that host.
+* ``ipc://`` (default): sockets in ``<index dir>/run/`` (0700), or, when that path would be too
+  long for a Unix socket (107 bytes on Linux), in ``$TMPDIR/nsccn-<uid>/<hash of the index dir>/``,
+  which must be ours and 0700 (one made by someone else is refused, never used).
+* ``tcp://``: ports ``base_port .. base_port+6`` on exactly ``host`` (loopback by default), set by
+  the user only (``"pipeline": {"transport": "tcp", "host": "10.0.0.5", "base_port": 47100}`` in
+  the user config, or ``NSCCN_PIPELINE_TCP=host:base_port``; never by a repository's own config).
+  Every tcp socket is CURVE-authenticated with the pipeline's key (``supervisor/keys.py``):
+  parser workers on other hosts need a copy of it (``nsccn worker --connect ... --key-file ...``).
 
 The lock (``<index dir>/pipeline.lock``, an flock the kernel releases when its holder dies,
 even on kill -9) keeps two pipelines off one repository; ``pipeline.json`` beside it says who
 holds it (pid, mode, start time, addresses) for a second `nsccn serve` to attach to and for
-`nsccn index` / `nsccn status` to report.
+`nsccn index` / `nsccn status` to report. Both are 0600, the directories 0700, whatever the umask.
 """
 
 from __future__ import annotations
@@ -28,29 +30,15 @@ from pathlib import Path
 
 import msgspec
 
-from nsccn.config import CONFIG_FILE, INDEX_DIR, Config, index_dir
+from nsccn.config import Config, index_dir
 from nsccn.messages import Addresses
+from nsccn.private import open_private, private_dir, write_private
 
 SOCKETS = ("control", "supervisor", "watcher", "jobs", "writer", "embedder", "query")
 MAX_IPC_PATH = 100  # sun_path holds 108 bytes with the NUL; keep a margin
 LOCK_FILE = "pipeline.lock"
 INFO_FILE = "pipeline.json"
-
-
-def pipeline_settings(root: Path) -> dict:
-    """The optional ``pipeline`` section of the repository's config.json, then the environment."""
-    settings: dict = {}
-    path = Path(root) / INDEX_DIR / CONFIG_FILE
-    if path.exists():
-        try:
-            settings = dict(json.loads(path.read_text()).get("pipeline") or {})
-        except (ValueError, AttributeError):
-            settings = {}
-    tcp = os.environ.get("NSCCN_PIPELINE_TCP")
-    if tcp:
-        host, _, port = tcp.rpartition(":")
-        settings.update(transport="tcp", host=host or "127.0.0.1", base_port=int(port))
-    return settings
+KEY_FILE = "pipeline.key"
 
 
 def run_dir(root: Path, config: Config) -> Path:
@@ -60,15 +48,32 @@ def run_dir(root: Path, config: Config) -> Path:
     if len(str(preferred / "supervisor.sock")) <= MAX_IPC_PATH:
         return preferred
     digest = hashlib.sha1(str(idx).encode()).hexdigest()[:12]
-    return Path(tempfile.gettempdir()) / f"nsccn-{os.getuid()}" / digest
+    return shared_base() / digest
+
+
+def shared_base() -> Path:
+    """The per-user directory under the temporary directory for run directories too deep to use."""
+    return Path(tempfile.gettempdir()) / f"nsccn-{os.getuid()}"
+
+
+def prepare_run_dir(d: Path) -> Path:
+    """Create the run directory 0700. Under the shared temporary directory, both levels must be
+    ours and 0700 already when they exist: anyone can create them there first, and whoever owns
+    them would get the sockets' traffic (parsed source) and could stop the pipeline."""
+    d = Path(d)
+    if d.parent == shared_base():
+        private_dir(d.parent, strict=True)
+        return private_dir(d, strict=True)
+    return private_dir(d)
+
+
+def tcp_addresses(host: str, base_port: int) -> Addresses:
+    return Addresses(**{name: f"tcp://{host}:{base_port + i}" for i, name in enumerate(SOCKETS)})
 
 
 def addresses(root: Path, config: Config) -> Addresses:
-    settings = pipeline_settings(root)
-    if settings.get("transport") == "tcp":
-        host = settings.get("host", "127.0.0.1")
-        base = int(settings.get("base_port", 47100))
-        return Addresses(**{name: f"tcp://{host}:{base + i}" for i, name in enumerate(SOCKETS)})
+    if config.pipeline.transport == "tcp":
+        return tcp_addresses(config.pipeline.host, config.pipeline.base_port)
     d = run_dir(root, config)
     return Addresses(**{name: f"ipc://{d / (name + '.sock')}" for name in SOCKETS})
 
@@ -78,10 +83,13 @@ def ipc_paths(addrs: Addresses) -> list[Path]:
 
 
 def bind_address(address: str) -> str:
-    """What the binding side passes to bind(): tcp binds on every interface of the port."""
-    if address.startswith("tcp://"):
-        return "tcp://*:" + address.rsplit(":", 1)[1]
+    """What the binding side passes to bind(): exactly the address (tcp: the host asked for, never
+    every interface)."""
     return address
+
+
+def key_path(root: Path, config: Config) -> Path:
+    return index_dir(Path(root), config) / KEY_FILE
 
 
 def lock_path(root: Path, config: Config) -> Path:
@@ -101,8 +109,8 @@ class PipelineLock:
         self.fd: int | None = None
 
     def acquire(self, tries: int = 20) -> bool:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        private_dir(self.path.parent)
+        fd = open_private(self.path, os.O_RDWR)
         for i in range(tries):
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -116,9 +124,7 @@ class PipelineLock:
         return False
 
     def write_info(self, info: dict) -> None:
-        tmp = self.info.with_suffix(".tmp")
-        tmp.write_text(json.dumps(info, indent=2))
-        os.replace(tmp, self.info)
+        write_private(self.info, json.dumps(info, indent=2).encode())
 
     def release(self) -> None:
         if self.fd is None:
@@ -137,7 +143,7 @@ def lock_held(root: Path, config: Config) -> bool:
     if not path.exists():
         return False
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return False
     try:

@@ -18,10 +18,11 @@ from pathlib import Path
 
 from dataclasses import dataclass, field
 
-from nsccn.config import load_config
+from nsccn.config import ConfigError, load_config
+from nsccn.private import PrivatePathError
 from nsccn.indexer import IndexSummary
 from nsccn.store import Store
-from supervisor.addresses import addresses, running_pipeline
+from supervisor.addresses import addresses, key_path, running_pipeline
 from supervisor.main import PipelineBusy, Policy, Supervisor
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -111,11 +112,12 @@ def pipeline_index(
     embed: bool = False,
     progress: bool = True,
     policy: Policy | None = None,
+    overrides: dict | None = None,
 ) -> PipelineSummary | int:
     """Index `root` through the actor pipeline and return a summary (as the library's), or an exit
     code when another pipeline runs on the repository or this one failed."""
     root = Path(root).resolve()
-    config = load_config(root)
+    config = load_config(root, overrides)
     _setup_logging(logging.WARNING)
     started = time.perf_counter()
     bars = _Progress(progress)
@@ -125,6 +127,9 @@ def pipeline_index(
         code = sup.run()
     except PipelineBusy as busy:
         print(f"nsccn: {busy_message(busy.info)}", file=sys.stderr)
+        return EXIT_FAILED
+    except PrivatePathError as exc:
+        print(f"nsccn: {exc}", file=sys.stderr)
         return EXIT_FAILED
     finally:
         bars.close(sup)
@@ -166,15 +171,19 @@ def pipeline_index(
     return summary
 
 
-def serve(root: str | Path, workers: int = 0, embed: bool = True, mcp: bool = True) -> int:
+def serve(root: str | Path, workers: int = 0, embed: bool = True, mcp: bool = True,
+          overrides: dict | None = None) -> int:
     """Index, keep watching, serve MCP on stdio. A second `serve` on the same repository attaches
     to the running pipeline and serves its own MCP front against the shared index."""
     root = Path(root).resolve()
-    config = load_config(root)
+    config = load_config(root, overrides)
     _setup_logging(logging.INFO)
     sup = Supervisor(root, "serve", parsers=workers, embed=embed, mcp=mcp, config=config)
     try:
         return sup.run()
+    except PrivatePathError as exc:
+        print(f"nsccn: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except PipelineBusy as busy:
         info = busy.info
         logging.getLogger("nsccn.supervisor").info("%s: attaching with an MCP front of our own", busy_message(info))
@@ -184,11 +193,19 @@ def serve(root: str | Path, workers: int = 0, embed: bool = True, mcp: bool = Tr
         from workers.mcp_front import serve_stdio
 
         query = (info.get("addresses") or {}).get("query") or addresses(root, config).query
-        serve_stdio(root, config.db_path(root), query)
+        serve_stdio(root, config.db_path(root), query, str(key_path(root, config)) if query.startswith("tcp://") else "")
         return EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except (ConfigError, PrivatePathError) as exc:
+        print(f"nsccn: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m supervisor", description="the NSCCN actor pipeline")
     sub = p.add_subparsers(dest="command", required=True)
     for name in ("index", "serve", "monitor", "status", "stop"):

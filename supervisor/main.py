@@ -44,7 +44,9 @@ from nsccn.messages import (
     encode,
     encode_spec,
 )
-from supervisor.addresses import PipelineLock, addresses, bind_address, ipc_paths, run_dir
+from nsccn.private import open_private, private_dir
+from supervisor.addresses import PipelineLock, addresses, bind_address, ipc_paths, key_path, prepare_run_dir, run_dir
+from supervisor.keys import ensure_key, new_key, secure, start_authenticator
 from workers.base import peak_rss_kb
 
 log = logging.getLogger("nsccn.supervisor")
@@ -123,6 +125,11 @@ class Supervisor:
         self.addrs = addresses(self.root, self.config)
         self.run_dir = run_dir(self.root, self.config)
         self.log_dir = index_dir(self.root, self.config) / "logs"
+        # tcp: every socket is CURVE with the pipeline's key, kept beside the index (made in run()).
+        self.tcp = self.config.pipeline.transport == "tcp"
+        self.key_file = str(key_path(self.root, self.config)) if self.tcp else ""
+        self.key = None
+        self.auth = None
         self.policy = policy or Policy()
         self.embed = embed
         self.mcp = (mode == "serve") if mcp is None else mcp
@@ -163,6 +170,7 @@ class Supervisor:
             supervised=True,
             parent_pid=os.getpid(),
             heartbeat_s=self.policy.heartbeat_s,
+            key_file=self.key_file,
             once=self.mode == "index",
             debounce_ms=self.config.watch_debounce_ms,
             embed=self.embed,
@@ -175,7 +183,7 @@ class Supervisor:
         slot.log_path = self.log_dir / f"{slot.name}.log"
         if slot.log_path.exists() and slot.log_path.stat().st_size > 10 << 20:
             slot.log_path.replace(slot.log_path.with_suffix(".log.1"))
-        logf = open(slot.log_path, "ab")
+        logf = os.fdopen(open_private(slot.log_path, os.O_WRONLY | os.O_APPEND), "ab")
         cmd = [sys.executable, "-m", MODULES[slot.kind], "--spec", encode_spec(spec)]
         if slot.kind == "mcp":
             # The MCP front owns this process's stdin/stdout: the MCP client talks to it.
@@ -204,7 +212,11 @@ class Supervisor:
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 old_handlers[sig] = signal.signal(sig, self._on_signal)
             self._prepare_run_dir()
-            self.log_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(self.log_dir)
+            if self.tcp:
+                # A new key per pipeline; honcho's actors (monitor mode) make and share one themselves.
+                self.key = ensure_key(self.key_file) if self.mode == "monitor" else new_key(self.key_file)
+                self.auth = start_authenticator(self.ctx, self.key)
             self.lock.write_info(self._info())
             self.control = self._bind(zmq.ROUTER, self.addrs.control)
             self.inbox = self._bind(zmq.PULL, self.addrs.supervisor)
@@ -214,6 +226,8 @@ class Supervisor:
             self._shutdown()
             for sig, h in old_handlers.items():
                 signal.signal(sig, h)
+            if self.auth is not None:
+                self.auth.stop()
             self.ctx.destroy(linger=0)
             self._cleanup_run_dir()
             self.lock.release()
@@ -222,6 +236,7 @@ class Supervisor:
     def _bind(self, kind: int, address: str) -> zmq.Socket:
         s = self.ctx.socket(kind)
         s.setsockopt(zmq.LINGER, 0)
+        secure(s, self.key if address.startswith("tcp://") else None, server=True)
         s.bind(bind_address(address))
         return s
 
@@ -252,11 +267,16 @@ class Supervisor:
         return ipc_paths(self.addrs)
 
     def _prepare_run_dir(self) -> None:
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if self.tcp:
+            return  # no socket files
+        prepare_run_dir(self.run_dir)  # refuses a foreign or open one: then we touch nothing in it
+        self._run_dir_ours = True
         for p in self._own_ipc_paths():  # left by a pipeline that was killed: we hold the lock now
             p.unlink(missing_ok=True)
 
     def _cleanup_run_dir(self) -> None:
+        if not getattr(self, "_run_dir_ours", False):
+            return
         for p in self._own_ipc_paths():
             p.unlink(missing_ok=True)
         try:

@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from nsccn.config import Config
+from nsccn.config import Config, load_config
 from nsccn.extract import parse_file
 from nsccn.messages import (
     HEADER,
@@ -120,7 +120,7 @@ def test_ipc_paths_stay_short_with_a_fallback(tmp_path):
 
 def test_tcp_transport_from_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("NSCCN_PIPELINE_TCP", "127.0.0.1:47300")
-    a = addresses(tmp_path, Config())
+    a = addresses(tmp_path, load_config(tmp_path))
     assert a.control == "tcp://127.0.0.1:47300" and a.query == "tcp://127.0.0.1:47306"
 
 

@@ -28,7 +28,8 @@ from pathlib import Path
 
 import zmq
 
-from nsccn.config import load_config
+from nsccn.config import ensure_index_dir, load_config
+from nsccn.private import PrivatePathError
 from nsccn.messages import (
     ActorSpec,
     BadMessage,
@@ -96,6 +97,16 @@ class Actor:
         self._sup: zmq.Socket | None = None
         self._hb_thread: threading.Thread | None = None
         self._dropped_logged = 0
+        self._auth = None  # the ZAP handler, once this actor binds a tcp socket
+
+    def secure(self, sock: zmq.Socket, address: str, *, server: bool) -> None:
+        """CURVE with the pipeline's key when `address` is tcp (supervisor/keys.py)."""
+        from supervisor.keys import key_for, secure, start_authenticator
+
+        key = key_for(address, self.spec.key_file)
+        if key is not None and server and self._auth is None:
+            self._auth = start_authenticator(self.ctx, key)
+        secure(sock, key, server=server)
 
     # -- sockets -----------------------------------------------------------------------------
 
@@ -108,12 +119,16 @@ class Actor:
         s.setsockopt(zmq.RCVHWM, HWM)
         if bind:
             if bind.startswith("ipc://"):
-                Path(bind[6:]).parent.mkdir(parents=True, exist_ok=True)
+                from supervisor.addresses import prepare_run_dir
+
+                prepare_run_dir(Path(bind[6:]).parent)
+            self.secure(s, bind, server=True)
             s.bind(bind_address(bind))
             if bind.startswith("ipc://"):
                 with contextlib.suppress(OSError):
                     self._bound.append((bind[6:], os.stat(bind[6:]).st_ino))
         if connect:
+            self.secure(s, connect, server=False)
             s.connect(connect)
         self._sockets.append(s)
         return s
@@ -194,6 +209,7 @@ class Actor:
         sock = self.ctx.socket(zmq.PUSH)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.SNDHWM, 100)
+        self.secure(sock, self.addrs.supervisor, server=False)
         sock.connect(self.addrs.supervisor)
         try:
             sock.send(encode(self.hello()), zmq.NOBLOCK)
@@ -291,6 +307,8 @@ class Actor:
             self._hb_thread.join(timeout=2)
             for s in self._sockets:
                 s.close(0)
+            if self._auth is not None:
+                self._auth.stop()
             self.ctx.term()
             for path, ino in self._bound:  # ours, unless a successor has bound the path since
                 with contextlib.suppress(OSError):
@@ -301,11 +319,18 @@ class Actor:
 
 def default_spec(kind: str, root: str, name: str | None = None) -> ActorSpec:
     """The spec of an actor started by hand or by honcho: addresses from the root alone."""
-    from supervisor.addresses import addresses
+    from supervisor.addresses import addresses, key_path
+    from supervisor.keys import ensure_key
 
     root_path = Path(root).resolve()
     config = load_config(root_path)
+    key_file = ""
+    if config.pipeline.transport == "tcp":  # the first of honcho's actors makes the key
+        ensure_index_dir(root_path, config)
+        key_file = str(key_path(root_path, config))
+        ensure_key(key_file)
     return ActorSpec(
+        key_file=key_file,
         name=name or (f"{kind}-{os.getpid()}" if kind == "parser" else kind),
         kind=kind,
         root=str(root_path),
@@ -316,6 +341,23 @@ def default_spec(kind: str, root: str, name: str | None = None) -> ActorSpec:
     )
 
 
+def remote_spec(kind: str, host: str, base_port: int, key_file: str, root: str, name: str | None = None) -> ActorSpec:
+    """The spec of a worker on another host (`nsccn worker`): the pipeline's tcp addresses and a
+    copy of its key; the repository at the same path as on the pipeline's host."""
+    import socket
+
+    from supervisor.addresses import tcp_addresses
+
+    return ActorSpec(
+        name=name or f"{kind}-{socket.gethostname()}-{os.getpid()}",
+        kind=kind,
+        root=str(Path(root).resolve()),
+        db_path="",
+        addresses=tcp_addresses(host, base_port),
+        key_file=str(Path(key_file).resolve()),
+    )
+
+
 def actor_main(cls: type[Actor], argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=f"python -m workers.{cls.kind}", description=cls.__doc__)
     p.add_argument("--root", default=".", help="repository root (addresses follow from it)")
@@ -323,6 +365,14 @@ def actor_main(cls: type[Actor], argv: list[str] | None = None) -> int:
     p.add_argument("--spec", default=None, help="full actor spec as JSON (the supervisor passes this)")
     args = p.parse_args(argv)
     spec_text = args.spec or os.environ.get("NSCCN_ACTOR_SPEC")
-    spec = decode_spec(spec_text) if spec_text else default_spec(cls.kind, args.root, args.name)
+    try:
+        spec = decode_spec(spec_text) if spec_text else default_spec(cls.kind, args.root, args.name)
+        if spec.key_file:
+            from supervisor.keys import read_key
+
+            read_key(spec.key_file)  # a missing or readable-by-others key: say so now, not as a crash
+    except (PrivatePathError, ValueError) as exc:
+        print(f"nsccn {cls.kind}: {exc}", file=sys.stderr)
+        return 2
     setup_logging(spec.name)
     return cls(spec).main()

@@ -25,12 +25,12 @@ def status_provider(root, config):
     return provider
 
 
-def serve_stdio(root, db_path, query_address: str) -> None:
+def serve_stdio(root, db_path, query_address: str, key_file: str = "") -> None:
     """Serve MCP on stdio until the client goes away (also used by an attaching `nsccn serve`)."""
     from nsccn.mcp_server import run_stdio
 
     config = load_config(root)
-    client = QueryEmbedClient(query_address, root=root)
+    client = QueryEmbedClient(query_address, root=root, key_file=key_file)
     try:
         run_stdio(root, db_path, embedder=client, status_provider=status_provider(root, config))
     finally:
@@ -51,7 +51,7 @@ class McpFront(Actor):
     def run(self) -> None:
         self.tick("serving")
         with self.busy("serving MCP on stdio"):
-            serve_stdio(self.root, self.spec.db_path, self.addrs.query)
+            serve_stdio(self.root, self.spec.db_path, self.addrs.query, self.spec.key_file)
         self.log.info("the client closed the session")
 
 

@@ -7,6 +7,7 @@ Readers open with `readonly=True` and never wait on the writer (WAL snapshots).
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from pathlib import Path
 import apsw
 
 from nsccn.model import ParsedFile
+from nsccn.private import open_private, private_dir
 from nsccn.store.schema import SCHEMA_VERSION, migrate
 from nsccn.text import index_terms
 
@@ -76,7 +78,10 @@ class Store:
                 raise IndexMissing(f"no index at {self.path}: run `nsccn index` first")
             flags = apsw.SQLITE_OPEN_READONLY
         else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # 0600 whatever the umask (SQLite gives the -wal and -shm files the database's mode).
+            if not self.path.parent.exists():
+                private_dir(self.path.parent)
+            os.close(open_private(self.path, os.O_RDWR))
             flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
         self.conn = apsw.Connection(str(self.path), flags=flags)
         self.conn.set_busy_timeout(10_000)
