@@ -279,8 +279,8 @@ class PythonExtractor:
                 ident = _text(attr)
                 scope.terms.append(ident)
                 # `mod.CONST` may be a constant of another module of ours; the resolver decides.
-                dotted = _expr_name(node)
-                if _UPPER_CONST.match(ident) and dotted and not _is_store_target(node):
+                dotted = _expr_name(node) if _UPPER_CONST.match(ident) else None  # O(chain): only when needed
+                if dotted and not _is_store_target(node):
                     parent = node.parent
                     if not (parent is not None and parent.type == "call" and parent.child_by_field_name("function") == node):
                         self._ref(scope, "READS_CONFIG", dotted, node)
@@ -511,7 +511,15 @@ class PythonExtractor:
             self._ref(scope, "READS_CONFIG", f"config:{value}[{key}]", node)
 
     def _config_attribute(self, node: ts.Node, scope: _Scope) -> None:
-        obj = _expr_name(node.child_by_field_name("object"))
+        obj_node = node.child_by_field_name("object")
+        if obj_node is None:
+            return
+        # The object's last name decides; the whole dotted name is built only then (a chain of n
+        # attributes would otherwise cost n^2).
+        last = obj_node.child_by_field_name("attribute") if obj_node.type == "attribute" else obj_node
+        if last is None or last.type != "identifier" or not _CONFIG_NAMES.search(_text(last)):
+            return
+        obj = _expr_name(obj_node)
         attr = node.child_by_field_name("attribute")
         if obj is None or attr is None or _is_store_target(node):
             return
