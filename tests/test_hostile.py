@@ -222,3 +222,26 @@ def test_refs_limit_below_one_is_refused(shop_index):
         nav.close()
     r = nsccn("refs", "method:shop/base.py:Model.save", "--limit", "-1", "--root", str(repo))
     assert r.returncode == 2 and "must be 1 or more" in r.stderr and not r.stdout
+
+
+def test_read_bytes_refuses_all_but_regular_files_inside(tmp_path):
+    from nsccn.repofile import UnreadableFile, read_bytes, stat_file
+
+    outside = write_repo(tmp_path / "out", {"secret.py": "SECRET = 1\n"})
+    repo = write_repo(tmp_path / "r", {"a.py": "A = 1\n", "big.py": "x = 1\n" * 100})
+    os.symlink(repo / "a.py", repo / "inside_link.py")
+    os.symlink(outside / "secret.py", repo / "out_link.py")
+    os.symlink(outside, repo / "outdir")  # a parent directory leading out: caught on the descriptor
+    os.mkfifo(repo / "f.py")
+    os.symlink(repo / "nowhere.py", repo / "broken.py")
+    assert read_bytes(repo, "inside_link.py")[0] == b"A = 1\n"
+    assert stat_file(repo, "a.py").st_size == 6
+    for rel, reason in (("out_link.py", "symlink outside repository"), ("outdir/secret.py", "symlink outside repository"),
+                        ("f.py", "not a regular file"), ("broken.py", "missing"), ("gone.py", "missing"),
+                        ("big.py", "too large"), ("../r/a.py", "symlink outside repository")):
+        with pytest.raises(UnreadableFile) as err:
+            read_bytes(repo, rel, max_size=100)
+        assert err.value.reason == reason, rel
+    for rel in ("out_link.py", "f.py"):
+        with pytest.raises(UnreadableFile):
+            stat_file(repo, rel)
