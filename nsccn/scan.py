@@ -5,7 +5,6 @@ Nothing here is fatal: every file that cannot be indexed is skipped and counted 
 
 from __future__ import annotations
 
-import logging
 import os
 import stat
 from collections import Counter
@@ -17,8 +16,6 @@ import pathspec
 from nsccn.config import Config, index_dir
 from nsccn.languages import language_for
 from nsccn.repofile import UnreadableFile, read_bytes
-
-log = logging.getLogger(__name__)
 
 MAX_GITIGNORE_SIZE = 1 << 20
 
