@@ -15,6 +15,7 @@ from nsccn import __version__
 from nsccn.config import ConfigError
 from nsccn.navigator import Navigator, NavigatorError
 from nsccn.private import PrivatePathError
+from nsccn.store import IndexMissing
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_INDEX = 0, 1, 2, 3
 
@@ -70,6 +71,8 @@ def cmd_index(args) -> int:
     for b in (bar, ebar):
         if b is not None:
             b.close()
+    for warning in summary.warnings:  # the index is complete; these say what it could not honour
+        print(f"nsccn: warning: {warning}", file=sys.stderr)
     if args.json:
         _print_json(summary.as_dict())
         return EXIT_OK
@@ -304,6 +307,31 @@ def cmd_mcp(args) -> int:
     return EXIT_OK
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
+def _config_problem(root: Path) -> str | None:
+    """One line saying what is wrong with the repository's `.nsccn/config.json`, or None. Checked
+    once up front, so no command goes on to fail with a traceback half way."""
+    from nsccn.config import load_config
+
+    if not root.is_dir():
+        return None  # the command says so itself
+    try:
+        load_config(root)
+    except (ValueError, OSError) as exc:
+        text = str(exc) if isinstance(exc, ValueError) else f"cannot read the configuration {exc.filename or ''}: {exc.strerror or exc}"
+        return " ".join(text.split())
+    return None
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nsccn", description="Neuro-Symbolic Causal Code Navigator")
     p.add_argument("--version", action="version", version=f"nsccn {__version__}")
@@ -365,7 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("name")
     sp = query_cmd("refs", "every call/import/inheritance site of an entity", cmd_refs)
     sp.add_argument("entity_id")
-    sp.add_argument("--limit", type=int, default=100)
+    sp.add_argument("--limit", type=_positive_int, default=100, help="references to list (1 or more)")
     sp = query_cmd("map", "ranked repository map within a token budget", cmd_map)
     sp.add_argument("--max-tokens", type=int, default=1024)
     sp.add_argument("--focus", action="append", help="entity id or file path to center on (repeatable)")
@@ -389,6 +417,10 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0) if exc.code in (0, None) else EXIT_USAGE
+    bad_config = _config_problem(Path(getattr(args, "root", None) or getattr(args, "path", ".")))
+    if bad_config:
+        print(f"nsccn: {bad_config}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         if not args.needs_nav:
             return args.func(args)
@@ -405,7 +437,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"nsccn: {exc.message}", file=sys.stderr)
             if exc.suggestions:
                 print("did you mean:\n  " + "\n  ".join(exc.suggestions), file=sys.stderr)
-        return EXIT_NO_INDEX if "run `nsccn index`" in exc.message else EXIT_FAILED
+        no_index = isinstance(exc.__cause__, IndexMissing) or "run `nsccn index`" in exc.message
+        return EXIT_NO_INDEX if no_index else EXIT_FAILED
     finally:
         nav.close()
     if args.json:

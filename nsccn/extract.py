@@ -8,6 +8,10 @@ from nsccn.languages import LANGUAGES
 from nsccn.model import ParsedFile
 
 
+# The skip reason both index paths (library and pipeline) count a partly indexed file under.
+TOO_DEEP = "nested too deeply (rest of the file indexed)"
+
+
 def content_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
@@ -16,7 +20,8 @@ def parse_file(path: str, data: bytes, mtime: float = 0.0) -> ParsedFile:
     """Parse one file. `path` is relative to the repository root with forward slashes.
 
     Never raises on bad source: tree-sitter recovers from syntax errors (their lines are in
-    `error_lines`) and undecodable bytes are replaced.
+    `error_lines`), regions nested too deeply to walk are left out (`deep_lines`) and undecodable
+    bytes are replaced.
     """
     dot = path.rfind(".")
     entry = LANGUAGES.get(path[dot:]) if dot >= 0 else None
@@ -38,4 +43,5 @@ def parse_file(path: str, data: bytes, mtime: float = 0.0) -> ParsedFile:
         skeleton=ex.skeleton,
         module_globals=sorted(set(ex.module_globals)),
         error_lines=sorted(set(ex.error_lines)),
+        deep_lines=sorted(set(ex.deep_lines)),
     )

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nsccn.config import Config, ensure_index_dir, load_config
-from nsccn.extract import content_hash, parse_file
+from nsccn.extract import TOO_DEEP, content_hash, parse_file
 from nsccn.history import update_for_root
 from nsccn.model import ParsedFile
 from nsccn.repomap import compute_ranks
@@ -48,6 +48,7 @@ class IndexSummary:
     lines_indexed: int = 0
     vectors: dict = field(default_factory=dict)
     history_commits: int = 0
+    warnings: list = field(default_factory=list)  # e.g. unusable .gitignore patterns, with file and line
 
     def as_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -119,6 +120,7 @@ def index_repository(
     summary.files_seen = len(scan.files)
     summary.skipped.update(scan.skipped)
     summary.skipped_examples.update(scan.skipped_examples)
+    summary.warnings = list(scan.warnings)
     with Store(db_path) as store:
         plan = plan_changes(root, store, scan.files)
         known = store.file_states()
@@ -151,6 +153,9 @@ def index_repository(
                 store.touch_file(info.path, info.mtime)
                 summary.files_unchanged += 1
                 continue
+            if result.deep_lines:  # indexed, less a region too deeply nested to walk
+                summary.skipped[TOO_DEEP] += 1
+                summary.skipped_examples.setdefault(TOO_DEEP, info.path)
             batch.append(result)
             summary.lines_indexed += result.line_count
             if len(batch) >= WRITE_BATCH:

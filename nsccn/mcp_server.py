@@ -47,6 +47,7 @@ from pydantic import Field, ValidationError as PydanticValidationError
 
 from nsccn import __version__
 from nsccn.navigator import Navigator, NavigatorError
+from nsccn.repofile import UnreadableFile, stat_file
 from nsccn.tokens import count_tokens, truncate_to_tokens
 
 log = logging.getLogger("nsccn.mcp")
@@ -266,8 +267,8 @@ class NavigatorService:
             if row is None:
                 continue
             try:
-                st = (self.root / p).stat()
-            except OSError:
+                st = stat_file(self.root, p)
+            except UnreadableFile:  # gone, or no longer a regular file inside the repository
                 out.append(p)
                 continue
             if st.st_size != row["size"] or st.st_mtime != row["mtime"]:

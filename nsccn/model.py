@@ -53,6 +53,7 @@ class ParsedFile(msgspec.Struct):
     skeleton: str
     module_globals: list[str] = []  # names assigned at module level (constants, globals)
     error_lines: list[int] = []  # lines of syntax errors (entities there may be missing)
+    deep_lines: list[int] = []  # where syntax nested too deeply to walk begins (entities there are missing)
 
 
 def entity_id(kind: str, path: str, qualname: str) -> str:

@@ -16,7 +16,8 @@ from nsccn.model import split_entity_id
 from nsccn.repomap import repo_map
 from nsccn.store import EntityRow, IndexMissing, Store
 from nsccn.tokens import count_tokens, truncate_to_tokens
-from nsccn.window import PathOutsideRepository, read_lines, safe_path, window
+from nsccn.repofile import PathOutsideRepository, UnreadableFile, safe_path, stat_file
+from nsccn.window import read_lines, window
 
 
 class NavigatorError(ValueError):
@@ -47,7 +48,9 @@ class Navigator:
         if self._store is None:
             try:
                 self._store = Store(self.db_path, readonly=True)
-            except IndexMissing as exc:
+            except IndexMissing as exc:  # none yet, or its first build has not written the schema yet
+                raise NavigatorError(str(exc)) from exc
+            except RuntimeError as exc:  # an index of another schema version
                 raise NavigatorError(str(exc)) from exc
         return self._store
 
@@ -82,16 +85,31 @@ class Navigator:
         return difflib.get_close_matches(wrong, sorted(cands), n=n, cutoff=0.0)
 
     def _check_file(self, file_path: str) -> str:
-        rel = file_path.strip().replace("\\", "/")
-        try:
-            real = safe_path(self.root, rel)
-        except PathOutsideRepository as exc:
-            raise NavigatorError(str(exc)) from exc
-        rel = real.relative_to(self.root).as_posix()
-        if self.store.file(rel) is None:
-            hits = difflib.get_close_matches(rel, self.store.file_paths(), n=5, cutoff=0.3)
-            raise NavigatorError(f"{rel!r} is not an indexed file", hits)
-        return rel
+        if not isinstance(file_path, str) or not file_path.strip():
+            raise NavigatorError("file_path is empty; give a path relative to the repository")
+        given = file_path.strip()
+        # A backslash is part of a POSIX file name (`back\slash.py`); only when no such file is
+        # indexed is it read as a Windows-style separator.
+        candidates = [given] + ([given.replace("\\", "/")] if "\\" in given else [])
+        first_error = None
+        for cand in candidates:
+            try:
+                real = safe_path(self.root, cand)
+            except PathOutsideRepository as exc:
+                first_error = first_error or exc
+                continue
+            try:
+                rel = real.relative_to(self.root).as_posix()
+            except ValueError:
+                continue
+            if self.store.file(rel) is not None:
+                return rel
+            if self.store.file(cand) is not None:  # a symlink inside the repository: the indexed name
+                return cand
+        if first_error is not None and len(candidates) == 1:
+            raise NavigatorError(str(first_error)) from first_error
+        hits = difflib.get_close_matches(candidates[-1], self.store.file_paths(), n=5, cutoff=0.3)
+        raise NavigatorError(f"{given!r} is not an indexed file", hits)
 
     # -- the four tools of the specification ----------------------------------------------------
 
@@ -208,8 +226,10 @@ class Navigator:
         rel = self._check_file(file_path)
         skel, indexed_hash = self.store.skeleton(rel)
         try:
-            lines, disk_hash = read_lines(self.root, rel)
-        except OSError:
+            lines, disk_hash = read_lines(self.root, rel, self.config.max_file_size)
+        except UnreadableFile as exc:
+            if exc.reason != "missing":  # a FIFO, a device, a symlink out now: say so, read nothing
+                raise NavigatorError(f"{exc}: it is indexed, but cannot be read now; re-index") from None
             lines, disk_hash = [], None
         source_tokens = count_tokens("\n".join(lines))
         tokens = count_tokens(skel)
@@ -248,11 +268,11 @@ class Navigator:
     def window(self, entity_id: str, context_lines: int = 5) -> dict:
         row = self.entity(entity_id)
         try:
-            out = window(self.root, row.path, row.start_line, row.end_line, context_lines)
-        except PathOutsideRepository as exc:
-            raise NavigatorError(str(exc)) from exc
-        except (FileNotFoundError, IsADirectoryError) as exc:
-            raise NavigatorError(f"{row.path} is indexed but no longer on disk; re-index") from exc
+            out = window(self.root, row.path, row.start_line, row.end_line, context_lines, self.config.max_file_size)
+        except UnreadableFile as exc:
+            if exc.reason in ("missing", "directory"):
+                raise NavigatorError(f"{row.path} is indexed but no longer on disk; re-index") from None
+            raise NavigatorError(f"{exc}: it is indexed, but cannot be read now; re-index") from None
         except ValueError as exc:
             raise NavigatorError(str(exc)) from exc
         indexed = self.store.file(row.path)
@@ -268,6 +288,8 @@ class Navigator:
     def find_symbol(self, name: str, limit: int = 20) -> dict:
         if not isinstance(name, str) or not name.strip():
             raise NavigatorError("name is empty")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise NavigatorError(f"limit must be 1 or more, not {limit!r}")
         name = name.strip()
         rows = self.store.entities_named(name)
         if not rows and "." in name:  # `Class.method` or `pkg.module.func`
@@ -281,6 +303,8 @@ class Navigator:
         return {"name": name, "definitions": [r.brief() for r in rows[:limit]], "total": len(rows)}
 
     def find_references(self, entity_id: str, limit: int = 100) -> dict:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise NavigatorError(f"limit must be 1 or more, not {limit!r}")
         row = self.entity(entity_id)
         edges = [e for e in self.store.edges_to(row.id) if e.relation != "CONTAINS"]
         edges.sort(key=lambda e: (-e.confidence, e.path, e.line))
@@ -358,8 +382,8 @@ class Navigator:
     def status(self) -> dict:
         try:
             store = self.store
-        except NavigatorError:
-            return {"root": str(self.root), "index": str(self.db_path), "indexed": False,
+        except NavigatorError as exc:
+            return {"root": str(self.root), "index": str(self.db_path), "indexed": False, "why": exc.message,
                     "configuration": self.configuration()}
         counts = store.counts()
         last = store.get_meta("last_indexed")
@@ -400,8 +424,8 @@ class Navigator:
         changed, missing = [], []
         for path, (_h, size, mtime) in store.file_states().items():
             try:
-                st = (self.root / path).stat()
-            except OSError:
+                st = stat_file(self.root, path)
+            except UnreadableFile:  # gone, or no longer a regular file inside the repository
                 missing.append(path)
                 continue
             if st.st_size != size or st.st_mtime != mtime:

@@ -6,6 +6,7 @@ Nothing here is fatal: every file that cannot be indexed is skipped and counted 
 from __future__ import annotations
 
 import os
+import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,9 @@ import pathspec
 
 from nsccn.config import Config, index_dir
 from nsccn.languages import language_for
+from nsccn.repofile import UnreadableFile, read_bytes
+
+MAX_GITIGNORE_SIZE = 1 << 20
 
 # Directories no one wants indexed; matched by name at any depth.
 DEFAULT_IGNORED_DIRS = frozenset(
@@ -34,19 +38,37 @@ class ScanResult:
     files: list[FileInfo] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)  # reason -> count
     skipped_examples: dict[str, str] = field(default_factory=dict)  # reason -> one path
+    warnings: list[str] = field(default_factory=list)  # e.g. bad .gitignore lines, each once
 
     def skip(self, reason: str, path: str) -> None:
         self.skipped[reason] += 1
         self.skipped_examples.setdefault(reason, path)
 
 
+def compile_patterns(lines: list[str], source: str, warnings: list[str]) -> pathspec.GitIgnoreSpec | None:
+    """A spec of the patterns that compile. git ignores a pattern it cannot use (`[z-a]`) and keeps
+    the rest of the file, and so do we: one bad line costs that line, named in `warnings`."""
+    good: list[str] = []
+    for n, line in enumerate(lines, start=1):
+        try:
+            pathspec.GitIgnoreSpec.from_lines([line])
+        except Exception as exc:  # re.error, GitIgnorePatternError, ...: pathspec's are not one type
+            warnings.append(f"{source}:{n}: ignoring the bad pattern {line.strip()!r} ({exc})")
+            continue
+        good.append(line)
+    return pathspec.GitIgnoreSpec.from_lines(good) if good else None
+
+
 class IgnoreRules:
-    """`.gitignore` files (nested ones apply below their directory), defaults and configured patterns."""
+    """`.gitignore` files (nested ones apply below their directory), defaults and configured patterns.
+
+    `warnings` names every pattern that could not be used (file and line); it only grows."""
 
     def __init__(self, root: Path, config: Config):
         self.root = root
         self.config = config
-        self.extra = pathspec.GitIgnoreSpec.from_lines(config.ignore_patterns) if config.ignore_patterns else None
+        self.warnings: list[str] = []
+        self.extra = compile_patterns(config.ignore_patterns, "config.json ignore_patterns", self.warnings)
         self._specs: dict[str, pathspec.GitIgnoreSpec | None] = {}
         idx = index_dir(root, config)
         self.index_rel = None
@@ -59,11 +81,14 @@ class IgnoreRules:
         if rel_dir not in self._specs:
             spec = None
             if self.config.use_gitignore:
-                gi = self.root / rel_dir / ".gitignore" if rel_dir else self.root / ".gitignore"
-                try:
-                    spec = pathspec.GitIgnoreSpec.from_lines(gi.read_text("utf-8", "replace").splitlines())
-                except OSError:
-                    spec = None
+                rel = f"{rel_dir}/.gitignore" if rel_dir else ".gitignore"
+                try:  # a .gitignore can be a FIFO or a symlink out, like any file of the repository
+                    data, _ = read_bytes(self.root, rel, MAX_GITIGNORE_SIZE)
+                except UnreadableFile as exc:
+                    if exc.reason not in ("missing", "directory"):
+                        self.warnings.append(f"{rel}: not read ({exc})")
+                else:
+                    spec = compile_patterns(data.decode("utf-8", "replace").splitlines(), rel, self.warnings)
             self._specs[rel_dir] = spec
         return self._specs[rel_dir]
 
@@ -140,6 +165,9 @@ def scan_repository(root: Path, config: Config) -> ScanResult:
             except OSError:
                 result.skip("unreadable", rel)
                 continue
+            if not stat.S_ISREG(st.st_mode):  # a FIFO named x.py: reading it would wait forever
+                result.skip("not a regular file", rel)
+                continue
             if st.st_size > config.max_file_size:
                 result.skip("too large", rel)
                 continue
@@ -149,18 +177,16 @@ def scan_repository(root: Path, config: Config) -> ScanResult:
             result.files.append(FileInfo(rel, st.st_size, st.st_mtime))
 
     walk(root, "")
+    result.warnings = list(rules.warnings)
     return result
 
 
 def read_source(root: Path, rel: str, max_size: int) -> tuple[bytes | None, str | None]:
     """(bytes, None) or (None, reason to skip)."""
     try:
-        with open(Path(root) / rel, "rb") as fh:
-            data = fh.read(max_size + 1)
-    except OSError:
-        return None, "unreadable"
-    if len(data) > max_size:
-        return None, "too large"
+        data, _ = read_bytes(root, rel, max_size)
+    except UnreadableFile as exc:
+        return None, exc.reason
     if is_binary(data):
         return None, "binary"
     return data, None

@@ -4,16 +4,15 @@ It asks for work: `Ready` credits go to the watcher's ROUTER (`prefetch` at star
 job done), so a parser never holds more than `prefetch` jobs, the pool is balanced however long
 each file takes, and a crashed parser loses at most `prefetch` jobs (the watcher resends them).
 
-It looks at the file as it is *now*: gone -> Removed, unreadable/binary/too large -> Skipped,
-same content as the index -> Unchanged, else Parsed. The size and mtime are taken before the
-bytes are read, so a write that lands after the read leaves a newer mtime on disk and the
+It looks at the file as it is *now*: gone -> Removed, unreadable/binary/too large/not a regular
+file/a symlink out of the repository -> Skipped, same content as the index -> Unchanged, else
+Parsed. The size and mtime are taken (from the opened file) before the bytes are read, so a write that lands after the read leaves a newer mtime on disk and the
 watcher's next event re-parses it.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 import time
 
 import zmq
@@ -21,7 +20,8 @@ import zmq
 from nsccn.config import load_config
 from nsccn.extract import content_hash, parse_file
 from nsccn.messages import Hello, Message, ParseJob, Parsed, Ready, Removed, Skipped, Unchanged, encode
-from nsccn.scan import read_source
+from nsccn.repofile import UnreadableFile, read_bytes
+from nsccn.scan import is_binary
 from workers.base import Actor, actor_main
 
 # Tests slow parsing down to kill actors in the middle of a bulk index (seconds per file).
@@ -29,22 +29,16 @@ _DELAY = float(os.environ.get("NSCCN_TEST_PARSE_DELAY", "0") or 0)
 
 
 def look_at(root: str, job: ParseJob, max_size: int) -> Message:
-    path = os.path.join(root, job.path)
+    # The one safe read of the library: a file swapped for a FIFO, a device or a symlink out of
+    # the repository is refused here, before any byte is read, as the initial scan refuses it.
     try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return Removed(seq=job.seq, path=job.path)
-    except OSError:
-        return Skipped(seq=job.seq, path=job.path, reason="unreadable")
-    if not stat.S_ISREG(st.st_mode):
-        return Removed(seq=job.seq, path=job.path)  # a directory now, or a socket: not a file to index
-    if st.st_size > max_size:
-        return Skipped(seq=job.seq, path=job.path, reason="too large")
-    data, reason = read_source(root, job.path, max_size)
-    if data is None:
-        if reason == "unreadable" and not os.path.exists(path):
+        data, st = read_bytes(root, job.path, max_size)
+    except UnreadableFile as exc:
+        if exc.reason in ("missing", "directory"):
             return Removed(seq=job.seq, path=job.path)
-        return Skipped(seq=job.seq, path=job.path, reason=reason or "unreadable")
+        return Skipped(seq=job.seq, path=job.path, reason=exc.reason)
+    if is_binary(data):
+        return Skipped(seq=job.seq, path=job.path, reason="binary")
     if job.known_hash is not None and content_hash(data) == job.known_hash:
         return Unchanged(seq=job.seq, path=job.path, size=st.st_size, mtime=st.st_mtime)
     try:

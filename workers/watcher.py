@@ -81,6 +81,7 @@ class Watcher(Actor):
         self.config = load_config(self.root)
         self.rules = IgnoreRules(self.root, self.config)
         self._ignored_dirs: dict[str, bool] = {}
+        self._rule_warnings = 0  # how many of self.rules.warnings were logged
         inbox = self.socket(zmq.PULL, bind=self.addrs.watcher)
         self.jobs = self.socket(zmq.ROUTER, bind=self.addrs.jobs)
         self.jobs.setsockopt(zmq.ROUTER_MANDATORY, 1)  # a parser that is gone: an error, not a silent drop
@@ -153,6 +154,7 @@ class Watcher(Actor):
         self.bulk_done_sent = False
         self.stats.update(bulk_total=len(to_check), files_seen=len(scan.files), unchanged=unchanged)
         self.stats["skipped"] = dict(scan.skipped)
+        self._warn(scan.warnings)
         self.send(
             self.to_writer,
             BulkStart(
@@ -358,6 +360,15 @@ class Watcher(Actor):
             return None
         return rel if rel not in ("", ".") else None
 
+    def _warn(self, warnings: list[str]) -> None:
+        """Unusable ignore patterns (file and line): logged once each, kept in the stats for `nsccn index`."""
+        seen = self.stats.setdefault("warnings", [])
+        for w in warnings:
+            if w not in seen:
+                self.log.warning("%s", w)
+                if len(seen) < 50:
+                    seen.append(w)
+
     def _dir_ignored(self, rel_dir: str) -> bool:
         """The directory or one of its ancestors is ignored."""
         if not rel_dir:
@@ -376,7 +387,11 @@ class Watcher(Actor):
         if lang is None or lang not in self.config.languages:
             return False
         parent = rel.rsplit("/", 1)[0] if "/" in rel else ""
-        return not self._dir_ignored(parent) and not self.rules.ignored(rel, False)
+        wanted = not self._dir_ignored(parent) and not self.rules.ignored(rel, False)
+        if len(self.rules.warnings) != self._rule_warnings:  # a .gitignore read just now had a bad line
+            self._rule_warnings = len(self.rules.warnings)
+            self._warn(self.rules.warnings)
+        return wanted
 
     def _paths_of(self, kind: str, src: str, dest: str, is_dir: bool) -> list[str]:
         out: list[str] = []
@@ -389,6 +404,7 @@ class Watcher(Actor):
             if srel and srel.endswith(".gitignore"):
                 self.rules = IgnoreRules(self.root, self.config)  # rules changed: re-read them
                 self._ignored_dirs.clear()
+                self._rule_warnings = 0
             return out
         if kind in ("deleted", "moved") and srel:
             prefix = srel + "/"

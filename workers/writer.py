@@ -26,6 +26,7 @@ import numpy as np
 import zmq
 
 from nsccn.embed import text_hash
+from nsccn.extract import TOO_DEEP
 from nsccn.messages import (
     BulkDone,
     BulkStart,
@@ -254,6 +255,10 @@ class Writer(Actor):
                         to_touch.append((path, m.file.mtime))
                 else:
                     to_write.append(m.file)
+                    if m.file.deep_lines:  # indexed, less a region too deeply nested to walk
+                        self.skipped[TOO_DEEP] += 1
+                        self.log.warning("%s: nested too deeply from line %d: that region is left out",
+                                         path, m.file.deep_lines[0])
             elif isinstance(m, Unchanged):
                 self.stats["unchanged"] += 1
                 if cur is not None and cur[1] != m.mtime:

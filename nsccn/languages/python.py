@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 from functools import lru_cache
 
 import tree_sitter as ts
@@ -27,6 +28,14 @@ MUTATING_METHODS = frozenset(
     "appendleft extendleft rotate __setitem__ __delitem__ write".split()
 )
 DOCSTRING_SKELETON_LINES = 6  # a skeleton keeps a docstring's summary, not its examples
+# Syntax nested deeper than this (500 nested calls, 400 nested defs: generated or hostile code) is
+# not walked: its region is named in `deep_lines`, everything around it is kept. The walk recurses
+# (at most 4 Python frames a level), so the bound also follows the room left on the stack.
+MAX_NESTING = 200
+_FRAMES_PER_LEVEL = 4
+# Left-nested chains (`'a' + 'b' + ... ` a thousand terms long, which CPython compiles) are walked
+# in a loop, not recursively: they cost no nesting.
+_CHAIN_TYPES = frozenset(("binary_operator", "boolean_operator"))
 
 
 @lru_cache(maxsize=1)
@@ -61,20 +70,38 @@ def _expr_name(node: ts.Node | None) -> str | None:
     """`a.b.c` for identifier/attribute chains, `super().m` for super calls, else None."""
     if node is None:
         return None
-    if node.type == "identifier":
-        return _text(node)
-    if node.type == "attribute":
+    parts: list[str] = []
+    while node.type == "attribute":  # a loop: a chain can be thousands of attributes long
         obj = node.child_by_field_name("object")
         attr = node.child_by_field_name("attribute")
-        base = _expr_name(obj)
-        if base is None and obj is not None and obj.type == "call":
-            fn = obj.child_by_field_name("function")
-            if fn is not None and fn.type == "identifier" and fn.text == b"super":
-                base = "super()"
-        if base is None or attr is None:
+        if obj is None or attr is None:
             return None
-        return f"{base}.{_text(attr)}"
-    return None
+        parts.append(_text(attr))
+        node = obj
+    if node.type == "identifier":
+        head = _text(node)
+    elif parts and node.type == "call":
+        fn = node.child_by_field_name("function")
+        if fn is None or fn.type != "identifier" or fn.text != b"super":
+            return None
+        head = "super()"
+    else:
+        return None
+    return ".".join([head, *reversed(parts)])
+
+
+def _stack_room() -> int:
+    """Frames left before the interpreter's recursion limit."""
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back
+    return sys.getrecursionlimit() - depth
+
+
+def nesting_budget() -> int:
+    """How many syntax levels the recursive walks may go down from here."""
+    return max(8, min(MAX_NESTING, (_stack_room() - 100) // _FRAMES_PER_LEVEL))
 
 
 def _string_value(node: ts.Node | None) -> str | None:
@@ -113,11 +140,15 @@ class PythonExtractor:
         self.star_imports: list[str] = []
         self.module_globals: list[str] = []
         self.error_lines: list[int] = []
+        self.deep_lines: list[int] = []  # where a region nested too deeply to walk begins
         self._entity_fields: dict[str, dict] = {}
+        self._depth = 0
+        self._max_depth = MAX_NESTING
 
     # -- entry point -------------------------------------------------------------------------
 
     def extract(self):
+        self._max_depth = nesting_budget()
         tree = parser().parse(self.data)
         if tree.root_node.has_error:
             self._collect_errors(tree.root_node)
@@ -146,7 +177,9 @@ class PythonExtractor:
                 body_head="",
             ),
         )
-        self.skeleton = SkeletonBuilder(self.data, self.text_lines).build(root)
+        skeleton = SkeletonBuilder(self.data, self.text_lines, self._max_depth)
+        self.skeleton = skeleton.build(root)
+        self.deep_lines.extend(skeleton.deep_lines)
         for star in self.star_imports:
             self.imports[f"*{star}"] = star
         return self
@@ -158,6 +191,19 @@ class PythonExtractor:
             self._visit(child, scope)
 
     def _visit(self, node: ts.Node, scope: _Scope) -> None:
+        if self._depth >= self._max_depth:
+            self._too_deep(node)
+            return
+        self._depth += 1
+        try:
+            self._visit_node(node, scope)
+        finally:
+            self._depth -= 1
+
+    def _too_deep(self, node: ts.Node) -> None:
+        self.deep_lines.append(node.start_point[0] + 1)
+
+    def _visit_node(self, node: ts.Node, scope: _Scope) -> None:
         t = node.type
         if t == "decorated_definition":
             definition = node.child_by_field_name("definition")
@@ -192,6 +238,32 @@ class PythonExtractor:
 
     def _visit_expr(self, node: ts.Node, scope: _Scope) -> None:
         """Calls, config reads and body terms inside any expression or statement."""
+        if self._depth >= self._max_depth:
+            self._too_deep(node)
+            return
+        self._depth += 1
+        try:
+            if node.type in _CHAIN_TYPES:
+                self._visit_chain(node, scope)
+            else:
+                self._visit_expr_node(node, scope)
+        finally:
+            self._depth -= 1
+
+    def _visit_chain(self, node: ts.Node, scope: _Scope) -> None:
+        """`a + b + c ...`: down the left spine in a loop, each operand at this same depth."""
+        operands: list[ts.Node] = []
+        while node.type in _CHAIN_TYPES:
+            children = node.named_children
+            if not children:
+                return
+            operands.extend(reversed(children[1:]))
+            node = children[0]
+        operands.append(node)
+        for child in reversed(operands):
+            self._visit(child, scope) if child.type in _STATEMENT_TYPES else self._visit_expr(child, scope)
+
+    def _visit_expr_node(self, node: ts.Node, scope: _Scope) -> None:
         t = node.type
         if t == "call":
             fn = node.child_by_field_name("function")
@@ -207,8 +279,8 @@ class PythonExtractor:
                 ident = _text(attr)
                 scope.terms.append(ident)
                 # `mod.CONST` may be a constant of another module of ours; the resolver decides.
-                dotted = _expr_name(node)
-                if _UPPER_CONST.match(ident) and dotted and not _is_store_target(node):
+                dotted = _expr_name(node) if _UPPER_CONST.match(ident) else None  # O(chain): only when needed
+                if dotted and not _is_store_target(node):
                     parent = node.parent
                     if not (parent is not None and parent.type == "call" and parent.child_by_field_name("function") == node):
                         self._ref(scope, "READS_CONFIG", dotted, node)
@@ -439,7 +511,15 @@ class PythonExtractor:
             self._ref(scope, "READS_CONFIG", f"config:{value}[{key}]", node)
 
     def _config_attribute(self, node: ts.Node, scope: _Scope) -> None:
-        obj = _expr_name(node.child_by_field_name("object"))
+        obj_node = node.child_by_field_name("object")
+        if obj_node is None:
+            return
+        # The object's last name decides; the whole dotted name is built only then (a chain of n
+        # attributes would otherwise cost n^2).
+        last = obj_node.child_by_field_name("attribute") if obj_node.type == "attribute" else obj_node
+        if last is None or last.type != "identifier" or not _CONFIG_NAMES.search(_text(last)):
+            return
+        obj = _expr_name(obj_node)
         attr = node.child_by_field_name("attribute")
         if obj is None or attr is None or _is_store_target(node):
             return
@@ -483,25 +563,26 @@ class PythonExtractor:
         return "\n".join(self.text_lines[start : start + max_lines])
 
     def _collect_errors(self, node: ts.Node) -> None:
-        if node.type == "ERROR" or node.is_missing:
-            self.error_lines.append(node.start_point[0] + 1)
-            return
-        if node.has_error:
-            for child in node.children:
-                self._collect_errors(child)
+        stack = [node]  # a loop, not recursion: errors can sit thousands of levels down
+        while stack:
+            node = stack.pop()
+            if node.type == "ERROR" or node.is_missing:
+                self.error_lines.append(node.start_point[0] + 1)
+            elif node.has_error:
+                stack.extend(node.children)
 
 
 _DEF_LINE = re.compile(rb"^\s*(?:async\s+def|def|class|@)\b|^\s*@")
 
 
 def _first_error_row(node: ts.Node) -> int | None:
-    if node.type == "ERROR" or node.is_missing:
-        return node.start_point[0]
-    if node.has_error:
-        for child in node.children:
-            row = _first_error_row(child)
-            if row is not None:
-                return row
+    stack = [node]  # depth first, in source order, without recursion
+    while stack:
+        node = stack.pop()
+        if node.type == "ERROR" or node.is_missing:
+            return node.start_point[0]
+        if node.has_error:
+            stack.extend(reversed(node.children))
     return None
 
 
@@ -593,10 +674,13 @@ def summarize_docstring(doc: str, max_lines: int = DOCSTRING_SKELETON_LINES) -> 
 class SkeletonBuilder:
     """Signatures, type hints, docstring summaries, class structure and module constants; bodies -> `...`."""
 
-    def __init__(self, data: bytes, lines: list[str]):
+    def __init__(self, data: bytes, lines: list[str], max_depth: int = MAX_NESTING):
         self.data = data
         self.lines = lines
         self.out: list[str] = []
+        self.max_depth = max_depth
+        self.deep_lines: list[int] = []
+        self._depth = 0
 
     def build(self, root: ts.Node) -> str:
         doc = _first_docstring(root)
@@ -612,6 +696,17 @@ class SkeletonBuilder:
         return emitted
 
     def _statement(self, node: ts.Node, indent: str, in_class: bool) -> int:
+        if self._depth >= self.max_depth:
+            self.deep_lines.append(node.start_point[0] + 1)
+            self.out.append(indent + "...  # nested too deeply")
+            return 1
+        self._depth += 1
+        try:
+            return self._statement_node(node, indent, in_class)
+        finally:
+            self._depth -= 1
+
+    def _statement_node(self, node: ts.Node, indent: str, in_class: bool) -> int:
         t = node.type
         if t in _DEF_TYPES:
             self._definition(node, indent)

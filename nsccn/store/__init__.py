@@ -20,13 +20,17 @@ from nsccn.private import open_private, private_dir
 from nsccn.store.schema import SCHEMA_VERSION, migrate
 from nsccn.text import index_terms
 
-__all__ = ["Store", "EntityRow", "EdgeRow", "SCHEMA_VERSION", "IndexMissing"]
+__all__ = ["Store", "EntityRow", "EdgeRow", "SCHEMA_VERSION", "IndexMissing", "IndexNotReady"]
 
 ENTITY_COLUMNS = "id, kind, path, qualname, name, start_line, end_line, signature, docstring, decorators, parent"
 
 
 class IndexMissing(FileNotFoundError):
     """There is no index at that path yet."""
+
+
+class IndexNotReady(IndexMissing):
+    """The index file exists, its schema not yet: a first build has just begun."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,10 +94,17 @@ class Store:
             self.conn.execute("PRAGMA synchronous=NORMAL")
             migrate(self.conn)
         else:
-            row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            if row is None or int(row[0]) != SCHEMA_VERSION:
+            try:
+                row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            except apsw.SQLError:  # "no such table: meta": the writer has created the file, not the schema yet
+                row = None
+            if row is None:
+                self.conn.close()
+                raise IndexNotReady(f"the index at {self.path} is being created: try again in a moment")
+            if int(row[0]) != SCHEMA_VERSION:
+                self.conn.close()
                 raise RuntimeError(
-                    f"index at {self.path} has schema {row[0] if row else 'none'}, this nsccn reads {SCHEMA_VERSION}: re-run `nsccn index`"
+                    f"index at {self.path} has schema {row[0]}, this nsccn reads {SCHEMA_VERSION}: re-run `nsccn index`"
                 )
         self.conn.execute("PRAGMA cache_size=-65536")
 

@@ -129,10 +129,17 @@ MIGRATIONS: list[str] = [
 
 
 def migrate(conn: apsw.Connection) -> int:
-    """Apply every migration the database lacks, each in its own transaction; returns the version."""
-    conn.execute("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)")
-    row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-    version = int(row[0]) if row else 0
+    """Apply every migration the database lacks, each in its own transaction (all of them in one
+    for a new database); returns the version."""
+    with conn:  # a fresh database gets its whole schema in one transaction: no reader sees half of it
+        conn.execute("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)")
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        version = int(row[0]) if row else 0
+        if version == 0:
+            for script in MIGRATIONS:
+                conn.execute(script)
+            version = len(MIGRATIONS)
+            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", (str(version),))
     if version > SCHEMA_VERSION:
         raise RuntimeError(
             f"index schema version {version} is newer than this nsccn ({SCHEMA_VERSION}); upgrade nsccn or delete the index"
