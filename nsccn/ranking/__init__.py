@@ -1,8 +1,8 @@
 """The learned ranker: LambdaMART (LightGBM) over the candidates and features of
 `nsccn.ranking.features`, one model for files and one for functions.
 
-The model ships inside the package (`nsccn/models/ranker/ranker.json.gz`): the trees in a plain
-JSON form evaluated here with numpy, so a query never imports LightGBM (its import alone takes
+The model ships inside the package (`nsccn/models/ranker/ranker.npz`): the trees as flat numpy
+arrays (plus a JSON header) evaluated here with numpy, so a query never imports LightGBM (its import alone takes
 over half a second); LightGBM is used to train (`nsccn.ranking.train`). A model records the
 feature version and names it was trained with; one that does not match this code is refused with
 a clear message and localization falls back to the hand-tuned fusion, never mis-scores.
@@ -10,7 +10,6 @@ a clear message and localization falls back to the hand-tuned fusion, never mis-
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import time
@@ -25,8 +24,8 @@ from nsccn.ranking.features import (
 from nsccn.search import RRF_K, Fusion, Localization, fusion_localize
 from nsccn.store import Store
 
-SHIPPED_MODEL = Path(__file__).resolve().parent.parent / "models" / "ranker" / "ranker.json.gz"
-USER_MODEL_NAME = "ranker.json.gz"  # in the index directory: `nsccn train-ranker` writes it there
+SHIPPED_MODEL = Path(__file__).resolve().parent.parent / "models" / "ranker" / "ranker.npz"
+USER_MODEL_NAME = "ranker.npz"  # in the index directory: `nsccn train-ranker` writes it there
 CANDIDATE_DEPTH = 50  # the fusion is asked for this many results to draw candidates from
 
 
@@ -90,16 +89,14 @@ class Trees:
         return cls(feature, col(1, np.float64), col(2, np.int32), col(3, np.int32), col(4, bool), col(5, np.int8),
                    col(6, np.float64), depth)
 
-    def as_json(self) -> dict:
-        return {k: getattr(self, k).tolist() for k in
-                ("feature", "threshold", "left", "right", "default_left", "missing", "value")} | {"depth": self.depth}
+    ARRAYS = ("feature", "threshold", "left", "right", "default_left", "missing", "value")
+
+    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        return {f"{prefix}.{k}": getattr(self, k) for k in self.ARRAYS} | {f"{prefix}.depth": np.asarray(self.depth)}
 
     @classmethod
-    def from_json(cls, d: dict) -> "Trees":
-        return cls(np.asarray(d["feature"], dtype=np.int32), np.asarray(d["threshold"], dtype=np.float64),
-                   np.asarray(d["left"], dtype=np.int32), np.asarray(d["right"], dtype=np.int32),
-                   np.asarray(d["default_left"], dtype=bool), np.asarray(d["missing"], dtype=np.int8),
-                   np.asarray(d["value"], dtype=np.float64), int(d["depth"]))
+    def from_arrays(cls, data, prefix: str) -> "Trees":
+        return cls(*(np.asarray(data[f"{prefix}.{k}"]) for k in cls.ARRAYS), int(data[f"{prefix}.depth"]))
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Raw scores for the rows of x, as LightGBM's `predict(raw_score=True)` computes them."""
@@ -167,25 +164,33 @@ def _mask(x: np.ndarray, names: list[str], disabled: frozenset[str]) -> np.ndarr
 
 
 def save_ranker(ranker: Ranker, path: Path) -> None:
-    doc = {"feature_version": FEATURE_VERSION, "features": {"file": FILE_FEATURES, "function": FUNCTION_FEATURES},
-           "disabled": sorted(ranker.disabled), "info": ranker.info,
-           "files": ranker.files.as_json(), "functions": ranker.functions.as_json()}
+    """One .npz file: the trees' arrays and a JSON header (features, version, provenance)."""
+    header = {"feature_version": FEATURE_VERSION, "features": {"file": FILE_FEATURES, "function": FUNCTION_FEATURES},
+              "disabled": sorted(ranker.disabled), "info": ranker.info}
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with gzip.open(tmp, "wt") as fh:
-        json.dump(doc, fh, separators=(",", ":"))
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        np.savez_compressed(fh, header=np.asarray(json.dumps(header)), **ranker.files.arrays("files"),
+                            **ranker.functions.arrays("functions"))
     os.replace(tmp, path)
+
+
+def read_header(path: Path) -> dict:
+    with np.load(path, allow_pickle=False) as data:
+        return json.loads(str(data["header"]))
 
 
 def load_ranker(path: Path) -> Ranker:
     """A model file, checked against this code's features; RankerError says what is wrong."""
     path = Path(path)
     try:
-        with gzip.open(path, "rt") as fh:
-            doc = json.load(fh)
+        with np.load(path, allow_pickle=False) as data:
+            doc = json.loads(str(data["header"]))
+            files, functions = Trees.from_arrays(data, "files"), Trees.from_arrays(data, "functions")
     except FileNotFoundError:
         raise RankerError(f"no ranking model at {path}") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, KeyError) as exc:
         raise RankerError(f"the ranking model {path} cannot be read: {exc}") from None
     if doc.get("feature_version") != FEATURE_VERSION or doc.get("features") != {
         "file": FILE_FEATURES, "function": FUNCTION_FEATURES
@@ -194,8 +199,7 @@ def load_ranker(path: Path) -> Ranker:
             f"the ranking model {path} was trained on other features (version {doc.get('feature_version')}, "
             f"this nsccn computes version {FEATURE_VERSION}): retrain it (`nsccn train-ranker`) or delete it"
         )
-    return Ranker(Trees.from_json(doc["files"]), Trees.from_json(doc["functions"]), doc.get("info", {}), str(path),
-                  frozenset(doc.get("disabled", ())))
+    return Ranker(files, functions, doc.get("info", {}), str(path), frozenset(doc.get("disabled", ())))
 
 
 _cache: dict[tuple[str, float], Ranker] = {}
