@@ -113,6 +113,9 @@ class Navigator:
         )
         results = [h.as_dict() for h in hits[offset : offset + limit]]
         out = {"query": query, "results": results, "signals": sorted(signals)}
+        capped = search_mod.capped_note(search_mod.analyze_query(query))
+        if capped:
+            out["query_capped"] = capped
         if len(hits) == limit + offset:
             out["more"] = f"call again with offset={offset + limit} for the next results"
         return out
@@ -129,12 +132,16 @@ class Navigator:
         loc = search_mod.localize(self.store, report, limit=limit, signals=signals, embedder=self.embedder,
                                   rrf_k=self.config.rrf_k)
         rows = self.store.entities(loc.functions)
-        return {
+        out = {
             "files": loc.files,
             "functions": [rows[f].brief() for f in loc.functions if f in rows],
             "signals": sorted(signals),
             "seconds": round(loc.seconds, 3),
         }
+        capped = search_mod.capped_note(search_mod.analyze_query(report))
+        if capped:
+            out["query_capped"] = capped
+        return out
 
     def _signals(self) -> frozenset[str]:
         """Every ranking signal, less the vectors while the index has none."""
