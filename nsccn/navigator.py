@@ -34,6 +34,7 @@ class NavigatorError(ValueError):
 
 class Navigator:
     MAX_LOCALIZE = 50  # files and functions one localize() lists at most
+    PROGRESS_STEPS = 10_000  # SQLite VM steps between two looks at the deadline (~0.1 ms of work)
 
     def __init__(self, root: str | Path, config: Config | None = None, db_path: str | Path | None = None):
         self.root = Path(root).resolve()
@@ -41,6 +42,9 @@ class Navigator:
         self.db_path = Path(db_path) if db_path else self.config.db_path(self.root)
         self._store: Store | None = None
         self.embedder = None  # set by a front end that can embed queries
+        # time.monotonic() after which SQLite work is interrupted (apsw.InterruptError): a front end
+        # sets it around one call to give that call a time budget; None: no limit.
+        self.deadline: float | None = None
 
     @property
     def store(self) -> Store:
@@ -49,7 +53,12 @@ class Navigator:
                 self._store = Store(self.db_path, readonly=True)
             except IndexMissing as exc:
                 raise NavigatorError(str(exc)) from exc
+            self._store.conn.set_progress_handler(self._past_deadline, self.PROGRESS_STEPS)
         return self._store
+
+    def _past_deadline(self) -> bool:
+        """SQLite's progress handler: True interrupts the running statement."""
+        return self.deadline is not None and time.monotonic() > self.deadline
 
     def close(self) -> None:
         if self._store is not None:
