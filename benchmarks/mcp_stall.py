@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import shutil
 import statistics
@@ -78,7 +79,8 @@ async def main_async(args) -> dict:
     root = Path(args.root).resolve()
     goods = good_calls(root, args.good)
     bad_query = pathological_traceback(args.size, depth=args.depth)
-    transport = StdioTransport(nsccn_command()[0], nsccn_command()[1:] + ["mcp", "--root", str(root)], keep_alive=False)
+    cmd = args.command.split() if args.command else nsccn_command()
+    transport = StdioTransport(cmd[0], cmd[1:] + ["mcp", "--root", str(root)], env=dict(os.environ), keep_alive=False)
     out: dict = {"root": str(root), "query_chars": len(bad_query), "depth": args.depth}
     async with Client(transport, timeout=600) as c:
         for tool, a in goods[:4]:  # warm-up: imports, caches, the PageRank prior
@@ -140,6 +142,8 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=550, help="directories in each frame's path")
     ap.add_argument("--good", type=int, default=20, help="good calls, alone and while the bad ones run")
     ap.add_argument("--bad", type=int, default=2, help="pathological calls kept in flight meanwhile")
+    ap.add_argument("--command", help="the server command before `mcp --root ROOT` (default: this nsccn); e.g. "
+                    "to measure another checkout: PYTHONPATH=OLD:SITE_PACKAGES --command 'python -S -m nsccn.cli'")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
     out = asyncio.run(main_async(args))

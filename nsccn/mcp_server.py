@@ -48,7 +48,7 @@ from mcp_types import TextContent, ToolAnnotations
 from pydantic import Field, ValidationError as PydanticValidationError
 
 from nsccn import __version__
-from nsccn.navigator import Navigator, NavigatorError
+from nsccn.navigator import Navigator, NavigatorError, said
 from nsccn.tokens import count_tokens, truncate_to_tokens
 
 log = logging.getLogger("nsccn.mcp")
@@ -65,6 +65,7 @@ MAX_CONTEXT_LINES = 200
 MIN_MAP_TOKENS = 64
 MIN_CONTEXT_TOKENS = 200
 MAX_SIGNATURE_CHARS = 300  # one absurd signature must not eat a whole answer
+MAX_ERROR_CHARS = 2000  # a tool error longer than this is cut in the middle
 MAX_EDGE_LINES = 5  # line numbers listed per trace edge; `sites` counts them all
 STALE_CHECK_MAX_FILES = 64
 GLOBAL_STALE_TTL_S = 2.0
@@ -159,7 +160,10 @@ def _fit(n_items: int, render: Callable[[int], str], cap: int) -> tuple[int, str
 
 
 def _user_error(message: str) -> ToolError:
-    """A tool error caused by the caller's input: logged quietly, returned verbatim."""
+    """A tool error caused by the caller's input: logged quietly, returned verbatim (cut to
+    MAX_ERROR_CHARS should it echo a huge argument that no `said` clipped)."""
+    if len(message) > MAX_ERROR_CHARS:
+        message = f"{message[: MAX_ERROR_CHARS - 200]} ... [{len(message):,} characters] ... {message[-150:]}"
     return ToolError(message, log_level=logging.DEBUG)
 
 
@@ -192,7 +196,7 @@ class ArgumentErrors(Middleware):
                 elif err.get("type") in ("extra_forbidden", "unexpected_keyword_argument"):
                     what = f"is not a parameter of {name}; parameters: {', '.join(props) or 'none'}"
                 else:
-                    what = f"{err.get('msg', 'is invalid').lower()} (got {err.get('input')!r})"
+                    what = f"{err.get('msg', 'is invalid').lower()} (got {said(err.get('input'))})"
                 desc = props.get(param, {}).get("description")
                 parts.append(f"{param} {what}" + (f"; expected {desc}" if desc else ""))
             msg = f"invalid arguments for {name}: " + ("; ".join(parts) if parts else str(exc).splitlines()[0])
@@ -395,7 +399,7 @@ def _check_int(name: str, value: int, lo: int, hi: int | None = None) -> int:
         raise _user_error(f"{name} must be an integer" + (f" between {lo} and {hi}" if hi is not None else f" >= {lo}"))
     if value < lo or (hi is not None and value > hi):
         rng = f"between {lo} and {hi}" if hi is not None else f"{lo} or more"
-        raise _user_error(f"{name} must be {rng}, not {value}")
+        raise _user_error(f"{name} must be {rng}, not {said(value)}")
     return value
 
 
@@ -408,7 +412,7 @@ def _norm_path(root: Path, file_path: str) -> str:
         try:
             rel = Path(os.path.realpath(p)).relative_to(root)
         except ValueError:
-            raise _user_error(f"{p!r} is outside the repository ({root}); give a path relative to its root") from None
+            raise _user_error(f"{said(p)} is outside the repository ({root}); give a path relative to its root") from None
         return rel.as_posix()
     return p
 
@@ -449,7 +453,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             if kinds:
                 bad = [k for k in kinds if k not in ENTITY_KINDS]
                 if bad:
-                    raise _user_error(f"unknown kinds {bad}; valid kinds: {list(ENTITY_KINDS)}")
+                    raise _user_error(f"unknown kinds {said(bad)}; valid kinds: {list(ENTITY_KINDS)}")
             res = svc.nav.search(query, limit=limit, offset=offset, kinds=kinds or None, diversity=diversity)
             rows = [{"id": r["id"], "score": round(r["score"], 4), "sig": _short(r["signature"]), "file": r["file"],
                      "line": r["line"], "kind": r["kind"]} for r in res["results"]]
@@ -577,14 +581,14 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
     ) -> ToolResult:
         def run():
             if direction not in DIRECTIONS:
-                raise _user_error(f"direction must be one of {list(DIRECTIONS)}, not {direction!r}")
+                raise _user_error(f"direction must be one of {list(DIRECTIONS)}, not {said(direction)}")
             _check_int("depth", depth, 1, MAX_DEPTH)
             if relations:
                 bad = [r for r in relations if r not in RELATIONS]
                 if bad:
-                    raise _user_error(f"unknown relations {bad}; valid: {list(RELATIONS)}")
+                    raise _user_error(f"unknown relations {said(bad)}; valid: {list(RELATIONS)}")
             if not isinstance(min_confidence, (int, float)) or not 0.0 <= min_confidence <= 1.0:
-                raise _user_error(f"min_confidence must be between 0 and 1, not {min_confidence}")
+                raise _user_error(f"min_confidence must be between 0 and 1, not {said(min_confidence)}")
             res = svc.nav.trace(entity_id, direction, depth, relations or None, float(min_confidence))
             order = list(res["entities"])  # breadth-first: nearest hops first
             ents = {}

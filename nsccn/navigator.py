@@ -19,6 +19,16 @@ from nsccn.tokens import count_tokens, truncate_to_tokens
 from nsccn.window import PathOutsideRepository, read_lines, safe_path, window
 
 
+def said(value, limit: int = 120) -> str:
+    """`repr(value)` for an error message, cut to `limit` characters: a message that echoes a
+    100 kB argument back would bury the message itself."""
+    try:
+        r = repr(value)
+    except ValueError:  # an int of more than 4,300 digits has no repr
+        return f"an integer of about {int(value.bit_length() * 0.30103):,} digits"
+    return r if len(r) <= limit else f"{r[: limit - 30]}... ({len(r):,} characters)"
+
+
 class NavigatorError(ValueError):
     def __init__(self, message: str, suggestions: list[str] | None = None):
         super().__init__(message)
@@ -72,7 +82,7 @@ class Navigator:
             raise NavigatorError("entity_id is empty; ids look like func:path/to/file.py:name")
         row = self.store.entity(entity_id.strip())
         if row is None:
-            raise NavigatorError(f"unknown entity id {entity_id!r}", self.closest_ids(entity_id))
+            raise NavigatorError(f"unknown entity id {said(entity_id)}", self.closest_ids(entity_id))
         return row
 
     def closest_ids(self, wrong: str, n: int = 5) -> list[str]:
@@ -99,7 +109,7 @@ class Navigator:
         rel = real.relative_to(self.root).as_posix()
         if self.store.file(rel) is None:
             hits = difflib.get_close_matches(rel, self.store.file_paths(), n=5, cutoff=0.3)
-            raise NavigatorError(f"{rel!r} is not an indexed file", hits)
+            raise NavigatorError(f"{said(rel)} is not an indexed file", hits)
         return rel
 
     # -- the four tools of the specification ----------------------------------------------------
@@ -114,7 +124,7 @@ class Navigator:
         if offset < 0:
             raise NavigatorError(f"offset must be 0 or more, not {offset}")
         if isinstance(diversity, bool) or not isinstance(diversity, (int, float)) or not 0 <= diversity <= 1:
-            raise NavigatorError(f"diversity must be a number between 0 (plain ranking) and 1, not {diversity!r}")
+            raise NavigatorError(f"diversity must be a number between 0 (plain ranking) and 1, not {said(diversity)}")
         signals = self._signals()
         hits = search_mod.search(
             self.store, query, limit=limit + offset, signals=signals, embedder=self.embedder,
@@ -136,7 +146,7 @@ class Navigator:
         if not isinstance(report, str) or not report.strip():
             raise NavigatorError("report is empty: paste the bug report, traceback or task description")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= self.MAX_LOCALIZE:
-            raise NavigatorError(f"limit must be between 1 and {self.MAX_LOCALIZE}, not {limit!r}")
+            raise NavigatorError(f"limit must be between 1 and {self.MAX_LOCALIZE}, not {said(limit)}")
         signals = self._signals()
         loc = search_mod.localize(self.store, report, limit=limit, signals=signals, embedder=self.embedder,
                                   rrf_k=self.config.rrf_k)
@@ -197,7 +207,7 @@ class Navigator:
         if relations:
             bad = [r for r in relations if r not in graph.DIRECTION_RELATIONS["all"] + ("CONTAINS",)]
             if bad:
-                raise NavigatorError(f"unknown relations {bad}; known: {list(graph.DIRECTION_RELATIONS['all'])}")
+                raise NavigatorError(f"unknown relations {said(bad)}; known: {list(graph.DIRECTION_RELATIONS['all'])}")
         if not 0.0 <= min_confidence <= 1.0:
             raise NavigatorError(f"min_confidence must be between 0 and 1, not {min_confidence}")
         try:
@@ -237,7 +247,7 @@ class Navigator:
         if not rows:
             names = [n for (n,) in self.store.conn.execute("SELECT DISTINCT name FROM entities")]
             close = difflib.get_close_matches(name.rsplit(".", 1)[-1], names, n=5, cutoff=0.6)
-            raise NavigatorError(f"no definition named {name!r}", close)
+            raise NavigatorError(f"no definition named {said(name)}", close)
         return {"name": name, "definitions": [r.brief() for r in rows[:limit]], "total": len(rows)}
 
     def find_references(self, entity_id: str, limit: int = 100) -> dict:
