@@ -59,7 +59,7 @@ def main() -> None:
     log = Path(tempfile.mkdtemp()) / "server.log"
     session = StdioSession(root, nsccn_command(), log_file=log)
     samples = index_samples(root)
-    schemas = {t.name: t.inputSchema for t in session.tools()}
+    schemas = {t.name: t.input_schema for t in session.tools()}
     wanted = args.tools.split(",") if args.tools else sorted(schemas)
     report: dict = {"root": str(root), "examples_per_tool": args.examples, "tools": {}}
     failures = 0

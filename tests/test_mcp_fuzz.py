@@ -22,7 +22,7 @@ def session(tmp_path_factory):
     log = root / "server.log"
     s = StdioSession(repo, [cmd, *pre], log_file=log)
     s.samples = index_samples(repo)
-    s.schemas = {t.name: t.inputSchema for t in s.tools()}
+    s.schemas = {t.name: t.input_schema for t in s.tools()}
     yield s
     s.close()
     assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
