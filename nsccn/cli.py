@@ -101,6 +101,8 @@ def cmd_search(nav: Navigator, args) -> dict:
             print("no results")
         if out.get("more"):
             print(f"  ... {out['more']}")
+        if out.get("query_capped"):
+            print(f"# note: {out['query_capped']}", file=sys.stderr)
     return out
 
 
@@ -129,6 +131,8 @@ def cmd_localize(nav: Navigator, args) -> dict:
             print(f"{i:>3}. {r['id']}  ({r['file']}:{r['line']})")
         if not out["files"]:
             print("nothing matched: try other words, or `nsccn map` to see what exists")
+        if out.get("query_capped"):
+            print(f"# note: {out['query_capped']}", file=sys.stderr)
     return out
 
 

@@ -55,6 +55,7 @@ class Config(msgspec.Struct, kw_only=True):
     embed_test_files: bool = True
     quantization_threshold_entities: int = 50_000
     result_token_cap: int = 8000  # no tool answer is larger than this
+    tool_time_budget_s: float = 20.0  # an MCP tool call running longer is stopped with a clear error
     parser_workers: int = 0  # 0: one per core
     # The git history (the newest commits) is indexed as ranking evidence when the root is a work tree.
     history: bool = True

@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
+import anyio
+import apsw
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError, ValidationError as FastMCPValidationError
 from fastmcp.server.middleware import Middleware
@@ -46,7 +48,7 @@ from mcp_types import TextContent, ToolAnnotations
 from pydantic import Field, ValidationError as PydanticValidationError
 
 from nsccn import __version__
-from nsccn.navigator import Navigator, NavigatorError
+from nsccn.navigator import Navigator, NavigatorError, said
 from nsccn.repofile import UnreadableFile, stat_file
 from nsccn.tokens import count_tokens, truncate_to_tokens
 
@@ -64,9 +66,13 @@ MAX_CONTEXT_LINES = 200
 MIN_MAP_TOKENS = 64
 MIN_CONTEXT_TOKENS = 200
 MAX_SIGNATURE_CHARS = 300  # one absurd signature must not eat a whole answer
+MAX_ERROR_CHARS = 2000  # a tool error longer than this is cut in the middle
 MAX_EDGE_LINES = 5  # line numbers listed per trace edge; `sites` counts them all
 STALE_CHECK_MAX_FILES = 64
 GLOBAL_STALE_TTL_S = 2.0
+DEFAULT_TIME_BUDGET_S = 20.0  # Config.tool_time_budget_s
+BUDGET_GRACE_S = 2.0  # past the budget, how long a body that is not in SQLite may still take
+MAX_CONCURRENT_CALLS = 8  # calls in flight at once, each with its own read connection
 PIPELINE_STATUS_TTL_S = 1.0
 
 INSTRUCTIONS = """\
@@ -155,7 +161,10 @@ def _fit(n_items: int, render: Callable[[int], str], cap: int) -> tuple[int, str
 
 
 def _user_error(message: str) -> ToolError:
-    """A tool error caused by the caller's input: logged quietly, returned verbatim."""
+    """A tool error caused by the caller's input: logged quietly, returned verbatim (cut to
+    MAX_ERROR_CHARS should it echo a huge argument that no `said` clipped)."""
+    if len(message) > MAX_ERROR_CHARS:
+        message = f"{message[: MAX_ERROR_CHARS - 200]} ... [{len(message):,} characters] ... {message[-150:]}"
     return ToolError(message, log_level=logging.DEBUG)
 
 
@@ -188,7 +197,7 @@ class ArgumentErrors(Middleware):
                 elif err.get("type") in ("extra_forbidden", "unexpected_keyword_argument"):
                     what = f"is not a parameter of {name}; parameters: {', '.join(props) or 'none'}"
                 else:
-                    what = f"{err.get('msg', 'is invalid').lower()} (got {err.get('input')!r})"
+                    what = f"{err.get('msg', 'is invalid').lower()} (got {said(err.get('input'))})"
                 desc = props.get(param, {}).get("description")
                 parts.append(f"{param} {what}" + (f"; expected {desc}" if desc else ""))
             msg = f"invalid arguments for {name}: " + ("; ".join(parts) if parts else str(exc).splitlines()[0])
@@ -206,51 +215,107 @@ def _closest_message(exc: NavigatorError) -> str:
 
 
 class NavigatorService:
-    """The navigator behind the tools: one read-only connection, serialized, reopened when the
+    """The navigators behind the tools: a pool of read-only connections, one per call in flight,
+    so a slow call holds no lock the others need; each call's time budget; reopening when the
     index file is replaced; staleness and pipeline notes; the token cap."""
 
     def __init__(self, root: str | Path, db_path: str | Path | None = None, embedder=None,
                  status_provider: Callable[[], dict | None] | None = None):
-        self.nav = Navigator(root, db_path=db_path)
-        self.nav.embedder = embedder
-        self.root = self.nav.root
-        self.cap = int(self.nav.config.result_token_cap)
+        self._primary = Navigator(root, db_path=db_path)
+        self._primary.embedder = embedder
+        self.root = self._primary.root
+        self.cap = int(self._primary.config.result_token_cap)
+        self.budget_s = float(getattr(self._primary.config, "tool_time_budget_s", DEFAULT_TIME_BUDGET_S))
         self.status_provider = status_provider
-        self.lock = threading.RLock()
-        self._db_ino: tuple[int, int] | None = None
+        self._idle: list[Navigator] = [self._primary]  # navigators no call holds
+        self._pool_lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(MAX_CONCURRENT_CALLS)
+        self._local = threading.local()  # the navigator of the call running on this thread
+        self._db_ino: dict[int, tuple[int, int] | None] = {}
+        self._closed = False
         self._global_stale: tuple[float, dict] | None = None
         self._pipeline: tuple[float, dict | None] | None = None
 
+    @property
+    def nav(self) -> Navigator:
+        """The navigator of the call running on this thread (outside a call: the first one)."""
+        return getattr(self._local, "nav", None) or self._primary
+
     def close(self) -> None:
-        with self.lock:
-            self.nav.close()
+        with self._pool_lock:
+            self._closed = True
+            for nav in self._idle:
+                nav.close()
+
+    def _acquire(self, deadline: float) -> Navigator:
+        if not self._slots.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise _user_error(f"the server is busy with {MAX_CONCURRENT_CALLS} calls; try again in a moment")
+        with self._pool_lock:
+            if self._idle:  # the first navigator when it is free: sequential calls share one connection
+                nav = self._primary if self._primary in self._idle else self._idle[-1]
+                self._idle.remove(nav)
+                return nav
+        nav = Navigator(self.root, config=self._primary.config, db_path=self._primary.db_path)
+        nav.embedder = self._primary.embedder
+        return nav
+
+    def _release(self, nav: Navigator) -> None:
+        nav.deadline = None
+        with self._pool_lock:
+            if self._closed:
+                nav.close()
+            else:
+                self._idle.append(nav)
+        self._slots.release()
 
     # The index file can be deleted and rebuilt (a full re-index): follow it.
-    def _check_db(self) -> None:
+    def _check_db(self, nav: Navigator) -> None:
         try:
-            st = os.stat(self.nav.db_path)
+            st = os.stat(nav.db_path)
             ino = (st.st_dev, st.st_ino)
         except OSError:
             ino = None
-        if ino != self._db_ino:
-            self.nav.close()
-            self._db_ino = ino
+        if ino != self._db_ino.get(id(nav), False):
+            nav.close()
+            self._db_ino[id(nav)] = ino
 
-    def call(self, tool: str, fn: Callable[[], ToolResult]) -> ToolResult:
-        with self.lock:
-            try:
-                self._check_db()
-                return fn()
-            except ToolError:
-                raise
-            except NavigatorError as exc:
-                raise _user_error(_closest_message(exc)) from None
-            except RuntimeError as exc:
-                if "nsccn index" in str(exc):  # e.g. an index of another schema version: actionable
-                    raise _user_error(str(exc)) from None
-                raise self._internal(tool, exc) from None
-            except Exception as exc:  # never a stack trace to the agent; the log has it
-                raise self._internal(tool, exc) from None
+    async def call(self, tool: str, fn: Callable[[], ToolResult]) -> ToolResult:
+        """Run one tool body on a worker thread with its own connection, within the time budget:
+        SQLite work past the deadline is interrupted (the connection's progress handler), and
+        should the body still not return, the answer is a time-budget error all the same."""
+        deadline = time.monotonic() + self.budget_s
+        try:
+            with anyio.fail_after(self.budget_s + BUDGET_GRACE_S):
+                return await anyio.to_thread.run_sync(self._run, tool, fn, deadline, abandon_on_cancel=True)
+        except TimeoutError:
+            raise self._over_budget(tool) from None
+
+    def _run(self, tool: str, fn: Callable[[], ToolResult], deadline: float) -> ToolResult:
+        nav = self._acquire(deadline)
+        self._local.nav = nav
+        try:
+            self._check_db(nav)
+            nav.deadline = deadline
+            return fn()
+        except ToolError:
+            raise
+        except apsw.InterruptError:
+            raise self._over_budget(tool) from None
+        except NavigatorError as exc:
+            raise _user_error(_closest_message(exc)) from None
+        except RuntimeError as exc:
+            if "nsccn index" in str(exc):  # e.g. an index of another schema version: actionable
+                raise _user_error(str(exc)) from None
+            raise self._internal(tool, exc) from None
+        except Exception as exc:  # never a stack trace to the agent; the log has it
+            raise self._internal(tool, exc) from None
+        finally:
+            self._local.nav = None
+            self._release(nav)
+
+    def _over_budget(self, tool: str) -> ToolError:
+        return _user_error(f"{tool} stopped: it ran past its time budget of {self.budget_s:g} s "
+                           "(tool_time_budget_s); narrow the call: a shorter query, a smaller depth or limit")
 
     @staticmethod
     def _internal(tool: str, exc: Exception) -> ToolError:
@@ -277,21 +342,23 @@ class NavigatorService:
 
     def global_staleness(self) -> dict:
         now = time.monotonic()
-        if self._global_stale is None or now - self._global_stale[0] > GLOBAL_STALE_TTL_S:
-            self._global_stale = (now, self.nav.staleness(limit=10))
-        return self._global_stale[1]
+        cached = self._global_stale  # read once: concurrent calls replace it whole
+        if cached is None or now - cached[0] > GLOBAL_STALE_TTL_S:
+            cached = self._global_stale = (now, self.nav.staleness(limit=10))
+        return cached[1]
 
     def pipeline_status(self, fresh: bool = False) -> dict | None:
         if self.status_provider is None:
             return None
         now = time.monotonic()
-        if fresh or self._pipeline is None or now - self._pipeline[0] > PIPELINE_STATUS_TTL_S:
+        cached = self._pipeline  # read once: concurrent calls replace it whole
+        if fresh or cached is None or now - cached[0] > PIPELINE_STATUS_TTL_S:
             try:
                 live = self.status_provider()
             except Exception as exc:  # a sick pipeline must not break queries
                 live = {"error": f"status unavailable: {type(exc).__name__}: {exc}"}
-            self._pipeline = (now, live if isinstance(live, dict) or live is None else {"status": live})
-        return self._pipeline[1]
+            cached = self._pipeline = (now, live if isinstance(live, dict) or live is None else {"status": live})
+        return cached[1]
 
     def partial_note(self) -> str | None:
         live = self.pipeline_status()
@@ -333,7 +400,7 @@ def _check_int(name: str, value: int, lo: int, hi: int | None = None) -> int:
         raise _user_error(f"{name} must be an integer" + (f" between {lo} and {hi}" if hi is not None else f" >= {lo}"))
     if value < lo or (hi is not None and value > hi):
         rng = f"between {lo} and {hi}" if hi is not None else f"{lo} or more"
-        raise _user_error(f"{name} must be {rng}, not {value}")
+        raise _user_error(f"{name} must be {rng}, not {said(value)}")
     return value
 
 
@@ -346,7 +413,7 @@ def _norm_path(root: Path, file_path: str) -> str:
         try:
             rel = Path(os.path.realpath(p)).relative_to(root)
         except ValueError:
-            raise _user_error(f"{p!r} is outside the repository ({root}); give a path relative to its root") from None
+            raise _user_error(f"{said(p)} is outside the repository ({root}); give a path relative to its root") from None
         return rel.as_posix()
     return p
 
@@ -370,7 +437,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
         "by hybrid ranking (lexical BM25 + identifier/path/traceback analysis + vectors when available + call graph). "
         "Use it first when you know what you want but not where it is; then trace_causal_path or open_surgical_window on an id."
     )
-    def search_and_rank(
+    async def search_and_rank(
         query: Annotated[str, Field(description="a name, a phrase, or a whole bug report / traceback")],
         limit: Annotated[int, Field(description="results to return (1-100)", json_schema_extra=_range(1, MAX_SEARCH_LIMIT))] = 10,
         offset: Annotated[int, Field(description="skip this many results (paging)", json_schema_extra=_range(0))] = 0,
@@ -387,11 +454,13 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             if kinds:
                 bad = [k for k in kinds if k not in ENTITY_KINDS]
                 if bad:
-                    raise _user_error(f"unknown kinds {bad}; valid kinds: {list(ENTITY_KINDS)}")
+                    raise _user_error(f"unknown kinds {said(bad)}; valid kinds: {list(ENTITY_KINDS)}")
             res = svc.nav.search(query, limit=limit, offset=offset, kinds=kinds or None, diversity=diversity)
             rows = [{"id": r["id"], "score": round(r["score"], 4), "sig": _short(r["signature"]), "file": r["file"],
                      "line": r["line"], "kind": r["kind"]} for r in res["results"]]
             base = {"query": _echo(query), "signals": res.get("signals", [])}
+            if res.get("query_capped"):  # what the caps on query analysis left out
+                base["query_capped"] = res["query_capped"]
 
             def build(k: int) -> dict:
                 out = {**base, "results": rows[:k]}
@@ -409,7 +478,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             k, text = _fit(len(rows), lambda k: render_json(build(k)), cap)
             return _result(text, build(k))
 
-        return svc.call("search_and_rank", run)
+        return await svc.call("search_and_rank", run)
 
     # -- localize_issue ---------------------------------------------------------------------
 
@@ -418,7 +487,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
         "likely touches, best first (the ranking measured by NSCCN's localization benchmark: tests and docs demoted, "
         "hits rolled up to files and outermost functions). Then read_skeleton the files, open_surgical_window the functions."
     )
-    def localize_issue(
+    async def localize_issue(
         report: Annotated[str, Field(description="the issue / bug report / traceback / task, as written")],
         limit: Annotated[int, Field(description=f"files and functions to list (1-{Navigator.MAX_LOCALIZE})",
                                     json_schema_extra=_range(1, Navigator.MAX_LOCALIZE))] = 10,
@@ -428,6 +497,8 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             functions = [{"id": r["id"], "sig": _short(r["signature"]), "file": r["file"], "line": r["line"]}
                          for r in res["functions"]]
             base = {"report": _echo(report), "signals": res["signals"]}
+            if res.get("query_capped"):
+                base["query_capped"] = res["query_capped"]
 
             def build(k: int) -> dict:
                 out = {**base, "files": res["files"][:k], "functions": functions[:k]}
@@ -442,7 +513,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             k, text = _fit(max(len(functions), len(res["files"])), lambda k: render_json(build(k)), cap)
             return _result(text, build(k))
 
-        return svc.call("localize_issue", run)
+        return await svc.call("localize_issue", run)
 
     # -- read_skeleton ----------------------------------------------------------------------
 
@@ -451,7 +522,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
         "count, typically 70-90% smaller than the file. Use it instead of reading a whole file to see what it defines; "
         "then open_surgical_window on the entity you need."
     )
-    def read_skeleton(
+    async def read_skeleton(
         file_path: Annotated[str, Field(description="path relative to the repository root, e.g. pkg/models.py")],
         offset: Annotated[int, Field(description="skip this many skeleton lines (to continue a cut skeleton)",
                                      json_schema_extra=_range(0))] = 0,
@@ -488,7 +559,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             k, text = _fit(len(body_lines), lambda k: build(k)[0], cap)
             return _result(text, build(k)[1])
 
-        return svc.call("read_skeleton", run)
+        return await svc.call("read_skeleton", run)
 
     # -- trace_causal_path --------------------------------------------------------------------
 
@@ -499,7 +570,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
         "Use it after search_and_rank to find the cause or impact of a change; ids starting ext:/var:/attr:/env:/config: "
         "are external symbols, variables, attributes and settings, not repository entities."
     )
-    def trace_causal_path(
+    async def trace_causal_path(
         entity_id: Annotated[str, Field(description="entity id, e.g. func:pkg/auth.py:validate_token")],
         direction: Annotated[str, Field(description="downstream | upstream | state | all",
                                         json_schema_extra={"enum": list(DIRECTIONS)})] = "downstream",
@@ -511,14 +582,14 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
     ) -> ToolResult:
         def run():
             if direction not in DIRECTIONS:
-                raise _user_error(f"direction must be one of {list(DIRECTIONS)}, not {direction!r}")
+                raise _user_error(f"direction must be one of {list(DIRECTIONS)}, not {said(direction)}")
             _check_int("depth", depth, 1, MAX_DEPTH)
             if relations:
                 bad = [r for r in relations if r not in RELATIONS]
                 if bad:
-                    raise _user_error(f"unknown relations {bad}; valid: {list(RELATIONS)}")
+                    raise _user_error(f"unknown relations {said(bad)}; valid: {list(RELATIONS)}")
             if not isinstance(min_confidence, (int, float)) or not 0.0 <= min_confidence <= 1.0:
-                raise _user_error(f"min_confidence must be between 0 and 1, not {min_confidence}")
+                raise _user_error(f"min_confidence must be between 0 and 1, not {said(min_confidence)}")
             res = svc.nav.trace(entity_id, direction, depth, relations or None, float(min_confidence))
             order = list(res["entities"])  # breadth-first: nearest hops first
             ents = {}
@@ -566,7 +637,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             k, text = _fit(len(order), lambda k: render_json(build(k)), cap)
             return _result(text, build(k))
 
-        return svc.call("trace_causal_path", run)
+        return await svc.call("trace_causal_path", run)
 
     # -- open_surgical_window -----------------------------------------------------------------
 
@@ -574,7 +645,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
         "Examine: the exact numbered source lines of one entity (plus context_lines around it), straight from disk. "
         "Use it last, when you know which entity you need to read or edit, instead of reading the whole file."
     )
-    def open_surgical_window(
+    async def open_surgical_window(
         entity_id: Annotated[str, Field(description="entity id, e.g. method:pkg/models.py:User.save")],
         context_lines: Annotated[int, Field(description="lines of context above and below (0-200)",
                                             json_schema_extra=_range(0, MAX_CONTEXT_LINES))] = 5,
@@ -616,7 +687,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             k, text = _fit(len(code_lines), lambda k: build(k)[0], cap)
             return _result(text, build(k)[1])
 
-        return svc.call("open_surgical_window", run)
+        return await svc.call("open_surgical_window", run)
 
     # -- repo_map ------------------------------------------------------------------------------
 
@@ -625,7 +696,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
         "reference graph and cut to max_tokens; pass focus (entity ids or file paths) to centre it on a region. "
         "Use it first in an unfamiliar repository, or to see what surrounds the code you found."
     )
-    def repo_map(
+    async def repo_map(
         max_tokens: Annotated[int, Field(description=f"token budget ({MIN_MAP_TOKENS}-{cap})",
                                          json_schema_extra=_range(MIN_MAP_TOKENS, cap))] = 1024,
         focus: Annotated[list[str] | None, Field(description="entity ids or file paths to personalize the ranking toward")] = None,
@@ -651,7 +722,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
                 out["truncated"] = True
             return _result(text, out)
 
-        return svc.call("repo_map", run)
+        return await svc.call("repo_map", run)
 
     # -- find_symbol / find_references ---------------------------------------------------------------
 
@@ -659,7 +730,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
         "Look up where a name is defined: bare (save), qualified (User.save) or dotted module path "
         "(pkg.models.User); suggests close names when nothing matches. Use it when you already know the name."
     )
-    def find_symbol(
+    async def find_symbol(
         name: Annotated[str, Field(description="a function, class or method name, bare or qualified")],
         limit: Annotated[int, Field(description=f"definitions to return (1-{MAX_SYMBOL_LIMIT})",
                                     json_schema_extra=_range(1, MAX_SYMBOL_LIMIT))] = 20,
@@ -683,13 +754,13 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             k, text = _fit(len(defs), lambda k: render_json(build(k)), cap)
             return _result(text, build(k))
 
-        return svc.call("find_symbol", run)
+        return await svc.call("find_symbol", run)
 
     @tool(
         "Every place that uses an entity: call sites, imports, subclasses, raises (file:line, the using entity, "
         "the edge's confidence and how it was resolved). Use it before changing a signature or behaviour."
     )
-    def find_references(
+    async def find_references(
         entity_id: Annotated[str, Field(description="entity id, e.g. func:pkg/auth.py:validate_token")],
         limit: Annotated[int, Field(description=f"references to return (1-{MAX_REFS_LIMIT})",
                                     json_schema_extra=_range(1, MAX_REFS_LIMIT))] = 50,
@@ -713,7 +784,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             k, text = _fit(len(refs), lambda k: render_json(build(k)), cap)
             return _result(text, build(k))
 
-        return svc.call("find_references", run)
+        return await svc.call("find_references", run)
 
     # -- assemble_context ----------------------------------------------------------------------
 
@@ -722,7 +793,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
         "signatures, and a focused slice of the repository map, never over max_tokens. Use it when you want one "
         "answer to start from instead of several navigation calls."
     )
-    def assemble_context(
+    async def assemble_context(
         query: Annotated[str, Field(description="the task, question or bug report")],
         max_tokens: Annotated[int, Field(description=f"token budget ({MIN_CONTEXT_TOKENS}-{cap})",
                                          json_schema_extra=_range(MIN_CONTEXT_TOKENS, cap))] = min(8000, cap),
@@ -747,7 +818,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
                 out["truncated"] = True
             return _result(text, out)
 
-        return svc.call("assemble_context", run)
+        return await svc.call("assemble_context", run)
 
     # -- index_status --------------------------------------------------------------------------
 
@@ -756,7 +827,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
         "update, files changed on disk but not yet re-indexed, and the pipeline's actor health when served by `nsccn serve`. "
         "Use it when answers look incomplete or stale."
     )
-    def index_status() -> ToolResult:
+    async def index_status() -> ToolResult:
         def run():
             out = svc.nav.status()
             live = svc.pipeline_status(fresh=True)
@@ -772,7 +843,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             text, cut = truncate_to_tokens(render_json(out, max_depth=3), cap)  # one line per actor
             return _result(text, out)
 
-        return svc.call("index_status", run)
+        return await svc.call("index_status", run)
 
     return mcp
 

@@ -20,6 +20,16 @@ from nsccn.repofile import PathOutsideRepository, UnreadableFile, safe_path, sta
 from nsccn.window import read_lines, window
 
 
+def said(value, limit: int = 120) -> str:
+    """`repr(value)` for an error message, cut to `limit` characters: a message that echoes a
+    100 kB argument back would bury the message itself."""
+    try:
+        r = repr(value)
+    except ValueError:  # an int of more than 4,300 digits has no repr
+        return f"an integer of about {int(value.bit_length() * 0.30103):,} digits"
+    return r if len(r) <= limit else f"{r[: limit - 30]}... ({len(r):,} characters)"
+
+
 class NavigatorError(ValueError):
     def __init__(self, message: str, suggestions: list[str] | None = None):
         super().__init__(message)
@@ -35,6 +45,7 @@ class NavigatorError(ValueError):
 
 class Navigator:
     MAX_LOCALIZE = 50  # files and functions one localize() lists at most
+    PROGRESS_STEPS = 10_000  # SQLite VM steps between two looks at the deadline (~0.1 ms of work)
 
     def __init__(self, root: str | Path, config: Config | None = None, db_path: str | Path | None = None):
         self.root = Path(root).resolve()
@@ -42,6 +53,9 @@ class Navigator:
         self.db_path = Path(db_path) if db_path else self.config.db_path(self.root)
         self._store: Store | None = None
         self.embedder = None  # set by a front end that can embed queries
+        # time.monotonic() after which SQLite work is interrupted (apsw.InterruptError): a front end
+        # sets it around one call to give that call a time budget; None: no limit.
+        self.deadline: float | None = None
 
     @property
     def store(self) -> Store:
@@ -52,7 +66,12 @@ class Navigator:
                 raise NavigatorError(str(exc)) from exc
             except RuntimeError as exc:  # an index of another schema version
                 raise NavigatorError(str(exc)) from exc
+            self._store.conn.set_progress_handler(self._past_deadline, self.PROGRESS_STEPS)
         return self._store
+
+    def _past_deadline(self) -> bool:
+        """SQLite's progress handler: True interrupts the running statement."""
+        return self.deadline is not None and time.monotonic() > self.deadline
 
     def close(self) -> None:
         if self._store is not None:
@@ -66,7 +85,7 @@ class Navigator:
             raise NavigatorError("entity_id is empty; ids look like func:path/to/file.py:name")
         row = self.store.entity(entity_id.strip())
         if row is None:
-            raise NavigatorError(f"unknown entity id {entity_id!r}", self.closest_ids(entity_id))
+            raise NavigatorError(f"unknown entity id {said(entity_id)}", self.closest_ids(entity_id))
         return row
 
     def closest_ids(self, wrong: str, n: int = 5) -> list[str]:
@@ -109,7 +128,7 @@ class Navigator:
         if first_error is not None and len(candidates) == 1:
             raise NavigatorError(str(first_error)) from first_error
         hits = difflib.get_close_matches(candidates[-1], self.store.file_paths(), n=5, cutoff=0.3)
-        raise NavigatorError(f"{given!r} is not an indexed file", hits)
+        raise NavigatorError(f"{said(given)} is not an indexed file", hits)
 
     # -- the four tools of the specification ----------------------------------------------------
 
@@ -123,7 +142,7 @@ class Navigator:
         if offset < 0:
             raise NavigatorError(f"offset must be 0 or more, not {offset}")
         if isinstance(diversity, bool) or not isinstance(diversity, (int, float)) or not 0 <= diversity <= 1:
-            raise NavigatorError(f"diversity must be a number between 0 (plain ranking) and 1, not {diversity!r}")
+            raise NavigatorError(f"diversity must be a number between 0 (plain ranking) and 1, not {said(diversity)}")
         from nsccn import ranking
 
         signals = self._signals()
@@ -144,6 +163,9 @@ class Navigator:
             )
         results = [h.as_dict() for h in hits[offset : offset + limit]]
         out = {"query": query, "results": results, "signals": sorted(signals), "ranking": which}
+        capped = search_mod.capped_note(search_mod.analyze_query(query))
+        if capped:
+            out["query_capped"] = capped
         if len(hits) == limit + offset:
             out["more"] = f"call again with offset={offset + limit} for the next results"
         return out
@@ -156,7 +178,7 @@ class Navigator:
         if not isinstance(report, str) or not report.strip():
             raise NavigatorError("report is empty: paste the bug report, traceback or task description")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= self.MAX_LOCALIZE:
-            raise NavigatorError(f"limit must be between 1 and {self.MAX_LOCALIZE}, not {limit!r}")
+            raise NavigatorError(f"limit must be between 1 and {self.MAX_LOCALIZE}, not {said(limit)}")
         from nsccn import ranking
 
         signals = self._signals()
@@ -168,13 +190,17 @@ class Navigator:
             loc = search_mod.localize(self.store, report, limit=limit, signals=signals, embedder=self.embedder,
                                       rrf_k=self.config.rrf_k)
         rows = self.store.entities(loc.functions)
-        return {
+        out = {
             "files": loc.files,
             "functions": [rows[f].brief() for f in loc.functions if f in rows],
             "signals": sorted(signals),
             "ranking": which,
             "seconds": round(loc.seconds, 3),
         }
+        capped = search_mod.capped_note(search_mod.analyze_query(report))
+        if capped:
+            out["query_capped"] = capped
+        return out
 
     def train_ranker(self, commits: int = 300, rounds: int = 60, reset: bool = False, progress=None) -> dict:
         """Adapt the ranker to this repository: its own fix commits as training queries, boosted
@@ -257,7 +283,7 @@ class Navigator:
         if relations:
             bad = [r for r in relations if r not in graph.DIRECTION_RELATIONS["all"] + ("CONTAINS",)]
             if bad:
-                raise NavigatorError(f"unknown relations {bad}; known: {list(graph.DIRECTION_RELATIONS['all'])}")
+                raise NavigatorError(f"unknown relations {said(bad)}; known: {list(graph.DIRECTION_RELATIONS['all'])}")
         if not 0.0 <= min_confidence <= 1.0:
             raise NavigatorError(f"min_confidence must be between 0 and 1, not {min_confidence}")
         try:
@@ -299,7 +325,7 @@ class Navigator:
         if not rows:
             names = [n for (n,) in self.store.conn.execute("SELECT DISTINCT name FROM entities")]
             close = difflib.get_close_matches(name.rsplit(".", 1)[-1], names, n=5, cutoff=0.6)
-            raise NavigatorError(f"no definition named {name!r}", close)
+            raise NavigatorError(f"no definition named {said(name)}", close)
         return {"name": name, "definitions": [r.brief() for r in rows[:limit]], "total": len(rows)}
 
     def find_references(self, entity_id: str, limit: int = 100) -> dict:

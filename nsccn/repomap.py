@@ -22,10 +22,12 @@ def _graph(store: Store) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.nd
     """(sources, targets, weights, n, rowids) with entity rowids mapped to 0..n-1; cached per
     database and index run (readers see one index run at a time)."""
     key = (str(store.path), store.get_meta("last_indexed", "") or "")
-    if key not in _graph_cache or store.readonly is False:
+    graph = _graph_cache.get(key)  # read once: another thread's clear() must not lose it
+    if graph is None or store.readonly is False:
+        graph = _read_graph(store)
         _graph_cache.clear()
-        _graph_cache[key] = _read_graph(store)
-    return _graph_cache[key]
+        _graph_cache[key] = graph
+    return graph
 
 
 def _read_graph(store: Store) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
@@ -77,10 +79,12 @@ _rank_cache: dict[tuple[str, str], dict[int, float]] = {}
 def entity_ranks(store: Store) -> dict[int, float]:
     """rowid -> rank (1.0 = average), cached per database and index run."""
     key = (str(store.path), store.get_meta("last_indexed", "") or "")
-    if key not in _rank_cache:
+    ranks = _rank_cache.get(key)  # read once: concurrent MCP calls share the cache
+    if ranks is None:
+        ranks = dict(store.conn.execute("SELECT entity_rowid, rank FROM ranks"))
         _rank_cache.clear()
-        _rank_cache[key] = dict(store.conn.execute("SELECT entity_rowid, rank FROM ranks"))
-    return _rank_cache[key]
+        _rank_cache[key] = ranks
+    return ranks
 
 
 def repo_map(store: Store, max_tokens: int = 1024, focus: list[str] | None = None) -> dict:

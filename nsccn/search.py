@@ -13,7 +13,8 @@ import re
 import time
 from collections import defaultdict
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 
 from nsccn.model import split_entity_id
@@ -51,7 +52,21 @@ _STOPWORDS = frozenset(
 )
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.py)\b")
-_FRAME = re.compile(r'File "([^"]+)", line (\d+), in ([\w<>]+)')
+_FRAME = re.compile(r'File "([^"\n]+)", line (\d+), in ([\w<>]+)')
+
+# A query is untrusted input (a pasted 1 MB log, a path of 50 kB): what analysis reads and keeps
+# is capped, so its cost is linear in the query and bounded, and an answer says what was cut
+# (`QueryAnalysis.capped`). The caps sit far above what real reports hold: of the 181 bug reports
+# of the localization benchmark the longest has 22,778 characters, 52 identifiers, 6 paths and
+# 44 traceback frames; no name is longer than 48 characters, no path longer than 76.
+MAX_ANALYZED_CHARS = 100_000  # words and identifiers are read from this much of the query
+MAX_IDENTIFIERS = 200  # distinct identifiers looked up exactly (one indexed lookup each)
+MAX_PATHS = 64  # distinct file paths looked up
+MAX_FRAMES = 100  # distinct traceback frames looked up (the innermost ones: they are last)
+MAX_TOKEN_CHARS = 256  # a longer "identifier" names nothing: it is skipped
+MAX_PATH_CHARS = 4096  # PATH_MAX: a longer path names no file
+MAX_LINE_DIGITS = 9  # a frame's longer line number is kept as 0 (unknown)
+MAX_EMBED_CHARS = 20_000  # text given to the query embedder (models read a few hundred tokens)
 
 
 @dataclass
@@ -61,20 +76,75 @@ class QueryAnalysis:
     paths: list[str]  # mentioned file paths
     frames: list[tuple[str, int, str]]  # traceback frames (file, line, function), innermost last
     counts: dict[str, int] = field(default_factory=dict)  # term -> how often the report says the word
+    capped: list[str] = field(default_factory=list)  # what the caps left out, in words (for answers)
 
     def weighted_terms(self) -> list[str]:
         """The terms for a BM25 query, each as often as the report says it (MAX_TERM_REPEATS at most)."""
         return [t for t in self.terms for _ in range(min(self.counts.get(t, 1), MAX_TERM_REPEATS))]
 
 
+def _frames(query: str, capped: list[str]) -> list[tuple[str, int, str]]:
+    """Distinct traceback frames, innermost last, at most MAX_FRAMES (the innermost ones)."""
+    found: dict[tuple[str, str], int] = {}
+    too_long = 0
+    for f, n, fn in _FRAME.findall(query):
+        if len(f) > MAX_PATH_CHARS:
+            too_long += 1
+            continue
+        key = (f, fn)
+        found.pop(key, None)  # a repeated frame (recursion) counts where it was seen last
+        found[key] = int(n) if len(n) <= MAX_LINE_DIGITS else 0
+    if too_long:
+        capped.append(f"{too_long} traceback frame(s) with a path over {MAX_PATH_CHARS} characters skipped")
+    frames = [(f, n, fn) for (f, fn), n in found.items()]
+    if len(frames) > MAX_FRAMES:
+        capped.append(f"the innermost {MAX_FRAMES} of {len(frames)} distinct traceback frames looked up")
+        frames = frames[-MAX_FRAMES:]
+    return frames
+
+
+def _paths(query: str, capped: list[str]) -> list[str]:
+    paths: dict[str, None] = {}
+    too_long = 0
+    for m in _PATH.findall(query):
+        if len(m) > MAX_PATH_CHARS:
+            too_long += 1
+        else:
+            paths[m.replace("\\", "/")] = None
+    if too_long:
+        capped.append(f"{too_long} path(s) over {MAX_PATH_CHARS} characters skipped")
+    if len(paths) > MAX_PATHS:
+        capped.append(f"the first {MAX_PATHS} of {len(paths)} distinct file paths looked up")
+    return list(paths)[:MAX_PATHS]
+
+
 def analyze_query(query: str) -> QueryAnalysis:
-    frames = [(f, int(n), fn) for f, n, fn in _FRAME.findall(query)]
-    paths = list(dict.fromkeys(m.replace("\\", "/") for m in _PATH.findall(query)))
+    """Terms, identifiers, paths and traceback frames of a query (a fresh copy: callers may keep it)."""
+    a = _analyze(query)
+    return replace(a, terms=list(a.terms), identifiers=list(a.identifiers), paths=list(a.paths),
+                   frames=list(a.frames), counts=dict(a.counts), capped=list(a.capped))
+
+
+def capped_note(analysis: QueryAnalysis) -> str | None:
+    """What the caps on query analysis left out, in one line for an answer; None when nothing."""
+    return "query analysis capped: " + "; ".join(analysis.capped) if analysis.capped else None
+
+
+@lru_cache(maxsize=8)  # search and localize analyze the same report more than once; it can be 1 MB
+def _analyze(query: str) -> QueryAnalysis:
+    capped: list[str] = []
+    frames = _frames(query, capped)
+    paths = _paths(query, capped)
+    if len(query) > MAX_ANALYZED_CHARS:
+        capped.append(f"words and identifiers read from the first {MAX_ANALYZED_CHARS:,} of {len(query):,} characters")
+        query = query[:MAX_ANALYZED_CHARS]
     identifiers: list[str] = []
     counts: dict[str, int] = defaultdict(int)  # words and the parts of names: orders the terms
     said: dict[str, int] = defaultdict(int)  # whole words only: weighs them (`weighted_terms`)
     for m in _IDENT.finditer(query):
         tok = m.group(0)
+        if len(tok) > MAX_TOKEN_CHARS:
+            continue
         after = query[m.end() : m.end() + 1]
         before = query[m.start() - 1 : m.start()] if m.start() else ""
         codeish = (
@@ -100,11 +170,14 @@ def analyze_query(query: str) -> QueryAnalysis:
                 if len(sub) > 2 and sub not in _STOPWORDS and sub != low:
                     counts[sub] += 1
     identifiers = list(dict.fromkeys(identifiers))
+    if len(identifiers) > MAX_IDENTIFIERS:
+        capped.append(f"the first {MAX_IDENTIFIERS} of {len(identifiers)} distinct identifiers looked up")
+        identifiers = identifiers[:MAX_IDENTIFIERS]
     ident_terms = {p.lower() for i in identifiers for p in i.split(".")}
     # Code identifiers first, then by frequency in the report.
     terms = sorted(counts, key=lambda t: (t not in ident_terms, -counts[t]))
     terms = terms[:MAX_QUERY_TERMS]
-    return QueryAnalysis(terms, identifiers, paths, frames, {t: said[t] for t in terms if said[t]})
+    return QueryAnalysis(terms, identifiers, paths, frames, {t: said[t] for t in terms if said[t]}, capped)
 
 
 _SAME_IN_PLURAL = frozenset({"series", "species", "physics", "mathematics"})  # ("news" -> "new" is a stopword anyway)
@@ -234,19 +307,26 @@ def exact_stream(store: Store, analysis: QueryAnalysis, weights: dict[int, float
     return ranked
 
 
-def _indexed_suffix_matches(store: Store, path: str) -> list[str]:
-    path = path.lstrip("./")
-    parts = path.split("/")
-    # Try the longest suffix that names indexed files: "/usr/lib/.../requests/models.py" -> "requests/models.py".
-    for i in range(len(parts)):
-        suffix = "/".join(parts[i:])
-        rows = store.conn.execute(
-            "SELECT path FROM files WHERE path=? OR path LIKE ? ESCAPE '\\' LIMIT 5",
-            (suffix, "%/" + suffix.replace("%", "\\%").replace("_", "\\_")),
-        ).fetchall()
-        if rows:
-            return [r[0] for r in rows]
-    return []
+def _indexed_suffix_matches(store: Store, path: str, limit: int = 5) -> list[str]:
+    """Indexed files named by the longest suffix of `path` that names any (whole components, case
+    ignored): "/usr/lib/.../requests/models.py" -> "requests/models.py". Linear in the path: only
+    files of the same name are compared, component by component, from the end."""
+    parts = path.lstrip("./").lower().split("/")
+    if len(path) > MAX_PATH_CHARS or not parts[-1]:
+        return []
+    best, found = 0, []
+    for cand in store.files_by_name().get(parts[-1], ()):
+        cparts = cand.lower().split("/")
+        common = 0
+        for x, y in zip(reversed(parts), reversed(cparts)):
+            if x != y:
+                break
+            common += 1
+        if common > best:
+            best, found = common, [cand]
+        elif common == best:
+            found.append(cand)
+    return found[:limit]
 
 
 def vector_stream(store: Store, query: str, limit: int = STREAM_DEPTH, embedder=None) -> list[int]:
@@ -345,7 +425,7 @@ def search(
     if "bm25" in signals:
         streams["bm25"] = bm25_stream(store, analysis.weighted_terms())
     if "vector" in signals:
-        streams["vector"] = vector_stream(store, query, embedder=embedder)
+        streams["vector"] = vector_stream(store, query[:MAX_EMBED_CHARS], embedder=embedder)
     item_weights: dict[str, dict[int, float]] = {"exact": {}}
     if "query_analysis" in signals:
         streams["exact"] = exact_stream(store, analysis, item_weights["exact"])

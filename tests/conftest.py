@@ -139,3 +139,18 @@ def shop_index(shop_repo: Path):
 
 def edges_of(store: Store, source: str, relation: str) -> dict[str, tuple[float, str]]:
     return {e.target: (e.confidence, e.resolution) for e in store.edges_from(source, [relation])}
+
+
+def pathological_traceback(size: int = 1 << 20, depth: int = 120) -> str:
+    """A ~`size`-character traceback whose frames have long paths, distinct functions and a real
+    innermost frame (billing/tax.py apply_tax): the shape of query that took 252 s in one search
+    (issue 12, item 5). Deterministic, so every run sends the same query."""
+    deep = "/".join(f"dir{i}" for i in range(depth))
+    out, n, i = ["Traceback (most recent call last):\n"], 0, 0
+    while n < size:
+        line = f'  File "/usr/lib/{deep}/pkg{i}/site/module_{i}.py", line {i + 1}, in handler_{i}\n    do_thing_{i}(x)\n'
+        out.append(line)
+        n += len(line)
+        i += 1
+    out.append('  File "/srv/app/billing/tax.py", line 7, in apply_tax\nValueError: negative amount\n')
+    return "".join(out)

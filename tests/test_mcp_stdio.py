@@ -175,3 +175,76 @@ def test_nsccn_serve_over_stdio(tmp_path):
     except BaseException:
         print(log.read_text()[-5000:])
         raise
+
+
+# -- a query is untrusted input: no call stalls the server (issue 12, item 5) -----------------------
+
+
+def test_a_pathological_query_does_not_stall_the_server(tmp_path):
+    """A 1 MB traceback of long paths (252 s in one search before) runs beside a good call over
+    real stdio: the good call is answered promptly, the bad one is bounded and says what it cut.
+    (`benchmarks/mcp_stall.py` measures the same on a real repository.)"""
+    from conftest import pathological_traceback
+
+    repo = make_repo(tmp_path / "acme_repo")
+    cmd, pre = nsccn_command()
+    log = tmp_path / "server.log"
+    transport = StdioTransport(cmd, pre + ["mcp", "--root", str(repo)], keep_alive=False, log_file=log)
+    bad_query = pathological_traceback(1 << 20, depth=400)
+
+    async def main():
+        async with Client(transport, timeout=60) as c:
+            await c.call_tool("index_status", {})  # the session is up
+            bad = asyncio.create_task(c.call_tool("search_and_rank", {"query": bad_query}, raise_on_error=False))
+            await asyncio.sleep(0.5)  # the 1 MB request is on its way or running
+            t = time.monotonic()
+            good = await c.call_tool("find_symbol", {"name": "validate_token"})
+            good_s = time.monotonic() - t
+            assert good.structured_content["total"] == 1
+            assert good_s < 5, f"a good call waited {good_s:.1f} s behind the pathological one"
+            res = await bad
+            text = res.content[0].text
+            if res.is_error:  # stopped by the time budget: a clear one-line error
+                assert "time budget" in text and "Traceback" not in text
+            else:
+                assert "innermost 100 of" in res.structured_content["query_capped"]
+
+    asyncio.run(main())
+    assert "Traceback" not in log.read_text()
+
+
+def _generated_repo(root: Path, files: int = 40, functions: int = 100) -> Path:
+    """Enough entities (4,000) that whole-index SQL statements run past a tiny time budget."""
+    for f in range(files):
+        p = root / "pkg" / f"mod{f}.py"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("".join(f"def fn_{f}_{i}(x):\n    return fn_{f}_{i + 1}(x) + helper(x)\n\n" for i in range(functions))
+                     + "def helper(x):\n    return x\n")
+    index_repository(root, workers=1)
+    return root
+
+
+def test_a_call_past_its_time_budget_is_a_clear_error_and_the_server_goes_on(tmp_path):
+    repo = _generated_repo(tmp_path / "gen")
+    (repo / ".nsccn" / "config.json").write_text(json.dumps({"tool_time_budget_s": 0.001}))
+    cmd, pre = nsccn_command()
+    log = tmp_path / "server.log"
+    transport = StdioTransport(cmd, pre + ["mcp", "--root", str(repo)], keep_alive=False, log_file=log)
+
+    async def main():
+        async with Client(transport, timeout=60) as c:
+            for _ in range(2):  # the interrupted connection serves the next call as well
+                with pytest.raises(ToolError) as exc:
+                    await c.call_tool("search_and_rank", {"query": "fn helper", "limit": 100})
+                msg = str(exc.value)
+                assert "search_and_rank stopped: it ran past its time budget of 0.001 s" in msg
+                assert "\n" not in msg and "Traceback" not in msg
+            # a cheap call: answered, or (the budget is tiny) stopped the same clean way, never stuck
+            refs = await c.call_tool("find_references", {"entity_id": "func:pkg/mod0.py:fn_0_1"}, raise_on_error=False)
+            if refs.is_error:
+                assert "find_references stopped: it ran past its time budget" in refs.content[0].text
+            else:
+                assert refs.structured_content["total"] == 1
+
+    asyncio.run(main())
+    assert "Traceback" not in log.read_text()

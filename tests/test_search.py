@@ -304,3 +304,52 @@ def test_mmr_arithmetic_with_vectors(billing):
     assert [h.score for h in diversify([a, b, c], 3, 0.5, vectors)] == [1.0, 0.8, 0.9]
     assert [h.score for h in diversify([a, b, c], 3, 0.0, vectors)] == [1.0, 0.9, 0.8]
     assert [h.score for h in diversify([a, b, c], 2, 0.5, vectors)] == [1.0, 0.8]
+
+
+# -- untrusted queries: analysis is linear, bounded, and says what it cut (issue 12, item 5) -------
+
+
+def test_huge_traceback_is_analyzed_within_caps_and_says_so(billing):
+    from conftest import pathological_traceback
+    from nsccn.search import MAX_FRAMES, MAX_IDENTIFIERS, capped_note
+
+    _, store = billing
+    query = pathological_traceback(1 << 20)
+    q = analyze_query(query)
+    assert len(q.frames) == MAX_FRAMES and q.frames[-1] == ("/srv/app/billing/tax.py", 7, "apply_tax")
+    assert len(q.identifiers) <= MAX_IDENTIFIERS and len(q.terms) <= 64
+    note = capped_note(q)
+    assert "innermost 100 of" in note and "traceback frames" in note and "first 100,000 of" in note
+    hits = search(store, query, signals=frozenset({"bm25", "query_analysis"}))
+    assert hits[0].entity.id == "func:billing/tax.py:apply_tax"  # the innermost frame still counts
+
+
+def test_a_repeated_frame_counts_once_where_it_was_seen_last():
+    frame = '  File "/a/b.py", line {}, in f\n'
+    q = analyze_query("".join(frame.format(n) for n in range(2000)) + '  File "/a/c.py", line 1, in g\n')
+    assert q.frames == [("/a/b.py", 1999, "f"), ("/a/c.py", 1, "g")] and not q.capped
+
+
+def test_a_50kb_path_and_a_5000_digit_line_number_give_clean_answers(billing):
+    _, store = billing
+    long_path = "/".join(["a"] * 30_000) + "/tax.py"
+    for query in (
+        f'Traceback:\n  File "{long_path}", line 3, in apply_tax\n',  # was: LIKE or GLOB pattern too complex
+        f"see {long_path} for the bug",
+        'Traceback:\n  File "/srv/billing/tax.py", line ' + "9" * 5000 + ", in apply_tax\n",  # was: int() limit
+    ):
+        hits = search(store, query, signals=frozenset({"bm25", "query_analysis"}))
+        assert hits and hits[0].entity.path == "billing/tax.py"
+    q = analyze_query('File "/srv/billing/tax.py", line ' + "9" * 5000 + ", in apply_tax")
+    assert q.frames == [("/srv/billing/tax.py", 0, "apply_tax")]  # line unknown, frame kept
+    assert "path(s) over 4096 characters skipped" in analyze_query(f"see {long_path}").capped[0]
+
+
+def test_paths_match_their_longest_indexed_suffix(billing):
+    from nsccn.search import _indexed_suffix_matches
+
+    _, store = billing
+    assert _indexed_suffix_matches(store, "/usr/lib/python3/site-packages/billing/tax.py") == ["billing/tax.py"]
+    assert _indexed_suffix_matches(store, "./billing/TAX.py") == ["billing/tax.py"]
+    assert _indexed_suffix_matches(store, "other/tests/test_tax.py") == ["tests/test_tax.py"]
+    assert _indexed_suffix_matches(store, "billing/nothing.py") == []

@@ -150,3 +150,21 @@ def test_repo_map_and_context_budgets(nav):
     ctx = nav.assemble_context("register a user", max_tokens=300)
     assert ctx["tokens"] <= 300
     assert "def register" in ctx["context"]
+
+
+def test_sqlite_work_past_the_deadline_is_interrupted(nav):
+    """The time budget of an MCP call: the connection's progress handler stops a statement once
+    `nav.deadline` has passed (apsw.InterruptError); without a deadline nothing is stopped."""
+    import time
+
+    import apsw
+
+    slow = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000) SELECT count(*) FROM c"
+    assert nav.store.conn.execute(slow).fetchone()[0] == 2_000_000
+    nav.deadline = time.monotonic() + 0.05
+    started = time.monotonic()
+    with pytest.raises(apsw.InterruptError):
+        nav.store.conn.execute(slow).fetchone()
+    assert time.monotonic() - started < 5  # stopped, not run to the end
+    nav.deadline = None
+    assert nav.search("save")["results"]  # the connection serves the next call

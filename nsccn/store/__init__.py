@@ -77,6 +77,7 @@ class Store:
     def __init__(self, db_path: str | Path, readonly: bool = False):
         self.path = Path(db_path)
         self.readonly = readonly
+        self._files_by_name: tuple[tuple[int, int], dict[str, list[str]]] | None = None
         if readonly:
             if not self.path.exists():
                 raise IndexMissing(f"no index at {self.path}: run `nsccn index` first")
@@ -334,6 +335,19 @@ class Store:
 
     def file_paths(self) -> list[str]:
         return [p for (p,) in self.conn.execute("SELECT path FROM files ORDER BY path")]
+
+    def files_by_name(self) -> dict[str, list[str]]:
+        """File name (lower case) -> the indexed paths of that name, in index order. Cached until
+        the index changes (another connection's commit moves `data_version`, this one's writes
+        `total_changes`): looking paths up (query analysis) then costs no scan of `files`."""
+        version = (self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes())
+        cached = self._files_by_name
+        if cached is None or cached[0] != version:
+            by_name: dict[str, list[str]] = {}
+            for (p,) in self.conn.execute("SELECT path FROM files ORDER BY rowid"):
+                by_name.setdefault(p.rsplit("/", 1)[-1].lower(), []).append(p)
+            cached = self._files_by_name = (version, by_name)
+        return cached[1]
 
     def skeleton(self, path: str) -> tuple[str, str] | None:
         row = self.conn.execute("SELECT skeleton, content_hash FROM skeletons WHERE path=?", (path,)).fetchone()
