@@ -4,6 +4,7 @@ the pipeline exists), driven by fastmcp's stdio client, exactly as Claude Code o
 import asyncio
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -226,10 +227,13 @@ def _generated_repo(root: Path, files: int = 40, functions: int = 100) -> Path:
 
 def test_a_call_past_its_time_budget_is_a_clear_error_and_the_server_goes_on(tmp_path):
     repo = _generated_repo(tmp_path / "gen")
-    (repo / ".nsccn" / "config.json").write_text(json.dumps({"tool_time_budget_s": 0.001}))
+    # The time budget is the user's setting (a repository's own config may not set it).
+    user_config = tmp_path / "user-config.json"
+    user_config.write_text(json.dumps({"tool_time_budget_s": 0.001}))
     cmd, pre = nsccn_command()
     log = tmp_path / "server.log"
-    transport = StdioTransport(cmd, pre + ["mcp", "--root", str(repo)], keep_alive=False, log_file=log)
+    transport = StdioTransport(cmd, pre + ["mcp", "--root", str(repo)], keep_alive=False, log_file=log,
+                               env=dict(os.environ, NSCCN_CONFIG=str(user_config)))
 
     async def main():
         async with Client(transport, timeout=60) as c:
