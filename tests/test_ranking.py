@@ -4,7 +4,6 @@ obvious candidate first, and model files that are missing, broken or made for ot
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 from pathlib import Path
@@ -151,28 +150,40 @@ def test_training_is_deterministic_and_learns_the_obvious(tmp_path):
     records = synthetic_records()
     a = fit(records[:40], seed=3, rounds=30)
     b = fit(records[:40], seed=3, rounds=30)
-    save_ranker(a, tmp_path / "a.json.gz")
-    save_ranker(b, tmp_path / "b.json.gz")
-    assert gzip.decompress((tmp_path / "a.json.gz").read_bytes()) == gzip.decompress((tmp_path / "b.json.gz").read_bytes())
+    save_ranker(a, tmp_path / "a.npz")
+    save_ranker(b, tmp_path / "b.npz")
+    with np.load(tmp_path / "a.npz") as da, np.load(tmp_path / "b.npz") as db:
+        assert sorted(da.files) == sorted(db.files)
+        for k in da.files:
+            assert np.array_equal(da[k], db[k]), k
     for r in records[40:]:  # held-out queries: the called function and the mentioned file come first
         files, functions = rerank(a, r)
         assert files[0] == r["gold_files"][0]
         assert functions[0].endswith(r["gold_functions"][0].split(":")[1])
 
 
+def rewrite_header(path: Path, change) -> None:
+    """The model file with its JSON header changed by `change(header)`."""
+    with np.load(path) as data:
+        arrays = {k: data[k] for k in data.files}
+    header = json.loads(str(arrays.pop("header")))
+    change(header)
+    with open(path, "wb") as fh:
+        np.savez(fh, header=np.asarray(json.dumps(header)), **arrays)
+
+
 def test_model_files_missing_broken_or_for_other_features(tmp_path):
     with pytest.raises(RankerError, match="no ranking model"):
-        load_ranker(tmp_path / "absent.json.gz")
-    (tmp_path / "broken.json.gz").write_bytes(b"not gzip")
+        load_ranker(tmp_path / "absent.npz")
+    (tmp_path / "broken.npz").write_bytes(b"not a model")
     with pytest.raises(RankerError, match="cannot be read"):
-        load_ranker(tmp_path / "broken.json.gz")
+        load_ranker(tmp_path / "broken.npz")
     model = fit(synthetic_records(30), rounds=5)
-    save_ranker(model, tmp_path / "old.json.gz")
-    doc = json.loads(gzip.decompress((tmp_path / "old.json.gz").read_bytes()))
-    doc["feature_version"] = -1
-    (tmp_path / "old.json.gz").write_bytes(gzip.compress(json.dumps(doc).encode()))
+    save_ranker(model, tmp_path / "old.npz")
+    assert load_ranker(tmp_path / "old.npz").info["queries"] == 30
+    rewrite_header(tmp_path / "old.npz", lambda h: h.update(feature_version=-1))
     with pytest.raises(RankerError, match="trained on other features"):
-        load_ranker(tmp_path / "old.json.gz")
+        load_ranker(tmp_path / "old.npz")
 
 
 def test_a_repository_model_is_used_and_a_stale_one_falls_back(ranked_repo):
@@ -183,9 +194,7 @@ def test_a_repository_model_is_used_and_a_stale_one_falls_back(ranked_repo):
     out = nav.localize(QUERY, limit=5)
     assert out["ranking"].startswith("learned ranker (repository model")
     assert out["files"] and out["functions"]
-    doc = json.loads(gzip.decompress((index_dir / ranking.USER_MODEL_NAME).read_bytes()))
-    doc["features"]["file"] = doc["features"]["file"][:-1]
-    (index_dir / ranking.USER_MODEL_NAME).write_bytes(gzip.compress(json.dumps(doc).encode()))
+    rewrite_header(index_dir / ranking.USER_MODEL_NAME, lambda h: h["features"].update(file=h["features"]["file"][:-1]))
     out = nav.localize(QUERY, limit=5)
     assert "trained on other features" in out["ranking"] or out["ranking"].startswith("learned ranker (shipped")
     assert "ranking" in nav.status()

@@ -99,28 +99,41 @@ class Trees:
         return cls(*(np.asarray(data[f"{prefix}.{k}"]) for k in cls.ARRAYS), int(data[f"{prefix}.depth"]))
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        """Raw scores for the rows of x, as LightGBM's `predict(raw_score=True)` computes them."""
+        """Raw scores for the rows of x, as LightGBM's `predict(raw_score=True)` computes them.
+
+        Every (tree, row) pair walks down one level per step; pairs that reached a leaf leave the
+        working set, so the work is the sum of path lengths, not trees x rows x depth."""
         x = np.asarray(x, dtype=np.float64)
         rows, trees = x.shape[0], self.feature.shape[0]
         if rows == 0 or trees == 0:
             return np.zeros(rows)
-        t_idx = np.arange(trees)[:, None]
-        node = np.zeros((trees, rows), dtype=np.int32)
-        r_idx = np.arange(rows)[None, :]
-        for _ in range(self.depth):
-            feat = self.feature[t_idx, node]
-            internal = feat >= 0
-            if not internal.any():
+        width = self.feature.shape[1]
+        feature, threshold = self.feature.ravel(), self.threshold.ravel()
+        base = (np.arange(trees) * width)[:, None]
+        left, right = (self.left + base).ravel(), (self.right + base).ravel()
+        default_left, missing, value = self.default_left.ravel(), self.missing.ravel(), self.value.ravel()
+        node = np.repeat(np.arange(trees) * width, rows)  # each pair at its tree's root
+        row = np.tile(np.arange(rows), trees)
+        out = np.zeros(rows)
+        flat_x = x.ravel()
+        ncols = x.shape[1]
+        for _ in range(self.depth + 1):
+            feat = feature[node]
+            leaf = feat < 0
+            if leaf.any():
+                np.add.at(out, row[leaf], value[node[leaf]])
+                keep = ~leaf
+                node, row, feat = node[keep], row[keep], feat[keep]
+            if node.size == 0:
                 break
-            v = x[r_idx, np.where(internal, feat, 0)]
-            miss = self.missing[t_idx, node]
+            v = flat_x[row * ncols + feat]
+            miss = missing[node]
             isnan = np.isnan(v)
             v = np.where(isnan & (miss != 2), 0.0, v)
             is_missing = ((miss == 1) & (v == 0.0)) | ((miss == 2) & isnan)
-            go_left = np.where(is_missing, self.default_left[t_idx, node], v <= self.threshold[t_idx, node])
-            nxt = np.where(go_left, self.left[t_idx, node], self.right[t_idx, node])
-            node = np.where(internal, nxt, node)
-        return self.value[t_idx, node].sum(axis=0)
+            go_left = np.where(is_missing, default_left[node], v <= threshold[node])
+            node = np.where(go_left, left[node], right[node])
+        return out
 
 
 @dataclass
