@@ -27,6 +27,11 @@ from nsccn.store import Store
 SHIPPED_MODEL = Path(__file__).resolve().parent.parent / "models" / "ranker" / "ranker.npz"
 USER_MODEL_NAME = "ranker.npz"  # in the index directory: `nsccn train-ranker` writes it there
 CANDIDATE_DEPTH = 50  # the fusion is asked for this many results to draw candidates from
+# `search` hands a query to the learned ranker when it reads like a report (what the ranker was
+# trained on): this many distinct terms, or a traceback frame. A short query ("revoke token")
+# is better served by the fusion, whose exact name matches the model weighs against centrality
+# (fixture searches for a named function put a more central one first; README "Learned ranking").
+REPORT_TERMS = 12
 
 
 class RankerError(ValueError):
@@ -267,6 +272,14 @@ def localize(store: Store, query: str, limit: int = 50, embedder=None, ranker: R
     fusion, vector = featurize(store, query, embedder=embedder, use_vectors=use_vectors, rrf_k=rrf_k)
     files, functions = ranker.rank(store, fusion, vector, query)
     return Localization(files[:limit], functions[:limit], time.perf_counter() - started)
+
+
+def reads_like_report(query: str) -> bool:
+    """Whether a search query is report-like: many distinct terms, or a traceback frame."""
+    from nsccn.search import analyze_query
+
+    a = analyze_query(query)
+    return len(a.terms) >= REPORT_TERMS or bool(a.frames)
 
 
 def search(store: Store, query: str, limit: int, ranker: Ranker, kinds: tuple[str, ...] | None = None,
