@@ -93,6 +93,9 @@ def cmd_index(args) -> int:
 
 def cmd_search(nav: Navigator, args) -> dict:
     out = nav.search(args.query, limit=args.limit, offset=args.offset, diversity=args.diversity)
+    stale = nav.stale_note(r["file"] for r in out["results"])
+    if stale:  # in the answer itself, not only on stderr
+        out["stale"] = stale
     if not args.json:
         for i, r in enumerate(out["results"], start=args.offset + 1):
             print(f"{i:>3}. {r['score']:.4f}  {r['id']}  ({r['file']}:{r['line']})")
@@ -103,6 +106,8 @@ def cmd_search(nav: Navigator, args) -> dict:
             print(f"  ... {out['more']}")
         if out.get("query_capped"):
             print(f"# note: {out['query_capped']}", file=sys.stderr)
+        if out.get("stale"):
+            print(f"# note: {out['stale']}", file=sys.stderr)
     return out
 
 
@@ -151,6 +156,8 @@ def cmd_trace(nav: Navigator, args) -> dict:
     out = nav.trace(args.entity_id, args.direction, args.depth, relations, args.min_confidence)
     if not args.json:
         _print_tree(out)
+        if out.get("stale"):
+            print(f"# note: {out['stale']}", file=sys.stderr)
     return out
 
 
