@@ -80,7 +80,8 @@ def cmd_index(args) -> int:
     print(f"  files: {summary.files_seen} seen, {summary.files_indexed} parsed, {summary.files_unchanged} unchanged,"
           f" {summary.files_deleted} removed, {summary.files_with_syntax_errors} with syntax errors")
     if summary.skipped:
-        detail = ", ".join(f"{n} {why} (e.g. {summary.skipped_examples.get(why)})" for why, n in summary.skipped.items())
+        detail = ", ".join(f"{n} {why}" + (f" (e.g. {summary.skipped_examples[why]})" if summary.skipped_examples.get(why) else "")
+                           for why, n in summary.skipped.items())
         print(f"  skipped: {detail}")
     print(f"  entities: {summary.entities}   lines parsed: {summary.lines_indexed}")
     rels = ", ".join(f"{k} {v}" for k, v in sorted(summary.edges_by_relation.items()))
@@ -93,6 +94,9 @@ def cmd_index(args) -> int:
 
 def cmd_search(nav: Navigator, args) -> dict:
     out = nav.search(args.query, limit=args.limit, offset=args.offset, diversity=args.diversity)
+    stale = nav.stale_note(r["file"] for r in out["results"])
+    if stale:  # in the answer itself, not only on stderr
+        out["stale"] = stale
     if not args.json:
         for i, r in enumerate(out["results"], start=args.offset + 1):
             print(f"{i:>3}. {r['score']:.4f}  {r['id']}  ({r['file']}:{r['line']})")
@@ -103,6 +107,8 @@ def cmd_search(nav: Navigator, args) -> dict:
             print(f"  ... {out['more']}")
         if out.get("query_capped"):
             print(f"# note: {out['query_capped']}", file=sys.stderr)
+        if out.get("stale"):
+            print(f"# note: {out['stale']}", file=sys.stderr)
     return out
 
 
@@ -137,7 +143,7 @@ def cmd_localize(nav: Navigator, args) -> dict:
 
 
 def cmd_skeleton(nav: Navigator, args) -> dict:
-    out = nav.skeleton(args.file)
+    out = nav.skeleton(_from_here(nav, args, args.file))
     if not args.json:
         print(out["skeleton"], end="")
         print(f"# {out['tokens']} tokens (source {out['source_tokens']}, {out['reduction']:.0%} smaller)", file=sys.stderr)
@@ -151,6 +157,8 @@ def cmd_trace(nav: Navigator, args) -> dict:
     out = nav.trace(args.entity_id, args.direction, args.depth, relations, args.min_confidence)
     if not args.json:
         _print_tree(out)
+        if out.get("stale"):
+            print(f"# note: {out['stale']}", file=sys.stderr)
     return out
 
 
@@ -223,6 +231,8 @@ def cmd_context(nav: Navigator, args) -> dict:
 
 def cmd_status(nav: Navigator, args) -> dict:
     out = nav.status()
+    if not out.get("indexed"):
+        args.exit_code = EXIT_NO_INDEX  # printed all the same: where the index would be, and why not
     try:
         from supervisor.control import query_status
 
@@ -307,8 +317,39 @@ def cmd_mcp(args) -> int:
         return EXIT_USAGE
     from nsccn.mcp_server import run_stdio
 
-    run_stdio(root)
+    run_stdio(find_root(root))
     return EXIT_OK
+
+
+def find_root(start: Path) -> Path:
+    """The repository a query is about, found as git finds its own: the nearest directory at or
+    above `start` whose index exists, not looking above a `.git` (the top of a work tree). `start`
+    itself when none has one (the command then says there is no index), or when the index
+    directory is an absolute path (it does not say which directory it indexes)."""
+    from nsccn.config import load_config
+
+    start = start.resolve()
+    for cand in (start, *start.parents):
+        try:
+            config = load_config(cand)
+        except (ValueError, OSError):
+            return cand  # its configuration is bad: the Navigator there says so
+        if Path(config.index_dir).is_absolute():
+            return start
+        if config.db_path(cand).is_file():
+            return cand
+        if (cand / ".git").exists():
+            break
+    return start
+
+
+def _from_here(nav: Navigator, args, path: str) -> str:
+    """A file path as the user typed it in a subdirectory (`nsccn skeleton models.py` inside
+    src/pkg/): relative to where they are, when it is not a path from the repository root."""
+    here = getattr(args, "here", None)
+    if not here or not isinstance(path, str) or Path(path).is_absolute() or (nav.root / path).exists():
+        return path
+    return (here / path).as_posix() if (nav.root / here / path).exists() else path
 
 
 def _positive_int(text: str) -> int:
@@ -343,7 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def query_cmd(name, help_, func):
         sp = sub.add_parser(name, help=help_)
-        sp.add_argument("--root", default=".", help="repository root (default: current directory)")
+        sp.add_argument("--root", default=".", help="the repository, or any directory inside it (default: the current "
+                        "directory; the nearest enclosing index is used, as git finds its repository)")
         sp.add_argument("--json", action="store_true", help="print JSON")
         sp.set_defaults(func=func, needs_nav=True)
         return sp
@@ -428,7 +470,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not args.needs_nav:
             return args.func(args)
-        nav = Navigator(args.root)
+        given = Path(args.root).resolve()
+        root = find_root(given)  # from a subdirectory: the enclosing repository's index
+        args.here = given.relative_to(root) if root != given else None
+        nav = Navigator(root)
     except (ConfigError, PrivatePathError) as exc:  # a bad config file, an index dir we must not use
         print(f"nsccn: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -447,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
         nav.close()
     if args.json:
         _print_json(out)
-    return EXIT_OK
+    return getattr(args, "exit_code", EXIT_OK)
 
 
 def entry() -> int:

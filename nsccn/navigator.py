@@ -17,7 +17,8 @@ from nsccn.repomap import repo_map
 from nsccn.store import EntityRow, IndexMissing, Store
 from nsccn.tokens import count_tokens, truncate_to_tokens
 from nsccn.repofile import PathOutsideRepository, UnreadableFile, safe_path, stat_file
-from nsccn.window import read_lines, window
+from nsccn.extract import parse_file
+from nsccn.window import MAX_CONTEXT_LINES, read_source, relocate, window_of_lines
 
 
 def said(value, limit: int = 120) -> str:
@@ -254,12 +255,19 @@ class Navigator:
         rel = self._check_file(file_path)
         skel, indexed_hash = self.store.skeleton(rel)
         try:
-            lines, disk_hash = read_lines(self.root, rel, self.config.max_file_size)
+            data, disk_hash = read_source(self.root, rel, self.config.max_file_size)
         except UnreadableFile as exc:
             if exc.reason != "missing":  # a FIFO, a device, a symlink out now: say so, read nothing
                 raise NavigatorError(f"{exc}: it is indexed, but cannot be read now; re-index") from None
-            lines, disk_hash = [], None
-        source_tokens = count_tokens("\n".join(lines))
+            data, disk_hash = b"", None
+        stale = None
+        if disk_hash is None:
+            stale = f"{rel} is no longer on disk: this is the skeleton of the indexed version; re-index"
+        elif disk_hash != indexed_hash:  # the file as it is now (re-parsed on the spot), not as it was
+            skel = parse_file(rel, data).skeleton
+            stale = (f"{rel} changed since it was indexed: this skeleton is of the current file, re-parsed; "
+                     "its entity ids are the indexed ones until it is re-indexed")
+        source_tokens = count_tokens(data.decode("utf-8", "replace"))
         tokens = count_tokens(skel)
         out = {
             "file": rel,
@@ -269,8 +277,8 @@ class Navigator:
             "reduction": round(1 - tokens / source_tokens, 3) if source_tokens else 0.0,
             "entities": [e.id for e in self.store.entities_in_file(rel)],
         }
-        if disk_hash != indexed_hash:
-            out["stale"] = "the file changed on disk since it was indexed; the skeleton shows the indexed version"
+        if stale:
+            out["stale"] = stale
         return out
 
     def trace(
@@ -289,27 +297,68 @@ class Navigator:
         if not 0.0 <= min_confidence <= 1.0:
             raise NavigatorError(f"min_confidence must be between 0 and 1, not {min_confidence}")
         try:
-            return graph.trace(self.store, row.id, direction, depth, relations, min_confidence)
+            out = graph.trace(self.store, row.id, direction, depth, relations, min_confidence)
         except ValueError as exc:
             raise NavigatorError(str(exc)) from exc
+        stale = self.stale_note(meta["file"] for meta in out["entities"].values() if "file" in meta)
+        if stale:
+            out["stale"] = stale
+        return out
 
     def window(self, entity_id: str, context_lines: int = 5) -> dict:
         row = self.entity(entity_id)
+        if isinstance(context_lines, bool) or not isinstance(context_lines, int) or not 0 <= context_lines <= MAX_CONTEXT_LINES:
+            raise NavigatorError(f"context_lines must be between 0 and {MAX_CONTEXT_LINES}, not {said(context_lines)}")
+        data, digest = self._read_indexed(row.path)
+        start, end = row.start_line, row.end_line
+        stale = None
+        indexed = self.store.file(row.path)
+        if indexed is not None and indexed["content_hash"] != digest:
+            # The lines moved (or the entity went): find it in the file as it is now.
+            now = relocate(row.path, data, row.id, row.start_line)
+            if now is None:
+                raise NavigatorError(f"{row.path} changed since it was indexed and no longer defines {row.id}; "
+                                     "re-index (`nsccn index`) or search again for its new name")
+            start, end = now.start_line, now.end_line
+            moved = "" if (start, end) == (row.start_line, row.end_line) else \
+                f"; it is at lines {start}-{end} now (indexed at {row.start_line}-{row.end_line})"
+            stale = (f"{row.path} changed since it was indexed: these are its current lines, found by re-parsing it"
+                     f"{moved}; re-index for the graph to follow")
+        lines = data.decode("utf-8", "replace").splitlines()
+        out = {"entity_id": row.id, **window_of_lines(lines, row.path, start, end, context_lines)}
+        if stale:
+            out["stale"] = stale
+        return out
+
+    def _read_indexed(self, rel: str) -> tuple[bytes, str]:
+        """(bytes, hash) of an indexed file as it is on disk now, or a NavigatorError saying why not."""
         try:
-            out = window(self.root, row.path, row.start_line, row.end_line, context_lines, self.config.max_file_size)
+            return read_source(self.root, rel, self.config.max_file_size)
         except UnreadableFile as exc:
             if exc.reason in ("missing", "directory"):
-                raise NavigatorError(f"{row.path} is indexed but no longer on disk; re-index") from None
+                raise NavigatorError(f"{rel} is indexed but no longer on disk; re-index") from None
             raise NavigatorError(f"{exc}: it is indexed, but cannot be read now; re-index") from None
-        except ValueError as exc:
-            raise NavigatorError(str(exc)) from exc
-        indexed = self.store.file(row.path)
-        out = {"entity_id": row.id, **out}
-        if indexed and indexed["content_hash"] != out.pop("content_hash"):
-            out["stale"] = "the file changed since it was indexed: line numbers may have moved"
-        else:
-            out.pop("content_hash", None)
-        return out
+
+    def stale_note(self, paths) -> str | None:
+        """A line naming which of these indexed files changed on disk (size or mtime) since they
+        were indexed, or None: for answers built from the index (search, trace)."""
+        changed = []
+        for p in list(dict.fromkeys(paths))[:200]:
+            row = self.store.file(p)
+            if row is None:
+                continue
+            try:
+                st = stat_file(self.root, p)
+            except UnreadableFile:  # gone, or no longer a regular file inside the repository
+                changed.append(p)
+                continue
+            if st.st_size != row["size"] or st.st_mtime != row["mtime"]:
+                changed.append(p)
+        if not changed:
+            return None
+        return (f"{len(changed)} file(s) in this answer changed on disk since they were indexed "
+                f"({', '.join(changed[:5])}{', ...' if len(changed) > 5 else ''}); lines and edges may be off "
+                "until they are re-indexed (`nsccn index`, or the watcher under `nsccn serve`)")
 
     # -- beyond the specification ---------------------------------------------------------------
 

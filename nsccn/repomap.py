@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import NamedTuple
 
 import numpy as np
 
+from nsccn.search import is_test_path
 from nsccn.store import Store
 from nsccn.tokens import count_tokens
 
@@ -111,36 +113,97 @@ def repo_map(store: Store, max_tokens: int = 1024, focus: list[str] | None = Non
         ranks = {int(rowids[i]): float(r[i]) for i in range(n)}
     else:
         ranks = entity_ranks(store)
+    focus_paths = {r[0] for item in focus for r in store.conn.execute(
+        "SELECT path FROM entities WHERE id=? OR path=? LIMIT 1", (item, item))}
     rows = store.conn.execute(
-        "SELECT rowid, id, kind, path, signature, start_line FROM entities WHERE kind != 'module'"
+        "SELECT rowid, id, kind, path, signature, start_line, parent FROM entities WHERE kind != 'module'"
     ).fetchall()
-    per_file: dict[str, list[tuple[float, int, str]]] = defaultdict(list)
+    per_file: dict[str, list[_Def]] = defaultdict(list)
     file_score: dict[str, float] = defaultdict(float)
-    for rid, eid, kind, path, sig, line in rows:
+    for rid, eid, kind, path, sig, line, parent in rows:
         rank = ranks.get(rid, 0.0)
-        per_file[path].append((rank, line, sig if kind != "method" else "    " + sig))
+        per_file[path].append(_Def(eid, rank, line, sig, parent))
         file_score[path] += rank
-    lines: list[str] = []
-    used = 0
-    files_shown = 0
-    truncated = False
-    for path in sorted(file_score, key=lambda p: -file_score[p]):
-        best = sorted(per_file[path], key=lambda x: -x[0])[:8]
-        block = [f"{path}:"] + [f"  {sig}" for _, _, sig in sorted(best, key=lambda x: x[1])]
-        cost = count_tokens("\n".join(block) + "\n")
-        if used + cost > max_tokens:
-            truncated = True
-            if files_shown:
-                break
-            continue
-        lines.extend(block)
-        used += cost
-        files_shown += 1
+    # Focused files first, then library code, then tests, docs and examples; each by rank.
+    order = sorted(file_score, key=lambda p: (p not in focus_paths, is_test_path(p), -file_score[p], p))
+    best = None
+    for cap in PER_FILE_CAPS:  # more definitions per file while every file fits and room is left
+        blocks, omitted = _fill(order, per_file, max_tokens, cap)
+        best = blocks
+        if len(blocks) < len(order) or not omitted:
+            break
+    text = "".join(block for _, block, _ in best)
+    while best and count_tokens(text) > max_tokens:  # blocks counted apart can merge a token or two
+        best.pop()
+        text = "".join(block for _, block, _ in best)
+    shown = len(best)
+    truncated = shown < len(order) or any(n_shown < len(per_file[p]) for p, _, n_shown in best)
     return {
-        "map": "\n".join(lines) + ("\n" if lines else ""),
-        "tokens": used,
-        "files_shown": files_shown,
+        "map": text,
+        "tokens": count_tokens(text),
+        "files_shown": shown,
         "files_total": len(file_score),
         "truncated": truncated,
         "hint": "raise max_tokens or pass focus=[ids or paths] to see other parts" if truncated else "",
     }
+
+
+PER_FILE_CAPS = (8, 16, 32, 10**9)  # definitions shown per file, tried in turn
+MAX_MISSES = 40  # files in a row that do not fit even with one definition: the budget is spent
+
+
+class _Def(NamedTuple):
+    eid: str
+    rank: float
+    line: int
+    sig: str
+    parent: str | None
+
+
+def _block(path: str, defs: list[_Def], k: int) -> tuple[str, int]:
+    """A file's block with its `k` best definitions, each under the classes (and functions) that
+    contain it, indented by nesting: a method never appears without its class. (text, definitions shown)"""
+    by_id = {d.eid: d for d in defs}
+    chosen: dict[str, _Def] = {}
+    for d in sorted(defs, key=lambda d: (-d.rank, d.line))[:k]:
+        while d is not None and d.eid not in chosen:
+            chosen[d.eid] = d
+            d = by_id.get(d.parent)
+    lines = [f"{path}:"]
+    for d in sorted(chosen.values(), key=lambda d: d.line):
+        depth, up = 0, by_id.get(d.parent)
+        while up is not None and depth < 20:
+            depth, up = depth + 1, by_id.get(up.parent)
+        lines.append("  " + "    " * depth + d.sig)
+    return "\n".join(lines) + "\n", len(chosen)
+
+
+def _fill(order: list[str], per_file: dict[str, list[_Def]], max_tokens: int, cap: int):
+    """Blocks (path, text, definitions shown), best files first, as many as `max_tokens` holds:
+    a file whose full block does not fit is shown with fewer definitions, and files after one
+    that does not fit at all still get their turn. Also whether any definition was left out."""
+    blocks, used, misses, omitted = [], 0, 0, False
+    for path in order:
+        defs = per_file[path]
+        room = max_tokens - used
+        text, n = _block(path, defs, 1)
+        cost = count_tokens(text)
+        if cost > room:
+            misses += 1
+            if misses >= MAX_MISSES:
+                break
+            continue
+        misses = 0
+        lo, hi = 1, min(cap, len(defs))  # the most definitions that fit: a binary search
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            t, m = _block(path, defs, mid)
+            c = count_tokens(t)
+            if c <= room:
+                lo, text, n, cost = mid, t, m, c
+            else:
+                hi = mid - 1
+        blocks.append((path, text, n))
+        used += cost
+        omitted = omitted or n < len(defs)
+    return blocks, omitted

@@ -18,6 +18,8 @@ from nsccn.languages import language_for
 from nsccn.repofile import UnreadableFile, read_bytes
 
 MAX_GITIGNORE_SIZE = 1 << 20
+# A symlink to a directory of the repository already indexed under its own path: not a loop.
+DIR_SYMLINK = "directory symlink inside the repository (indexed at its target)"
 
 # Directories no one wants indexed; matched by name at any depth.
 DEFAULT_IGNORED_DIRS = frozenset(
@@ -121,6 +123,9 @@ def scan_repository(root: Path, config: Config) -> ScanResult:
     rules = IgnoreRules(root, config)
     result = ScanResult()
     seen_dirs: set[str] = set()
+    # Directory symlinks inside the repository are walked after every real directory: what they
+    # lead to is indexed under its own path, whichever name sorts first.
+    linked_dirs: list[tuple[Path, str]] = []
 
     def walk(dir_path: Path, rel_dir: str) -> None:
         try:
@@ -129,7 +134,11 @@ def scan_repository(root: Path, config: Config) -> ScanResult:
             result.skip("unreadable", rel_dir or ".")
             return
         if real in seen_dirs:
-            result.skip("symlink loop", rel_dir)
+            parent = os.path.realpath(dir_path.parent)
+            if parent == real or parent.startswith(real + os.sep):
+                result.skip("symlink loop", rel_dir)  # it leads back to a directory it is inside
+            else:
+                result.skip(DIR_SYMLINK, rel_dir)
             return
         seen_dirs.add(real)
         try:
@@ -156,7 +165,10 @@ def scan_repository(root: Path, config: Config) -> ScanResult:
                     result.skip("broken symlink", rel)
                     continue
             if is_dir:
-                walk(Path(entry.path), rel)
+                if is_link:
+                    linked_dirs.append((Path(entry.path), rel))
+                else:
+                    walk(Path(entry.path), rel)
                 continue
             if language_for(entry.name) is None or language_for(entry.name) not in config.languages:
                 continue
@@ -177,6 +189,8 @@ def scan_repository(root: Path, config: Config) -> ScanResult:
             result.files.append(FileInfo(rel, st.st_size, st.st_mtime))
 
     walk(root, "")
+    while linked_dirs:  # one that leads somewhere not walked yet (an ignored directory) is walked
+        walk(*linked_dirs.pop(0))
     result.warnings = list(rules.warnings)
     return result
 

@@ -149,6 +149,9 @@ def pipeline_index(
     for part in (ws.get("skipped") or {}, rs.get("skipped") or {}):
         for why, n in part.items():
             summary.skipped[why] += n
+    for part in (ws.get("skipped_examples") or {}, rs.get("skipped_examples") or {}):
+        for why, path in part.items():
+            summary.skipped_examples.setdefault(why, path)
     counts = sup.complete.counts
     if not counts:
         with Store(config.db_path(root), readonly=True) as store:

@@ -94,3 +94,44 @@ def test_cli_errors_and_exit_codes(shop_index, args, code, text):
 def test_cli_without_index(tmp_path):
     r = nsccn("search", "x", "--root", str(tmp_path))
     assert r.returncode == 3 and "nsccn index" in r.stderr
+
+
+def test_cli_works_from_a_subdirectory_of_the_repository(shop_index):
+    """As git does: inside the repository, the enclosing index is found; paths may be given
+    from where one stands."""
+    repo, _ = shop_index
+    sub = repo / "shop"
+    r = nsccn("search", "add_item", "--json", cwd=sub)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["results"][0]["id"] == "method:shop/models.py:User.add_item"
+    r = nsccn("skeleton", "models.py", cwd=sub)
+    assert r.returncode == 0 and "class User(Model):" in r.stdout, r.stderr
+    r = nsccn("skeleton", "shop/models.py", cwd=sub)  # a path from the repository root works too
+    assert r.returncode == 0 and "class User(Model):" in r.stdout
+    r = nsccn("status", "--json", "--root", str(sub))
+    assert r.returncode == 0 and json.loads(r.stdout)["root"] == str(repo.resolve())
+
+
+def test_cli_status_without_an_index_exits_3(tmp_path):
+    (tmp_path / ".git").mkdir()  # a repository of its own: no looking above it
+    r = nsccn("status", "--json", cwd=tmp_path)
+    assert r.returncode == 3
+    assert json.loads(r.stdout)["indexed"] is False
+    r = nsccn("status", cwd=tmp_path)
+    assert r.returncode == 3 and "indexed: False" in r.stdout
+
+
+def test_cli_index_names_skipped_symlinks(shop_repo):
+    """A symlink to a directory of the repository is indexed at its target (whichever name sorts
+    first), and called so; a loop is a loop; each reason names a path."""
+    import os
+
+    os.symlink("shop", shop_repo / "a_link")  # sorts before its target
+    os.symlink("..", shop_repo / "shop" / "loop")
+    r = nsccn("index", str(shop_repo), "--workers", "1")
+    assert r.returncode == 0, r.stderr
+    assert "1 directory symlink inside the repository (indexed at its target) (e.g. a_link)" in r.stdout
+    assert "1 symlink loop (e.g. shop/loop)" in r.stdout
+    assert "None" not in r.stdout
+    r = nsccn("search", "add_item", "--json", "--root", str(shop_repo))
+    assert json.loads(r.stdout)["results"][0]["id"] == "method:shop/models.py:User.add_item"

@@ -498,8 +498,11 @@ def test_edit_then_reindex_during_a_session_shows_up(tmp_path):
                 return check_expiry(token)
         '''))
         touch_later(auth)
-        stale_win = (await c.call_tool("open_surgical_window", {"entity_id": "func:acme/auth.py:check_expiry"})).structured_content
-        assert "stale" in stale_win
+        stale_win = (await c.call_tool("open_surgical_window", {"entity_id": "func:acme/auth.py:check_expiry", "context_lines": 0})).structured_content
+        assert "stale" in stale_win  # and the lines where the function is now, found by re-parsing
+        assert stale_win["start"] == before["start"] + 3 and stale_win["code"].split("| ", 1)[1].startswith("def check_expiry")
+        stale_trace = (await c.call_tool("trace_causal_path", {"entity_id": "func:acme/auth.py:check_expiry"})).structured_content
+        assert "acme/auth.py" in stale_trace["stale"]
         stale_search = (await c.call_tool("search_and_rank", {"query": "check expiry"})).structured_content
         assert "acme/auth.py" in stale_search["stale"]
         stale_text = (await c.call_tool("read_skeleton", {"file_path": "acme/auth.py"})).content[0].text

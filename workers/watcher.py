@@ -154,6 +154,7 @@ class Watcher(Actor):
         self.bulk_done_sent = False
         self.stats.update(bulk_total=len(to_check), files_seen=len(scan.files), unchanged=unchanged)
         self.stats["skipped"] = dict(scan.skipped)
+        self.stats["skipped_examples"] = dict(scan.skipped_examples)  # `nsccn index` names one path per reason
         self._warn(scan.warnings)
         self.send(
             self.to_writer,

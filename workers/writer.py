@@ -112,6 +112,7 @@ class Writer(Actor):
             skipped={}, phase="starting",
         )
         self.skipped = Counter()
+        self.skipped_examples: dict[str, str] = {}  # reason -> one path, for `nsccn index`
         self.send(self.to_watcher, self.hello())
         if self.to_embedder is not None:
             self.send(self.to_embedder, self.hello())
@@ -257,6 +258,7 @@ class Writer(Actor):
                     to_write.append(m.file)
                     if m.file.deep_lines:  # indexed, less a region too deeply nested to walk
                         self.skipped[TOO_DEEP] += 1
+                        self.skipped_examples.setdefault(TOO_DEEP, path)
                         self.log.warning("%s: nested too deeply from line %d: that region is left out",
                                          path, m.file.deep_lines[0])
             elif isinstance(m, Unchanged):
@@ -265,6 +267,7 @@ class Writer(Actor):
                     to_touch.append((path, m.mtime))
             elif isinstance(m, Skipped):
                 self.skipped[m.reason] += 1
+                self.skipped_examples.setdefault(m.reason, path)
                 if cur is not None:
                     to_delete.append(path)
             elif isinstance(m, Removed) and cur is not None:
@@ -594,6 +597,7 @@ class Writer(Actor):
     def heartbeat_stats(self) -> dict:
         s = dict(self.stats)
         s["skipped"] = dict(getattr(self, "skipped", {}))
+        s["skipped_examples"] = dict(getattr(self, "skipped_examples", {}))
         s["batch"] = len(getattr(self, "batch", ()))
         s["embed_queue"] = len(getattr(self, "dirty", ())) + len(getattr(self, "ready", ()))
         s["sweep"] = getattr(self, "sweep", None)

@@ -7,6 +7,7 @@ written ("self.save", "os.path.join") and resolved against the whole repository 
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 import sys
@@ -537,13 +538,13 @@ class PythonExtractor:
         self.refs.append(Ref(scope.eid, relation, target, line, scope.class_qualname))
 
     def _signature(self, node: ts.Node, body: ts.Node | None) -> str:
-        end = body.start_byte if body is not None else node.end_byte
-        header = self.data[node.start_byte : end].decode("utf-8", "replace").rstrip()
-        # Comments between the colon and the body belong to neither.
-        header = re.sub(r"#[^\n]*$", "", header).rstrip()
-        if header.endswith(":"):
-            header = header[:-1].rstrip()
-        return re.sub(r"\s*\n\s*", " ", header).replace("( ", "(").replace(" )", ")")
+        """The header on one line, without the colon and without any comment (comments after the
+        colon are the body's; one inside the parentheses would swallow what follows it)."""
+        end = _header_end(node)
+        text = code_text(self.data, node, end)
+        if text.endswith(":"):
+            text = text[:-1].rstrip()
+        return one_line(text)
 
     def _docstring(self, body: ts.Node | None) -> str:
         if body is None:
@@ -570,6 +571,61 @@ class PythonExtractor:
                 self.error_lines.append(node.start_point[0] + 1)
             elif node.has_error:
                 stack.extend(node.children)
+
+
+# -- code text without comments -------------------------------------------------------------------
+
+
+def _header_end(node: ts.Node) -> int:
+    """End byte of a compound statement's header: its colon before the first block (the
+    comments after that colon belong to the body)."""
+    colon = None
+    for child in node.children:
+        if child.type == "block":
+            break
+        if child.type == ":":
+            colon = child
+    return colon.end_byte if colon is not None else node.end_byte
+
+
+def _comments(node: ts.Node, end: int) -> list[tuple[int, int]]:
+    """Byte ranges of the comments inside `node` before `end`, in order."""
+    out: list[tuple[int, int]] = []
+    stack = [node]  # a loop: headers can nest deeply (a default value of nested calls)
+    while stack:
+        n = stack.pop()
+        if n.start_byte >= end:
+            continue
+        if n.type == "comment":
+            out.append((n.start_byte, n.end_byte))
+        elif n.type not in ("string", "block"):
+            stack.extend(n.children)
+    return sorted(out)
+
+
+def code_lines(data: bytes, node: ts.Node, end: int | None = None) -> list[tuple[int, str]]:
+    """(row, text) of each line of `node`'s source up to byte `end`, its comments cut out; a
+    line that held only a comment is dropped."""
+    end = node.end_byte if end is None else end
+    pieces, at = [], node.start_byte
+    for a, b in _comments(node, end):
+        pieces.append(data[at:a])
+        at = b
+    pieces.append(data[at:end])
+    lines = b"".join(pieces).decode("utf-8", "replace").split("\n")
+    original = data[node.start_byte : end].decode("utf-8", "replace").split("\n")  # no comment spans a line end
+    row = node.start_point[0]
+    return [(row + i, ln.rstrip()) for i, (ln, orig) in enumerate(zip(lines, original)) if ln.strip() or not orig.strip()]
+
+
+def code_text(data: bytes, node: ts.Node, end: int | None = None) -> str:
+    return "\n".join(text for _, text in code_lines(data, node, end)).rstrip()
+
+
+def one_line(text: str) -> str:
+    """Code on one line: backslash continuations joined, runs of white space made one space."""
+    text = re.sub(r"\\\r?\n", " ", text)
+    return re.sub(r"\s+", " ", text).replace("( ", "(").replace(" )", ")").replace("[ ", "[").replace(" ]", "]").strip()
 
 
 _DEF_LINE = re.compile(rb"^\s*(?:async\s+def|def|class|@)\b|^\s*@")
@@ -712,7 +768,8 @@ class SkeletonBuilder:
             self._definition(node, indent)
             return 1
         if t in ("import_statement", "import_from_statement", "future_import_statement") and not in_class:
-            self.out.append(indent + re.sub(r"\s+", " ", _text(node)).replace("( ", "(").replace(" )", ")"))
+            # Comments out: `from x import (  # noqa` on one line would comment the names away.
+            self.out.append(indent + one_line(code_text(self.data, node)))
             return 1
         if t == "expression_statement" and node.named_children and node.named_children[0].type == "assignment":
             line = self._assignment(node.named_children[0], indent)
@@ -720,32 +777,37 @@ class SkeletonBuilder:
                 self.out.append(line)
                 return 1
             return 0
-        if t in _COMPOUND_TYPES and _contains_definitions(node):
-            self.out.append(indent + self._first_line(node))
+        if t in _COMPOUND_TYPES and _binds_names(node):  # `if TYPE_CHECKING:` imports, `try: import x`
+            self._header(node, indent)
             inner = indent + "    "
             for child in node.named_children:
                 if child.type == "block":
                     if not self._block(child, inner, in_class):
                         self.out.append(inner + "...")
                 elif child.type in _CLAUSE_TYPES:
-                    self.out.append(indent + self._first_line(child))
+                    self._header(child, indent)
                     body = next((c for c in child.named_children if c.type == "block"), None)
                     if body is None or not self._block(body, inner, in_class):
                         self.out.append(inner + "...")
             return 1
         return 0
 
+    def _header(self, node: ts.Node, indent: str, starts: set[int] | None = None) -> None:
+        """A statement's header up to its colon, comments out, at `indent`: the rows in `starts`
+        (decorators, the `def` line) are re-indented, continuation lines (inside brackets, where
+        indentation means nothing) kept as written."""
+        starts = starts or {node.start_point[0]}
+        for row, text in code_lines(self.data, node, _header_end(node)):
+            self.out.append(indent + text.lstrip() if row in starts else text)
+
     def _definition(self, outer: ts.Node, indent: str) -> None:
         node = outer.child_by_field_name("definition") if outer.type == "decorated_definition" else outer
         if node is None:
             return
         body = node.child_by_field_name("body")
-        end = body.start_byte if body is not None else node.end_byte
-        header = self.data[outer.start_byte : end].decode("utf-8", "replace").rstrip()
-        header = re.sub(r"[ \t]*#[^\n]*$", "", header).rstrip()
-        header_lines = header.splitlines()
-        self.out.append(indent + header_lines[0])
-        self.out.extend(header_lines[1:])
+        starts = {c.start_point[0] for c in outer.named_children if c.type == "decorator"} | {node.start_point[0]}
+        for row, text in code_lines(self.data, outer, _header_end(node)):
+            self.out.append(indent + text.lstrip() if row in starts else text)
         inner = indent + "    "
         if body is None:
             return
@@ -760,30 +822,46 @@ class SkeletonBuilder:
 
     def _assignment(self, node: ts.Node, indent: str) -> str | None:
         left = node.child_by_field_name("left")
-        if left is None or left.type not in ("identifier", "pattern_list"):
+        if left is None or left.type not in ("identifier", "pattern_list", "tuple_pattern", "list_pattern"):
             return None
         annotation = node.child_by_field_name("type")
         right = node.child_by_field_name("right")
         text = _text(left)
         if annotation is not None:
             text += f": {_text(annotation)}"
+        while right is not None and right.type == "assignment":  # `A = B = value`: every name stays
+            inner_left = right.child_by_field_name("left")
+            if inner_left is not None:
+                text += f" = {_text(inner_left)}"
+            right = right.child_by_field_name("right")
         if right is not None:
             value = _text(right)
             text += " = " + (value if len(value) <= MAX_SKELETON_VALUE and "\n" not in value else "...")
         return indent + text
 
     def _docstring(self, doc: ts.Node, indent: str) -> None:
-        summary = summarize_docstring(clean_docstring(_text(doc)))
-        lines = summary.splitlines() or [""]
-        if len(lines) == 1:
-            self.out.append(f'{indent}"""{lines[0]}"""')
-            return
-        self.out.append(f'{indent}"""{lines[0]}')
-        self.out.extend((indent + ln) if ln.strip() else "" for ln in lines[1:])
-        self.out.append(f'{indent}"""')
+        raw = _text(doc)
+        summary = summarize_docstring(clean_docstring(raw))
+        prefix = "r" if "r" in raw[: len(raw) - len(raw.lstrip("rRbBuUfF"))].lower() else ""
+        literal = _docstring_literal(summary, indent, prefix)
+        if "\\" in summary:  # escapes written for a bytes or raw literal may not hold in ours
+            try:
+                ast.literal_eval(literal.strip())
+            except (SyntaxError, ValueError):
+                literal = _docstring_literal(summary.replace("\\", "\\\\"), indent, "")
+        self.out.append(literal)
 
     def _first_line(self, node: ts.Node) -> str:
         return self.lines[node.start_point[0]][node.start_point[1] :].rstrip() if node.start_point[0] < len(self.lines) else ""
+
+
+def _docstring_literal(summary: str, indent: str, prefix: str) -> str:
+    lines = summary.splitlines() or [""]
+    if len(lines) == 1:
+        text = lines[0] + (" " if lines[0].endswith(('"', "\\")) else "")  # a quote or backslash would end it early
+        return f'{indent}{prefix}"""{text}"""'
+    body = [(indent + ln) if ln.strip() else "" for ln in lines[1:]]
+    return "\n".join([f'{indent}{prefix}"""{lines[0]}', *body, f'{indent}"""'])
 
 
 def _first_docstring(block: ts.Node) -> ts.Node | None:
@@ -796,12 +874,18 @@ def _first_docstring(block: ts.Node) -> ts.Node | None:
     return None
 
 
-def _contains_definitions(node: ts.Node, depth: int = 0) -> bool:
+_IMPORT_TYPES = ("import_statement", "import_from_statement", "future_import_statement")
+
+
+def _binds_names(node: ts.Node, depth: int = 0) -> bool:
+    """Whether a compound statement defines, imports or assigns a name (what a skeleton keeps)."""
     if depth > 3:
         return False
     for child in node.named_children:
-        if child.type in _DEF_TYPES:
+        if child.type in _DEF_TYPES or child.type in _IMPORT_TYPES:
             return True
-        if child.type in ("block",) + _CLAUSE_TYPES + _COMPOUND_TYPES and _contains_definitions(child, depth + 1):
+        if child.type == "expression_statement" and child.named_children and child.named_children[0].type == "assignment":
+            return True
+        if child.type in ("block",) + _CLAUSE_TYPES + _COMPOUND_TYPES and _binds_names(child, depth + 1):
             return True
     return False
