@@ -60,6 +60,22 @@ def loro(dev: list[dict], mined: list[dict], disabled: frozenset[str] = frozense
     return scored
 
 
+def baseline_rows(paths: Sequence[Path], configs: Sequence[str], ids: set[str]) -> dict[str, list[dict]]:
+    """Per-instance metrics of other configurations from localize.py rankings (.jsonl or .gz),
+    restricted to the dev instances scored here: the same instances, side by side."""
+    import gzip
+
+    out: dict[str, dict[str, dict]] = {c: {} for c in configs}
+    for path in paths:
+        with (gzip.open(path, "rt") if path.suffix == ".gz" else open(path)) as fh:
+            for line in fh:
+                rec = json.loads(line)
+                if rec["config"] in out and rec["instance_id"] in ids:
+                    out[rec["config"]][rec["instance_id"]] = {"repo": rec["repo"], "instance_id": rec["instance_id"],
+                                                              "metrics": rec["metrics"]}
+    return {c: list(v.values()) for c, v in out.items() if v}
+
+
 def loro_mined(dev: list[dict], mined: list[dict], seed: int = 0) -> list[dict]:
     """Every mined query scored by a model trained on the dev set and the other mined repositories:
     a second, larger held-out test on repositories outside the dev set (commit messages, not bug
@@ -92,15 +108,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--ablate", action="store_true", help="also each feature group removed, dev-only, mined-only")
     ap.add_argument("--eval-mined", action="store_true",
                     help="also score each mined repository with a model that never saw it (18 more held-out repositories)")
+    ap.add_argument("--baselines", type=Path, action="append", default=[],
+                    help="localize.py rankings (.jsonl/.gz) whose bm25 / lexical-full / full rows join the table")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ship", type=Path, help="train on everything and write the model here")
     ap.add_argument("--out", type=Path, help="write the table (metrics.md) and per-instance results here")
     args = ap.parse_args(argv)
-    dev = load_records([args.dev])
+    dev = list({r["instance_id"]: r for r in load_records([args.dev])}.values())  # one per instance
     mined = load_records(args.mined)
     print(f"{len(dev)} dev queries ({', '.join(sorted({r['repo'] for r in dev}))}), {len(mined)} mined", file=sys.stderr)
     t0 = time.perf_counter()
-    results: dict[str, list[dict]] = {"fusion (lexical-full)": score_records(dev)}
+    results: dict[str, list[dict]] = {}
+    ids = {r["instance_id"] for r in dev}
+    for cfg, rows in baseline_rows(args.baselines, ("bm25", "full"), ids).items():
+        results[f"{cfg} (localize.py rankings)"] = rows
+    results["fusion (lexical-full)"] = score_records(dev)
     results["learned, leave-one-repo-out"] = loro(dev, mined, seed=args.seed)
     if args.ablate:
         for group in GROUPS:
