@@ -109,6 +109,7 @@ def cmd_search(nav: Navigator, args) -> dict:
             print(f"# note: {out['query_capped']}", file=sys.stderr)
         if out.get("stale"):
             print(f"# note: {out['stale']}", file=sys.stderr)
+        print(f"# ranking: {out['ranking']}", file=sys.stderr)
     return out
 
 
@@ -137,6 +138,7 @@ def cmd_localize(nav: Navigator, args) -> dict:
             print(f"{i:>3}. {r['id']}  ({r['file']}:{r['line']})")
         if not out["files"]:
             print("nothing matched: try other words, or `nsccn map` to see what exists")
+        print(f"# ranking: {out['ranking']}", file=sys.stderr)
         if out.get("query_capped"):
             print(f"# note: {out['query_capped']}", file=sys.stderr)
     return out
