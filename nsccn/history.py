@@ -110,17 +110,35 @@ def _git(gitdir: Path, *args: str, attributes: str | None = None) -> str:
 
 def read_commits(gitdir: Path, head: str, since: str | None = None, max_commits: int = MAX_COMMITS) -> list[Commit]:
     """Commits reachable from `head` (and not from `since`), newest first, merges left out."""
+    revs = head if since is None else f"{since}..{head}"
+    fmt = "--format=%x00commit %H%x1f%ct%x1f%B%x1f"
     with tempfile.NamedTemporaryFile("w", suffix=".gitattributes", delete=False) as fh:
         fh.write("".join(f"*.{ext} diff={driver}\n" for ext, driver in _DIFF_DRIVERS.items()))
     try:
         text = _git(
             gitdir, "log", f"-n{max_commits}", "--no-merges", "--no-renames", "-p", "-U0", "--no-color",
-            "--no-ext-diff", "--no-textconv", "--format=%x00commit %H%x1f%ct%x1f%B%x1f",
-            head if since is None else f"{since}..{head}", attributes=fh.name,
+            "--no-ext-diff", "--no-textconv", fmt, revs, attributes=fh.name,
         )
+    except RuntimeError:
+        # A clone missing some blobs (partial or damaged) cannot show diffs: the files each commit
+        # changed still come from its trees, without the functions.
+        text = _git(gitdir, "log", f"-n{max_commits}", "--no-merges", "--no-renames", "--name-only", fmt, revs)
+        return parse_name_only(text)
     finally:
         os.unlink(fh.name)
     return parse_log(text)
+
+
+def parse_name_only(text: str) -> list[Commit]:
+    """Parse `git log --format=... --name-only` output: files, no functions."""
+    commits: list[Commit] = []
+    for chunk in text.split(_COMMIT)[1:]:
+        head, _, rest = chunk.partition(_FIELD)
+        ctime, _, rest = rest.partition(_FIELD)
+        message, _, names = rest.partition(_FIELD)
+        commits.append(Commit(head.strip(), int(ctime or 0), message.strip(),
+                              {p: set() for p in names.strip().splitlines() if p.strip()}))
+    return commits
 
 
 def resolve_head(gitdir: Path, rev: str = "HEAD") -> str | None:
