@@ -135,3 +135,13 @@ def test_indexer_reads_the_history_of_a_work_tree(history_repo, tmp_path):
     assert index_repository(root, tmp_path / "i.db").history_commits == 4
     with Store(tmp_path / "i.db") as store:
         assert store.get_meta("history_head") == git(root, "rev-parse", "HEAD").strip()
+
+
+def test_files_only_when_diffs_cannot_be_read(history_repo):
+    """A clone missing blobs cannot show diffs; the files each commit changed still come through."""
+    root, shas = history_repo
+    text = git(root, "log", "--no-merges", "--no-renames", "--name-only", "--format=%x00commit %H%x1f%ct%x1f%B%x1f")
+    commits = history.parse_name_only(text)
+    assert [c.sha for c in commits] == shas[::-1]
+    assert commits[0].changes == {"app/config.py": set()} and commits[-1].message == "Initial import of the configuration reader"
+    assert set(commits[-1].changes) == {"app/config.py", "app/util.py"}
