@@ -74,8 +74,9 @@ CONFIGS: dict[str, frozenset[str]] = {
     "bm25+qa": frozenset({"bm25", "query_analysis"}),
     "bm25+qa+graph": frozenset({"bm25", "query_analysis", "graph"}),
     "lexical-full": frozenset({"bm25", "query_analysis", "graph", "prior"}),
-    # What `nsccn localize` runs: the learned ranker (shipped model) over every signal the index has.
-    "default": frozenset({"bm25", "vector", "query_analysis", "graph", "prior", "learned"}),
+    # What `nsccn localize` runs: the learned ranker over every signal the index has (vectors when
+    # the index holds them: run a vector configuration beside it to embed).
+    "default": frozenset({"bm25", "query_analysis", "graph", "prior", "learned"}),
 }
 
 FILE_KS = (1, 3, 5)
@@ -454,6 +455,9 @@ class ProgressLine:
         _progress(f"  {self.label}: {self.unit} {done}/{total} ({now - self.started:.0f} s{eta})")
 
 
+MODEL: Path | None = None  # --model: the `default` configuration's model instead of the shipped one
+
+
 def default_localize(db: Path, query: str, limit: int = TOP_N, signals: frozenset[str] | None = None) -> Any:
     """Localize as `nsccn localize` does (`signals` "learned": the active ranker; else the fusion)."""
     from nsccn import ranking
@@ -463,7 +467,7 @@ def default_localize(db: Path, query: str, limit: int = TOP_N, signals: frozense
     if signals is not None and "learned" not in signals:
         return localize(db, query, limit=limit, signals=signals)
     with Store(db, readonly=True) as store:
-        ranker, _ = ranking.active_ranker()
+        ranker = ranking.load_ranker(MODEL) if MODEL else ranking.active_ranker()[0]
         return ranking.localize(store, query, limit=limit, ranker=ranker)
 
 
@@ -818,11 +822,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--features", type=Path,
                     help="also write every instance's ranking candidates, features and labels here (JSONL): "
                          "the learned ranker's training data (benchmarks/train_ranker.py)")
+    ap.add_argument("--model", type=Path,
+                    help="the model of the `default` configuration (default: the one `nsccn localize` uses)")
     ap.add_argument("--no-history", action="store_true",
                     help="do not index the git history (by default each index holds the commits its base commit "
                          "descends from, as `nsccn index` does in a git work tree)")
     args = ap.parse_args(argv)
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    if args.model:
+        global MODEL
+        MODEL = args.model
     unknown = [c for c in configs if c not in CONFIGS]
     if unknown or not configs:
         ap.error(f"unknown configuration(s) {unknown}; known: {', '.join(CONFIGS)}")

@@ -309,7 +309,9 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
             cols.append(f"-bm25(entities_fts, {', '.join(w)})")
         for rid, *vals in c.execute(
             f"SELECT rowid, {', '.join(cols)} FROM entities_fts WHERE entities_fts MATCH ? "
-            f"AND rowid IN ({','.join('?' * len(rowids))})", (_any_of(fusion.terms), *rowids)
+            # `+rowid`: filter the one full-text scan; a bare `rowid IN` makes FTS5 run the whole
+            # query once per rowid (9.4 s instead of 0.09 s for a sympy report, same values).
+            f"AND +rowid IN ({','.join('?' * len(rowids))})", (_any_of(fusion.terms), *rowids)
         ):
             col_bm25[rid] = tuple(vals)
     names = sorted({rows[f][4] for f in fn_ids})
