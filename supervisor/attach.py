@@ -119,6 +119,7 @@ class Attachment:
         self.attachments = 0  # pipelines attached to so far
         self._children: list[subprocess.Popen] = []
         self._failures = 0
+        self._catching_up = False
         self._retry_at = 0.0
         self._backoff = 1.0
         self._stop = threading.Event()
@@ -147,11 +148,15 @@ class Attachment:
         self._backoff = 1.0
         self._ping()
         self.attachments += 1
-        if self.stale_note:
-            log.info("attached to the new pipeline (pid %s)", info.get("pid"))
         self.stale_note = None
-        if not first and self.on_new_pipeline is not None:
-            self.on_new_pipeline(info)
+        if not first:
+            # Its initial scan re-reads what changed while none ran: stale until that is done.
+            log.info("attached to the new pipeline (pid %s)", info.get("pid"))
+            self.stale_note = (f"a new pipeline (pid {info.get('pid')}) took over: until its first scan is done, "
+                               "answers may miss edits made while none ran")
+            self._catching_up = True
+            if self.on_new_pipeline is not None:
+                self.on_new_pipeline(info)
 
     def _address_and_key(self):
         address = control_address(self.root, self.config, self.info)
@@ -185,7 +190,12 @@ class Attachment:
         if info:
             if self._ping():
                 self._failures = 0
-                if self.stale_note and self.stale_note.startswith("the pipeline (pid"):
+                if self._catching_up:
+                    st = query_status(self.root, self.config, timeout_s=1.0) or {}
+                    if st.get("state") in ("watching", "embedding", "idle"):
+                        self._catching_up = False
+                        self.stale_note = None
+                elif self.stale_note and self.stale_note.startswith("the pipeline (pid"):
                     self.stale_note = None  # it answers again
                 return
             self._failures += 1
@@ -222,11 +232,11 @@ class Attachment:
         """The live pipeline status for `index_status` and the answers' notes: while detached, a
         `stale` note every answer carries."""
         note = self.stale_note
-        if note:
-            return {"state": "detached", "stale": note, "last_pid": (self.info or {}).get("pid")}
         st = query_status(self.root, self.config, timeout_s=1.0)
         if st is not None:
             st = {**st, "this_client": self.client}
+        if note:
+            st = {**(st or {"state": "detached", "last_pid": (self.info or {}).get("pid")}), "stale": note}
         return st
 
     def close(self) -> None:
