@@ -90,17 +90,14 @@ def test_second_client_sees_edits_after_the_first_leaves_then_stop(tmp_path):
     env = env_with(NSCCN_PIPELINE_LINGER_S="60")
 
     async def main():
+        first = Client(serve(repo, env, "--no-embed"), timeout=60)
+        await first.__aenter__()
+        st = await until(first, ready, what="the first session's pipeline")
+        pid = st["pipeline"]["pid"]
         async with Client(serve(repo, env, "--no-embed"), timeout=60) as second:
-            async with Client(serve(repo, env, "--no-embed"), timeout=60) as first:
-                st = await until(first, ready, what="the first session's pipeline")
-                pid = st["pipeline"]["pid"]
-                st2 = await until(second, ready, what="the second session attached")
-                assert st2["pipeline"]["pid"] == pid
-                assert len(st2["pipeline"]["clients"]["attached"]) == 2
-            # The first session (the one whose `serve` started the pipeline) is gone.
-            st2 = await until(second, lambda d: len((d.get("pipeline") or {}).get("clients", {}).get("attached", [])) == 1,
-                              what="the first client to be gone")
-            assert st2["pipeline"]["pid"] == pid and alive(pid)
+            st2 = await until(second, ready, what="the second session attached")
+            assert st2["pipeline"]["pid"] == pid
+            await first.__aexit__(None, None, None)  # the session whose `serve` started the pipeline leaves
             (repo / "pkg0" / "mod0.py").write_text(module_source(0, 10, "\n\ndef zanzibar_quokka():\n    pass\n"))
             for _ in range(300):
                 res = (await search(second, "zanzibar_quokka"))["results"]
@@ -109,6 +106,8 @@ def test_second_client_sees_edits_after_the_first_leaves_then_stop(tmp_path):
                 await asyncio.sleep(0.1)
             else:
                 raise AssertionError("the edit did not reach the session left after the first one closed")
+            st2 = await until(second, lambda d: len(d["pipeline"]["clients"]["attached"]) == 1, what="one client")
+            assert st2["pipeline"]["pid"] == pid and alive(pid)
             return pid
 
     try:
