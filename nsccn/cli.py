@@ -253,6 +253,11 @@ def cmd_status(nav: Navigator, args) -> dict:
                     print(f"  refused: {line}")
                 continue
             print(f"{k}: {json.dumps(v, default=str) if isinstance(v, (dict, list)) else v}")
+        clients = ((out.get("pipeline") or {}).get("clients") or {})
+        if "attached" in clients:
+            who = ", ".join(f"pid {c['pid']} since {c['since']}" for c in clients["attached"])
+            left = f"; stops in {clients['stops_in_s']:g} s with none" if "stops_in_s" in clients else ""
+            print(f"clients: {len(clients['attached'])} attached" + (f" ({who})" if who else "") + left)
     return out
 
 
@@ -282,6 +287,19 @@ def cmd_serve(args) -> int:
         return EXIT_USAGE
     return serve(args.path, workers=args.workers, embed=not args.no_embed, mcp=not args.no_mcp,
                  overrides=_tcp_override(args))
+
+
+def cmd_stop(args) -> int:
+    """End the repository's shared pipeline (the one `nsccn serve` starts and leaves lingering)."""
+    from nsccn.config import load_config
+    from supervisor.cli import stop
+
+    given = Path(args.path)
+    if not given.is_dir():
+        print(f"nsccn: {args.path} is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    root = find_root(given.resolve())
+    return stop(root, load_config(root))
 
 
 def _tcp_override(args) -> dict | None:
@@ -408,6 +426,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-mcp", action="store_true", help="index and watch only, no MCP on stdio")
     sp.add_argument("--tcp", metavar="HOST:BASE_PORT", help="run the pipeline over tcp on HOST (CURVE-authenticated)")
     sp.set_defaults(func=cmd_serve, needs_nav=False)
+
+    sp = sub.add_parser("stop", help="stop the repository's pipeline (started by `nsccn serve`, lingering after it)")
+    sp.add_argument("path", nargs="?", default=".", help="the repository, or a directory inside it")
+    sp.set_defaults(func=cmd_stop, needs_nav=False)
 
     sp = sub.add_parser("worker", help="a parser on another host, for a pipeline running over tcp")
     sp.add_argument("--connect", required=True, metavar="HOST:BASE_PORT", help="the pipeline's host and base port")

@@ -57,6 +57,9 @@ class Config(msgspec.Struct, kw_only=True):
     result_token_cap: int = 8000  # no tool answer is larger than this
     tool_time_budget_s: float = 20.0  # an MCP tool call running longer is stopped with a clear error
     parser_workers: int = 0  # 0: one per core
+    # A pipeline started by `nsccn serve` stays this long after its last MCP client leaves, so
+    # watching and embedding go on between sessions (a user setting: it keeps processes alive).
+    pipeline_linger_s: float = 600.0
     # The git history (the newest commits) is indexed as ranking evidence when the root is a work tree.
     history: bool = True
     history_max_commits: int = 3000
@@ -178,6 +181,13 @@ def load_settings(root: Path, overrides: dict | None = None) -> Settings:
         apply({"index_dir": os.environ["NSCCN_INDEX_DIR"]}, "environment NSCCN_INDEX_DIR")
     if os.environ.get("NSCCN_PIPELINE_TCP"):
         apply({"pipeline": _pipeline_from_env(os.environ["NSCCN_PIPELINE_TCP"])}, "environment NSCCN_PIPELINE_TCP")
+    if os.environ.get("NSCCN_PIPELINE_LINGER_S"):
+        try:
+            linger = float(os.environ["NSCCN_PIPELINE_LINGER_S"])
+        except ValueError:
+            raise ConfigError(f"NSCCN_PIPELINE_LINGER_S {os.environ['NSCCN_PIPELINE_LINGER_S']!r}: expected seconds, "
+                              "e.g. 600") from None
+        apply({"pipeline_linger_s": linger}, "environment NSCCN_PIPELINE_LINGER_S")
     if overrides:
         apply(overrides, "command line")
 

@@ -388,6 +388,9 @@ class NavigatorService:
         partial = self.partial_note()
         if partial:
             out["partial"] = partial
+        live = self.pipeline_status()  # the pipeline gone (`nsccn serve` reattaching): say so first
+        if live and isinstance(live.get("stale"), str):
+            out["stale"] = live["stale"] + (f"; also: {out['stale']}" if out.get("stale") else "")
         return out
 
 

@@ -20,6 +20,8 @@ Who sends what (``A -> B``):
   `IndexComplete` (writer)
 * anyone -> supervisor control socket: `StatusRequest`, `ShutdownRequest`; back:
   `StatusReply`, `Ok`
+* an MCP front (`nsccn serve`) -> supervisor control socket: `Attach` every second while its
+  session lasts (and once with `leaving` when it ends); back: `Ok`
 """
 
 from __future__ import annotations
@@ -89,6 +91,14 @@ class StatusReply(Message):
 
 class ShutdownRequest(Message):
     reason: str = ""
+
+
+class Attach(Message):
+    """An MCP front is (still) attached: the pipeline lives while any is, and lingers after."""
+
+    client: str  # unique per front process
+    pid: int
+    leaving: bool = False
 
 
 class Ok(Message):
@@ -267,6 +277,7 @@ MESSAGES = (
     StatusRequest,
     StatusReply,
     ShutdownRequest,
+    Attach,
     Ok,
     Error,
     ParseJob,

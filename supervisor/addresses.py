@@ -39,6 +39,8 @@ MAX_IPC_PATH = 100  # sun_path holds 108 bytes with the NUL; keep a margin
 LOCK_FILE = "pipeline.lock"
 INFO_FILE = "pipeline.json"
 KEY_FILE = "pipeline.key"
+STOPPED_FILE = "pipeline.stopped"  # written by a pipeline stopped on purpose: fronts do not restart it
+START_LOCK_FILE = "start.lock"  # held by the one `nsccn serve` starting a pipeline
 
 
 def run_dir(root: Path, config: Config) -> Path:
@@ -90,6 +92,14 @@ def bind_address(address: str) -> str:
 
 def key_path(root: Path, config: Config) -> Path:
     return index_dir(Path(root), config) / KEY_FILE
+
+
+def stopped_path(root: Path, config: Config) -> Path:
+    return index_dir(Path(root), config) / STOPPED_FILE
+
+
+def start_lock_path(root: Path, config: Config) -> Path:
+    return index_dir(Path(root), config) / START_LOCK_FILE
 
 
 def lock_path(root: Path, config: Config) -> Path:

@@ -2,6 +2,7 @@
 
     python -m supervisor index PATH [--workers N] [--embed] [--json]
     python -m supervisor serve PATH [--workers N] [--no-embed] [--no-mcp]
+    python -m supervisor pipeline PATH     # the shared pipeline `nsccn serve` starts detached
     python -m supervisor monitor PATH      # status + lock for actors started by `honcho start`
     python -m supervisor status PATH
     python -m supervisor stop PATH
@@ -22,7 +23,7 @@ from nsccn.config import ConfigError, load_config
 from nsccn.private import PrivatePathError
 from nsccn.indexer import IndexSummary
 from nsccn.store import Store
-from supervisor.addresses import addresses, key_path, running_pipeline
+from supervisor.addresses import lock_path, running_pipeline
 from supervisor.main import PipelineBusy, Policy, Supervisor
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -121,7 +122,7 @@ def pipeline_index(
     _setup_logging(logging.WARNING)
     started = time.perf_counter()
     bars = _Progress(progress)
-    sup = Supervisor(root, "index", parsers=workers, embed=embed, mcp=False, config=config, policy=policy,
+    sup = Supervisor(root, "index", parsers=workers, embed=embed, config=config, policy=policy,
                      on_progress=bars)
     try:
         code = sup.run()
@@ -177,28 +178,67 @@ def pipeline_index(
 
 def serve(root: str | Path, workers: int = 0, embed: bool = True, mcp: bool = True,
           overrides: dict | None = None) -> int:
-    """Index, keep watching, serve MCP on stdio. A second `serve` on the same repository attaches
-    to the running pipeline and serves its own MCP front against the shared index."""
+    """MCP on stdio, attached to the repository's shared pipeline: the running one, or one started
+    detached that outlives this session (`pipeline_linger_s`). Without MCP: the pipeline itself,
+    in this process, until a signal or `nsccn stop`."""
     root = Path(root).resolve()
     config = load_config(root, overrides)
     _setup_logging(logging.INFO)
-    sup = Supervisor(root, "serve", parsers=workers, embed=embed, mcp=mcp, config=config)
     try:
-        return sup.run()
+        if mcp:
+            from supervisor.attach import PipelineStartError
+            from workers.mcp_front import serve_stdio
+
+            try:
+                serve_stdio(root, config, workers=workers, embed=embed)
+            except PipelineStartError as exc:
+                print(f"nsccn: {exc}", file=sys.stderr)
+                return EXIT_FAILED
+            return EXIT_OK
+        return Supervisor(root, "serve", parsers=workers, embed=embed, config=config).run()
     except PrivatePathError as exc:
         print(f"nsccn: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except PipelineBusy as busy:
-        info = busy.info
-        logging.getLogger("nsccn.supervisor").info("%s: attaching with an MCP front of our own", busy_message(info))
-        if not mcp:
-            print(f"nsccn: {busy_message(info)}", file=sys.stderr)
-            return EXIT_FAILED
-        from workers.mcp_front import serve_stdio
+        print(f"nsccn: {busy_message(busy.info)}", file=sys.stderr)
+        return EXIT_FAILED
 
-        query = (info.get("addresses") or {}).get("query") or addresses(root, config).query
-        serve_stdio(root, config.db_path(root), query, str(key_path(root, config)) if query.startswith("tcp://") else "")
+
+def run_shared_pipeline(root: Path, workers: int = 0, embed: bool = True, overrides: dict | None = None) -> int:
+    """The detached pipeline `nsccn serve` starts: it ends after `pipeline_linger_s` without clients."""
+    config = load_config(root, overrides)
+    _setup_logging(logging.INFO)
+    sup = Supervisor(root, "serve", parsers=workers, embed=embed, config=config,
+                     linger_s=max(0.0, config.pipeline_linger_s))
+    try:
+        return sup.run()
+    except PipelineBusy:
+        return EXIT_OK  # another one won: the clients find it
+    except PrivatePathError as exc:
+        print(f"nsccn: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def stop(root: Path, config, timeout_s: float = 30.0) -> int:
+    """`nsccn stop`: end the repository's pipeline and wait until it is gone."""
+    from supervisor.control import request_shutdown
+
+    info = running_pipeline(root, config)
+    if info is None:
+        print(f"no pipeline runs on {root}")
         return EXIT_OK
+    if not request_shutdown(root, config, reason="nsccn stop"):
+        print(f"nsccn: the pipeline on {root} (pid {info.get('pid')}) did not answer the stop request;"
+              f" it holds {lock_path(root, config)}", file=sys.stderr)
+        return EXIT_FAILED
+    deadline = time.monotonic() + timeout_s
+    while running_pipeline(root, config) is not None:
+        if time.monotonic() > deadline:
+            print(f"nsccn: the pipeline (pid {info.get('pid')}) did not stop within {timeout_s:g} s", file=sys.stderr)
+            return EXIT_FAILED
+        time.sleep(0.1)
+    print(f"stopped the pipeline on {root} (pid {info.get('pid')})")
+    return EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -212,16 +252,18 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m supervisor", description="the NSCCN actor pipeline")
     sub = p.add_subparsers(dest="command", required=True)
-    for name in ("index", "serve", "monitor", "status", "stop"):
+    for name in ("index", "serve", "pipeline", "monitor", "status", "stop"):
         sp = sub.add_parser(name)
         sp.add_argument("path", nargs="?", default=".")
-        if name in ("index", "serve"):
+        if name in ("index", "serve", "pipeline"):
             sp.add_argument("--workers", type=int, default=0, help="parser processes (0: one per core)")
         if name == "index":
             sp.add_argument("--embed", action="store_true", help="also embed every entity before exiting")
             sp.add_argument("--json", action="store_true")
-        if name == "serve":
+        if name in ("serve", "pipeline"):
             sp.add_argument("--no-embed", action="store_true")
+            sp.add_argument("--tcp", metavar="HOST:BASE_PORT")
+        if name == "serve":
             sp.add_argument("--no-mcp", action="store_true", help="index and watch only (no MCP on stdio)")
     args = p.parse_args(argv)
     root = Path(args.path).resolve()
@@ -235,8 +277,15 @@ def _main(argv: list[str] | None = None) -> int:
         d = out.as_dict()
         print(json.dumps(d, indent=2, default=str) if args.json else f"indexed {root} in {out.seconds:.2f} s")
         return EXIT_OK
+    overrides = None
+    if getattr(args, "tcp", None):
+        from nsccn.config import _pipeline_from_env
+
+        overrides = {"pipeline": _pipeline_from_env(args.tcp, "--tcp")}
     if args.command == "serve":
-        return serve(root, args.workers, embed=not args.no_embed, mcp=not args.no_mcp)
+        return serve(root, args.workers, embed=not args.no_embed, mcp=not args.no_mcp, overrides=overrides)
+    if args.command == "pipeline":
+        return run_shared_pipeline(root, args.workers, embed=not args.no_embed, overrides=overrides)
     if args.command == "monitor":
         _setup_logging(logging.INFO)
         try:
@@ -251,10 +300,5 @@ def _main(argv: list[str] | None = None) -> int:
         print(json.dumps(st, indent=2, default=str) if st else "no pipeline runs on this repository")
         return EXIT_OK
     if args.command == "stop":
-        from supervisor.control import request_shutdown
-
-        info = running_pipeline(root, load_config(root))
-        ok = request_shutdown(root)
-        print("asked the pipeline to stop" if ok else "no pipeline runs on this repository", file=sys.stderr)
-        return EXIT_OK if ok or info is None else EXIT_FAILED
+        return stop(root, load_config(root))
     return EXIT_USAGE

@@ -6,8 +6,10 @@ Modes:
 
 * ``index``: watcher (scan once, no watching), parsers, writer, embedder when embedding;
   returns when the writer reports the index complete.
-* ``serve``: the same with a live watcher, plus the MCP front on this process's stdin/stdout;
-  returns when the MCP client goes away (the front exits 0) or on a signal.
+* ``serve``: the same with a live watcher; runs until a signal or `nsccn stop`. Started detached
+  by `nsccn serve` (``linger_s`` set), it also tracks the MCP fronts attached to it (`Attach`
+  on the control socket, every second) and ends when none has been attached for ``linger_s``.
+  The MCP fronts are not its actors: each is its own `nsccn serve` process (supervisor/attach.py).
 * ``monitor``: spawns nothing; takes the lock and answers status for actors started by
   `honcho start` (Procfile).
 
@@ -16,6 +18,7 @@ It knows processes and addresses, not code: every actor is `python -m workers.<k
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -32,6 +35,7 @@ import zmq
 from nsccn.config import Config, index_dir, load_config
 from nsccn.messages import (
     ActorSpec,
+    Attach,
     BadMessage,
     Heartbeat,
     Hello,
@@ -45,14 +49,23 @@ from nsccn.messages import (
     encode_spec,
 )
 from nsccn.private import open_private, private_dir
-from supervisor.addresses import PipelineLock, addresses, bind_address, ipc_paths, key_path, prepare_run_dir, run_dir
+from supervisor.addresses import (
+    PipelineLock,
+    addresses,
+    bind_address,
+    ipc_paths,
+    key_path,
+    prepare_run_dir,
+    run_dir,
+    stopped_path,
+)
 from supervisor.keys import ensure_key, new_key, secure, start_authenticator
 from workers.base import peak_rss_kb
 
 log = logging.getLogger("nsccn.supervisor")
 
 MODULES = {"watcher": "workers.watcher", "parser": "workers.parser", "writer": "workers.writer",
-           "embedder": "workers.embedder", "mcp": "workers.mcp_front"}
+           "embedder": "workers.embedder"}
 # The embedder yields the CPU to readers and the writer (NSCCN_EMBEDDER_NICE=0 to compare).
 EMBEDDER_NICE = int(os.environ.get("NSCCN_EMBEDDER_NICE", "10"))
 # Per-generation counters that add up across restarts (the rest are gauges).
@@ -60,7 +73,7 @@ COUNTERS = frozenset(
     "parsed unchanged removed files_written duplicates batches resolves vectors_written dispatched resent"
     " committed events jobs embedded queries dropped seconds lines".split()
 )
-STOP_ORDER = ("mcp", "watcher", "parser", "embedder", "writer")  # the writer last: it commits on the way out
+STOP_ORDER = ("watcher", "parser", "embedder", "writer")  # the writer last: it commits on the way out
 
 
 @dataclass
@@ -75,6 +88,8 @@ class Policy:
     max_restarts: int = 5  # within restart_window_s; one more and the pipeline gives up
     restart_window_s: float = 60.0
     stop_timeout_s: float = 8.0
+    client_timeout_s: float = 10.0  # an MCP front not heard from for this long has gone
+    first_client_grace_s: float = 15.0  # a detached pipeline waits at least this long for its first client
 
 
 @dataclass
@@ -113,7 +128,7 @@ class Supervisor:
         *,
         parsers: int = 0,
         embed: bool = True,
-        mcp: bool | None = None,
+        linger_s: float | None = None,
         policy: Policy | None = None,
         config: Config | None = None,
         on_progress=None,
@@ -132,7 +147,12 @@ class Supervisor:
         self.auth = None
         self.policy = policy or Policy()
         self.embed = embed
-        self.mcp = (mode == "serve") if mcp is None else mcp
+        # None: run until stopped; else end once no MCP front has been attached for this long.
+        self.linger_s = linger_s
+        self.clients: dict[str, dict] = {}  # client id -> pid, attached (wall clock), last_seen (monotonic)
+        self._alone_since = time.monotonic()
+        self._ever_attached = False
+        self.stop_reason: str | None = None  # a deliberate stop: fronts must not restart us
         n = parsers or self.config.parser_workers or os.cpu_count() or 1
         self.n_parsers = max(1, n)
         self.on_progress = on_progress
@@ -154,8 +174,6 @@ class Supervisor:
         kinds = ["writer", "watcher"] + [f"parser-{i}" for i in range(self.n_parsers)]
         if self.embed:
             kinds.append("embedder")
-        if self.mcp:
-            kinds.append("mcp")
         for name in kinds:
             self.slots[name] = Slot(name=name, kind=name.split("-")[0])
 
@@ -185,11 +203,7 @@ class Supervisor:
             slot.log_path.replace(slot.log_path.with_suffix(".log.1"))
         logf = os.fdopen(open_private(slot.log_path, os.O_WRONLY | os.O_APPEND), "ab")
         cmd = [sys.executable, "-m", MODULES[slot.kind], "--spec", encode_spec(spec)]
-        if slot.kind == "mcp":
-            # The MCP front owns this process's stdin/stdout: the MCP client talks to it.
-            proc = subprocess.Popen(cmd, stdin=None, stdout=None, stderr=logf, cwd=str(self.root))
-        else:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, cwd=str(self.root))
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, cwd=str(self.root))
         logf.close()
         slot.proc = proc
         slot.pid = proc.pid
@@ -217,6 +231,7 @@ class Supervisor:
                 # A new key per pipeline; honcho's actors (monitor mode) make and share one themselves.
                 self.key = ensure_key(self.key_file) if self.mode == "monitor" else new_key(self.key_file)
                 self.auth = start_authenticator(self.ctx, self.key)
+            stopped_path(self.root, self.config).unlink(missing_ok=True)  # the last one's; we are the live one
             self.lock.write_info(self._info())
             self.control = self._bind(zmq.ROUTER, self.addrs.control)
             self.inbox = self._bind(zmq.PULL, self.addrs.supervisor)
@@ -230,6 +245,8 @@ class Supervisor:
                 self.auth.stop()
             self.ctx.destroy(linger=0)
             self._cleanup_run_dir()
+            if self.stop_reason:  # before the lock goes: an attached front checks it when the lock is free
+                self._write_stopped()
             self.lock.release()
         return self.exit_code
 
@@ -257,7 +274,19 @@ class Supervisor:
             **self._identity(),
             "addresses": msgspec.to_builtins(self.addrs),
             "embed": self.embed,
+            "linger_s": self.linger_s,
         }
+
+    def _write_stopped(self) -> None:
+        """Say that this pipeline was stopped on purpose (`nsccn stop`, a signal, lingering alone),
+        so the fronts still attached mark their answers stale instead of starting another."""
+        from nsccn.private import write_private
+
+        try:
+            write_private(stopped_path(self.root, self.config), json.dumps(
+                {"pid": os.getpid(), "reason": self.stop_reason, "at": time.strftime("%Y-%m-%d %H:%M:%S")}).encode())
+        except OSError as exc:
+            log.warning("could not write %s: %s", stopped_path(self.root, self.config), exc)
 
     def _own_ipc_paths(self) -> list[Path]:
         """The socket files this supervisor may remove: all of them when it starts the actors;
@@ -299,6 +328,7 @@ class Supervisor:
                 sig = self._signals.pop()
                 log.info("got %s: shutting down", signal.Signals(sig).name)
                 self.exit_code = 128 + sig if sig != signal.SIGTERM else 0
+                self.stop_reason = f"signal {signal.Signals(sig).name}"
                 break
             now = time.monotonic()
             for slot in self.slots.values():
@@ -312,6 +342,8 @@ class Supervisor:
                 self._drain_inbox()
             if self.control in ready:
                 self._drain_control()
+            if self._linger_over(now):
+                break
             if self.complete is not None and self.mode == "index":
                 log.info("index complete: %s", self.complete)
                 break
@@ -348,10 +380,6 @@ class Supervisor:
         self._bank(slot)
         slot.proc = None
         slot.state = "exited"
-        if slot.kind == "mcp" and code == 0:
-            log.info("the MCP client went away: shutting down")
-            self.stopping = True
-            return
         what = f"exit code {code}" if code >= 0 else f"signal {signal.Signals(-code).name}"
         slot.last_error = slot.last_error if (slot.last_error or "").startswith("hung") else f"{what}" + (
             f" (last error: {slot.hb.last_error})" if slot.hb and slot.hb.last_error else ""
@@ -447,7 +475,11 @@ class Supervisor:
                 elif isinstance(msg, ShutdownRequest):
                     log.info("shutdown requested%s", f": {msg.reason}" if msg.reason else "")
                     self.stopping = True
+                    self.stop_reason = msg.reason or "a shutdown request"
                     reply = Ok(detail="shutting down")
+                elif isinstance(msg, Attach):
+                    self._attach(msg)
+                    reply = Ok(detail="attached" if not msg.leaving else "detached")
                 else:
                     log.warning("dropped a control message: %s", type(msg).__name__)
                     reply = None
@@ -456,6 +488,58 @@ class Supervisor:
                     self.control.send_multipart([*route, encode(reply)], zmq.NOBLOCK)
                 except zmq.ZMQError:
                     pass
+
+    # -- attached MCP fronts ----------------------------------------------------------------------------
+
+    def _attach(self, msg: Attach) -> None:
+        now = time.monotonic()
+        if msg.leaving:
+            if self.clients.pop(msg.client, None) is not None:
+                log.info("client %s (pid %d) left", msg.client, msg.pid)
+                if not self.clients:
+                    self._alone_since = now
+            return
+        c = self.clients.get(msg.client)
+        if c is None:
+            log.info("client %s (pid %d) attached", msg.client, msg.pid)
+            c = self.clients[msg.client] = {"pid": msg.pid, "attached": time.strftime("%Y-%m-%d %H:%M:%S")}
+        c["last_seen"] = now
+        self._ever_attached = True
+
+    def _prune_clients(self, now: float) -> None:
+        """Forget fronts that died without saying so (kill -9): their process is gone, or silent."""
+        for cid, c in list(self.clients.items()):
+            gone = now - c["last_seen"] > self.policy.client_timeout_s or not _process_alive(c["pid"])
+            if gone:
+                log.info("client %s (pid %d) is gone", cid, c["pid"])
+                del self.clients[cid]
+                if not self.clients:
+                    self._alone_since = now
+
+    def _linger_over(self, now: float) -> bool:
+        """A detached pipeline ends once it has been alone for its linger time (longer before its
+        first client: the `nsccn serve` that started it attaches a moment later)."""
+        self._prune_clients(now)
+        if self.linger_s is None or self.clients:
+            return False
+        wait = self.linger_s if self._ever_attached else max(self.linger_s, self.policy.first_client_grace_s)
+        if now - self._alone_since < wait:
+            return False
+        self.stop_reason = f"no MCP client for {wait:g} s (pipeline_linger_s)"
+        log.info("%s: shutting down", self.stop_reason)
+        return True
+
+    def clients_status(self) -> dict:
+        now = time.monotonic()
+        out = {
+            "attached": [{"client": cid, "pid": c["pid"], "since": c["attached"],
+                          "last_seen_s": round(now - c["last_seen"], 1)} for cid, c in self.clients.items()],
+            "linger_s": self.linger_s,
+        }
+        if self.linger_s is not None and not self.clients:
+            wait = self.linger_s if self._ever_attached else max(self.linger_s, self.policy.first_client_grace_s)
+            out["stops_in_s"] = round(max(0.0, wait - (now - self._alone_since)), 1)
+        return out
 
     # -- status --------------------------------------------------------------------------------------
 
@@ -537,6 +621,7 @@ class Supervisor:
             },
             "bulk": {"done": ws.get("bulk_done", 0), "total": ws.get("bulk_total", 0)},
             "actors": actors,
+            "clients": self.clients_status(),
             "last_error": last_error,
         }
 
@@ -583,3 +668,18 @@ class Supervisor:
             "supervisor_peak_rss_mb": round(peak_rss_kb() / 1024, 1),
         }
 
+
+
+def _process_alive(pid: int) -> bool:
+    """A live process (a zombie, dead but not yet reaped by its parent, is not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True

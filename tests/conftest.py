@@ -122,6 +122,8 @@ def no_user_config(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("NSCCN_CONFIG", str(tmp_path_factory.getbasetemp() / "no-user-config.json"))
     for var in ("NSCCN_INDEX_DIR", "NSCCN_PIPELINE_TCP"):
         monkeypatch.delenv(var, raising=False)
+    # A pipeline `nsccn serve` starts outlives its session by this much: none may outlive a test.
+    monkeypatch.setenv("NSCCN_PIPELINE_LINGER_S", "0")
 
 
 @pytest.fixture

@@ -170,7 +170,10 @@ def test_nsccn_serve_over_stdio(tmp_path):
     repo = make_repo(tmp_path / "acme_repo", index=False)
     cmd, pre = nsccn_command()
     log = tmp_path / "serve.log"
-    transport = StdioTransport(cmd, pre + ["serve", str(repo), "--no-embed", "--workers", "1"], keep_alive=False, log_file=log)
+    # The whole environment: the MCP client passes only a few variables by default, and the
+    # pipeline this starts must see the tests' short linger (conftest) to end with the session.
+    transport = StdioTransport(cmd, pre + ["serve", str(repo), "--no-embed", "--workers", "1"], keep_alive=False,
+                               log_file=log, env=dict(os.environ))
     try:
         asyncio.run(exercise(transport, repo, live=True))
     except BaseException:

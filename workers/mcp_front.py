@@ -1,63 +1,48 @@
-"""MCP front actor: the MCP server on this process's stdin/stdout, reading the index through
-read-only connections, embedding queries through the embedder actor's priority lane.
+"""The MCP front of `nsccn serve`: the MCP server on this process's stdin/stdout, reading the
+index through read-only connections, embedding queries through the embedder actor's priority
+lane, attached to the repository's shared pipeline (supervisor/attach.py) for as long as the
+session lasts.
 
-Nothing but MCP goes to stdout: logs go to stderr. It exits 0 when the client closes stdin,
-which tells the supervisor that the session is over.
+Nothing but MCP goes to stdout: logs go to stderr. The pipeline is not this process's: it was
+found running or started detached, and it outlives the session.
 """
 
 from __future__ import annotations
 
-import os
-import sys
+from pathlib import Path
 
-from nsccn.config import load_config
-from workers.base import Actor, actor_main
+from nsccn.config import Config
+from supervisor.addresses import addresses, key_path
+from supervisor.attach import Attachment
+from supervisor.keys import key_for
 from workers.query_client import QueryEmbedClient
 
 
-def status_provider(root, config):
-    """The live pipeline status for `index_status` and the partial-result notes."""
-    from supervisor.control import query_status
-
-    def provider() -> dict | None:
-        return query_status(root, config, timeout_s=1.0)
-
-    return provider
-
-
-def serve_stdio(root, db_path, query_address: str, key_file: str = "") -> None:
-    """Serve MCP on stdio until the client goes away (also used by an attaching `nsccn serve`)."""
+def serve_stdio(root: Path, config: Config, workers: int = 0, embed: bool = True) -> None:
+    """Attach to (or start) the repository's pipeline and serve MCP on stdio until the client
+    goes away; the pipeline then lingers for the next session."""
     from nsccn.mcp_server import run_stdio
 
-    config = load_config(root)
-    client = QueryEmbedClient(query_address, root=root, key_file=key_file)
-    try:
-        run_stdio(root, db_path, embedder=client, status_provider=status_provider(root, config))
-    finally:
+    root = Path(root)
+    key_file = str(key_path(root, config))
+
+    def query_address(info: dict) -> str:
+        return (info.get("addresses") or {}).get("query") or addresses(root, config).query
+
+    client: QueryEmbedClient | None = None
+
+    def on_new_pipeline(info: dict) -> None:
+        # A new pipeline over tcp has a new key; ipc or tcp, drop the old socket.
+        client.address = query_address(info)
+        client.key = key_for(client.address, key_file)
         client.close()
 
-
-class McpFront(Actor):
-    """Serve the MCP tools on stdio against the shared index."""
-
-    kind = "mcp"
-
-    def _on_signal(self, signum, frame) -> None:
-        # Read-only: nothing to save. The server's event loop does not poll a flag, so leave now.
-        self.log.info("stopping on signal %d", signum)
-        sys.stderr.flush()
-        os._exit(0)
-
-    def run(self) -> None:
-        self.tick("serving")
-        with self.busy("serving MCP on stdio"):
-            serve_stdio(self.root, self.spec.db_path, self.addrs.query, self.spec.key_file)
-        self.log.info("the client closed the session")
-
-
-def main(argv=None) -> int:
-    return actor_main(McpFront, argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    attachment = Attachment(root, config, workers=workers, embed=embed, on_new_pipeline=on_new_pipeline)
+    info = attachment.start()
+    address = query_address(info)
+    client = QueryEmbedClient(address, root=root, key_file=key_file if address.startswith("tcp://") else "")
+    try:
+        run_stdio(root, config.db_path(root), embedder=client, status_provider=attachment.status)
+    finally:
+        attachment.close()
+        client.close()
