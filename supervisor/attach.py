@@ -49,7 +49,7 @@ class PipelineStartError(RuntimeError):
 def _spawn_detached(root: Path, config: Config, workers: int, embed: bool) -> subprocess.Popen:
     logs = private_dir(private_dir(index_dir(root, config)) / "logs")
     logf = os.fdopen(open_private(logs / "supervisor.log", os.O_WRONLY | os.O_APPEND), "ab")
-    cmd = [sys.executable, "-m", "supervisor", "pipeline", str(root), "--workers", str(workers)]
+    cmd = [sys.executable, "-P", "-m", "supervisor", "pipeline", str(root), "--workers", str(workers)]
     if not embed:
         cmd.append("--no-embed")
     if config.pipeline.transport == "tcp":  # what --tcp said here must hold there too

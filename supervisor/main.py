@@ -202,7 +202,9 @@ class Supervisor:
         if slot.log_path.exists() and slot.log_path.stat().st_size > 10 << 20:
             slot.log_path.replace(slot.log_path.with_suffix(".log.1"))
         logf = os.fdopen(open_private(slot.log_path, os.O_WRONLY | os.O_APPEND), "ab")
-        cmd = [sys.executable, "-m", MODULES[slot.kind], "--spec", encode_spec(spec)]
+        # -P: the working directory (the repository) never joins sys.path, so a repository that
+        # holds its own `workers/` package cannot have its code run as our actor.
+        cmd = [sys.executable, "-P", "-m", MODULES[slot.kind], "--spec", encode_spec(spec)]
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, cwd=str(self.root))
         logf.close()
         slot.proc = proc

@@ -245,3 +245,20 @@ def test_read_bytes_refuses_all_but_regular_files_inside(tmp_path):
     for rel in ("out_link.py", "f.py"):
         with pytest.raises(UnreadableFile):
             stat_file(repo, rel)
+
+
+def test_a_repository_package_named_like_an_actor_is_never_run(tmp_path):
+    """The actors run as `python -P -m workers.X` with the repository as working directory: a
+    repository holding its own `workers/` or `supervisor/` package must not get it imported."""
+    marker = tmp_path / "pwned"
+    evil = f"open({str(marker)!r}, 'w').write('ran')\n"
+    repo = write_repo(tmp_path / "r", {
+        "app.py": "def main():\n    pass\n",
+        "workers/__init__.py": evil, "workers/parser.py": evil, "workers/writer.py": evil,
+        "workers/watcher.py": evil, "supervisor/__init__.py": evil, "supervisor/__main__.py": evil,
+    })
+    r = subprocess.run([sys.executable, "-m", "nsccn.cli", "index", str(repo), "--workers", "1"],
+                       capture_output=True, text=True, timeout=240, cwd=str(repo.parent))
+    assert r.returncode == 0, r.stderr
+    assert not marker.exists()
+    assert "app.py" in indexed_paths(repo / ".nsccn" / "index.db")
