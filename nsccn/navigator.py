@@ -16,7 +16,6 @@ from nsccn.model import split_entity_id
 from nsccn.store import EntityRow, IndexMissing, Store
 from nsccn.tokens import count_tokens, truncate_to_tokens
 from nsccn.repofile import PathOutsideRepository, UnreadableFile, safe_path, stat_file
-from nsccn.extract import parse_file
 from nsccn.window import MAX_CONTEXT_LINES, read_source, relocate, window_of_lines
 
 
@@ -265,6 +264,8 @@ class Navigator:
         if disk_hash is None:
             stale = f"{rel} is no longer on disk: this is the skeleton of the indexed version; re-index"
         elif disk_hash != indexed_hash:  # the file as it is now (re-parsed on the spot), not as it was
+            from nsccn.extract import parse_file  # tree-sitter: only for a file changed since indexed
+
             skel = parse_file(rel, data).skeleton
             stale = (f"{rel} changed since it was indexed: this skeleton is of the current file, re-parsed; "
                      "its entity ids are the indexed ones until it is re-indexed")
