@@ -101,6 +101,16 @@ def test_every_documented_command_is_run_by_a_test():
     assert not missing, "documented commands no test runs:\n" + "\n".join(missing)
 
 
+def test_every_test_and_benchmark_the_docs_name_exists():
+    """`python -m pytest -q tests/X.py` and `python benchmarks/X.py` in the prose run something."""
+    named = set()
+    for doc in DOCS:
+        text = (PROJECT / doc).read_text()
+        named |= set(re.findall(r"python -m pytest -q (tests/[\w/]+\.py)", text))
+        named |= set(re.findall(r"python (benchmarks/[\w/]+\.py)", text))
+    assert named and not [n for n in sorted(named) if not (PROJECT / n).is_file()]
+
+
 def test_quickstart_indexes_and_searches_this_clone(tmp_path):
     clone = fresh_copy(tmp_path / "nsccn")
     line = doc_line("README.md", r"\.venv/bin/nsccn index \.")
