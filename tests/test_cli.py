@@ -48,6 +48,13 @@ def test_cli_round_trip(shop_repo):
     r = nsccn("map", *root, "--max-tokens", "100")
     assert r.returncode == 0 and "shop/" in r.stdout
 
+    r = nsccn("symbol", "make_user", *root)
+    assert r.returncode == 0 and "func:shop/models.py:make_user" in r.stdout
+    r = nsccn("refs", "func:shop/models.py:make_user", *root)
+    assert r.returncode == 0 and "shop/service.py:" in r.stdout
+    r = nsccn("context", "register a user", *root, "--max-tokens", "400")
+    assert r.returncode == 0 and "def register" in r.stdout and "of 400 tokens" in r.stderr
+
 
 def test_cli_localize_reads_the_report_from_argument_file_or_stdin(shop_index, tmp_path):
     repo, _ = shop_index
