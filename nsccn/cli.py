@@ -145,10 +145,12 @@ def cmd_localize(nav: Navigator, args) -> dict:
 
 
 def cmd_skeleton(nav: Navigator, args) -> dict:
-    out = nav.skeleton(_from_here(nav, args, args.file))
+    out = nav.skeleton(_from_here(nav, args, args.file), tokens=args.tokens)
     if not args.json:
         print(out["skeleton"], end="")
-        print(f"# {out['tokens']} tokens (source {out['source_tokens']}, {out['reduction']:.0%} smaller)", file=sys.stderr)
+        if args.tokens:
+            print(f"# {out['tokens']} tokens (source {out['source_tokens']}, {out['reduction']:.0%} smaller)",
+                  file=sys.stderr)
         if out.get("stale"):
             print(f"# note: {out['stale']}", file=sys.stderr)
     return out
@@ -341,6 +343,27 @@ def cmd_mcp(args) -> int:
     return EXIT_OK
 
 
+QUERY_EMBED_TIMEOUT_S = 3.0  # past it, the model is loaded here (as long as the pipeline's own load)
+
+
+def pipeline_embedder(nav: Navigator):
+    """The running pipeline's embedder, to embed this query with the model it has loaded already
+    (a CLI search would otherwise load one of its own, ~2 s); None when no pipeline with an
+    embedder runs on the repository, or the index has no vectors (no query embedding needed)."""
+    try:
+        from supervisor.addresses import key_path, running_pipeline
+    except ImportError:
+        return None
+    info = running_pipeline(nav.root, nav.config)
+    query = ((info or {}).get("addresses") or {}).get("query")
+    if not info or not info.get("embed") or not query or not nav._has_vectors():
+        return None
+    from workers.query_client import QueryEmbedClient
+
+    key_file = str(key_path(nav.root, nav.config)) if query.startswith("tcp://") else ""
+    return QueryEmbedClient(query, root=nav.root, timeout_s=QUERY_EMBED_TIMEOUT_S, key_file=key_file)
+
+
 def find_root(start: Path) -> Path:
     """The repository a query is about, found as git finds its own: the nearest directory at or
     above `start` whose index exists, not looking above a `.git` (the top of a work tree). `start`
@@ -439,17 +462,21 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_worker, needs_nav=False)
 
     sp = query_cmd("search", "ranked entities for a query", cmd_search)
+    sp.set_defaults(embeds_query=True)
     sp.add_argument("query")
     sp.add_argument("--limit", type=int, default=10)
     sp.add_argument("--offset", type=int, default=0)
     sp.add_argument("--diversity", type=float, default=0.0,
                     help="0 (default): plain ranking; up to 1: near-duplicates of listed hits give way (MMR)")
     sp = query_cmd("localize", "files and functions a bug report's fix most likely touches", cmd_localize)
+    sp.set_defaults(embeds_query=True)
     sp.add_argument("report", nargs="?", help="the report's text; `-` or nothing: read standard input")
     sp.add_argument("--file", help="read the report from this file")
     sp.add_argument("--limit", type=int, default=10, help="files and functions to list (1-50)")
     sp = query_cmd("skeleton", "a file's signatures and docstrings, bodies elided", cmd_skeleton)
     sp.add_argument("file")
+    sp.add_argument("--tokens", action="store_true", help="also count the skeleton's and the file's tokens "
+                    "(o200k_base; loading the tokenizer takes about a second)")
     sp = query_cmd("trace", "causal path from an entity", cmd_trace)
     sp.add_argument("entity_id")
     sp.add_argument("--direction", default="downstream", choices=["downstream", "upstream", "state", "all"])
@@ -468,6 +495,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--max-tokens", type=int, default=1024)
     sp.add_argument("--focus", action="append", help="entity id or file path to center on (repeatable)")
     sp = query_cmd("context", "token-budgeted context for a task", cmd_context)
+    sp.set_defaults(embeds_query=True)
     sp.add_argument("query")
     sp.add_argument("--max-tokens", type=int, default=8000)
     query_cmd("status", "what the index holds and how fresh it is", cmd_status)
@@ -502,6 +530,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"nsccn: {exc}", file=sys.stderr)
         return EXIT_FAILED
     try:
+        if getattr(args, "embeds_query", False):
+            nav.embedder = pipeline_embedder(nav)
         out = args.func(nav, args)
     except NavigatorError as exc:
         if args.json:
@@ -513,6 +543,8 @@ def main(argv: list[str] | None = None) -> int:
         no_index = isinstance(exc.__cause__, IndexMissing) or "run `nsccn index`" in exc.message
         return EXIT_NO_INDEX if no_index else EXIT_FAILED
     finally:
+        if nav.embedder is not None:
+            nav.embedder.close()
         nav.close()
     if args.json:
         _print_json(out)

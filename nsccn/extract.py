@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 
-from nsccn.languages import LANGUAGES
 from nsccn.model import ParsedFile
 
 
@@ -23,6 +22,8 @@ def parse_file(path: str, data: bytes, mtime: float = 0.0) -> ParsedFile:
     `error_lines`), regions nested too deeply to walk are left out (`deep_lines`) and undecodable
     bytes are replaced.
     """
+    from nsccn.languages import LANGUAGES  # tree-sitter: not for a query that only hashes a file
+
     dot = path.rfind(".")
     entry = LANGUAGES.get(path[dot:]) if dot >= 0 else None
     if entry is None:

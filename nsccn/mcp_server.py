@@ -45,7 +45,7 @@ from fastmcp.exceptions import ToolError, ValidationError as FastMCPValidationEr
 from fastmcp.server.middleware import Middleware
 from fastmcp.tools.base import ToolResult
 from mcp_types import TextContent, ToolAnnotations
-from pydantic import Field, ValidationError as PydanticValidationError
+from pydantic import BeforeValidator, Field, ValidationError as PydanticValidationError
 
 from nsccn import __version__
 from nsccn.navigator import Navigator, NavigatorError, said
@@ -89,6 +89,24 @@ module:pkg/mod.py:pkg.mod. Paths are relative to the repository root.
 Every answer stays under a token cap and says when it was cut and how to get the rest."""
 
 _READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+
+
+def _json_array(value: Any) -> Any:
+    """A list given as a JSON-encoded string (`'["CALLS"]'`, as the MCP Inspector CLI and some
+    other clients send every argument) is that list; anything else is left to validation."""
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value  # not JSON after all: validation says it should be a list
+    return value
+
+
+def _string_list(description: str, enum: Iterable[str] | None = None):
+    """A `list[str] | None` parameter that also takes a JSON-encoded array; `enum` lists the
+    valid items in the schema (checked by the tool itself, so a bad item gets our message)."""
+    item = Annotated[str, Field(json_schema_extra={"enum": list(enum)})] if enum else str
+    return Annotated[list[item] | None, BeforeValidator(_json_array), Field(description=description)]
 
 
 def _range(lo: int | float, hi: int | float | None = None, **extra) -> dict:
@@ -444,7 +462,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
         query: Annotated[str, Field(description="a name, a phrase, or a whole bug report / traceback")],
         limit: Annotated[int, Field(description="results to return (1-100)", json_schema_extra=_range(1, MAX_SEARCH_LIMIT))] = 10,
         offset: Annotated[int, Field(description="skip this many results (paging)", json_schema_extra=_range(0))] = 0,
-        kinds: Annotated[list[str] | None, Field(description="only these kinds: module, class, func, method")] = None,
+        kinds: _string_list("only these kinds: module, class, func, method", ENTITY_KINDS) = None,
         diversity: Annotated[float, Field(description="0: plain ranking; up to 1: near-duplicates of results "
                                           "already listed give way to other places (MMR)",
                                           json_schema_extra=_range(0, 1))] = 0.0,
@@ -578,8 +596,8 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
         direction: Annotated[str, Field(description="downstream | upstream | state | all",
                                         json_schema_extra={"enum": list(DIRECTIONS)})] = "downstream",
         depth: Annotated[int, Field(description="max hops (1-10)", json_schema_extra=_range(1, MAX_DEPTH))] = 3,
-        relations: Annotated[list[str] | None, Field(description="follow only these relations: CALLS, INHERITS, IMPORTS, "
-                                                     "MUTATES, READS_CONFIG, PROPAGATES_ERROR, CONTAINS")] = None,
+        relations: _string_list("follow only these relations: CALLS, INHERITS, IMPORTS, MUTATES, READS_CONFIG, "
+                                "PROPAGATES_ERROR, CONTAINS", RELATIONS) = None,
         min_confidence: Annotated[float, Field(description="drop edges below this confidence (0-1)",
                                                json_schema_extra=_range(0, 1))] = 0.0,
     ) -> ToolResult:
@@ -702,7 +720,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
     async def repo_map(
         max_tokens: Annotated[int, Field(description=f"token budget ({MIN_MAP_TOKENS}-{cap})",
                                          json_schema_extra=_range(MIN_MAP_TOKENS, cap))] = 1024,
-        focus: Annotated[list[str] | None, Field(description="entity ids or file paths to personalize the ranking toward")] = None,
+        focus: _string_list("entity ids or file paths to personalize the ranking toward") = None,
     ) -> ToolResult:
         def run():
             _check_int("max_tokens", max_tokens, MIN_MAP_TOKENS, cap)

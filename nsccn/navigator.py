@@ -13,11 +13,9 @@ from pathlib import Path
 from nsccn import graph, search as search_mod
 from nsccn.config import Config, load_config, load_settings
 from nsccn.model import split_entity_id
-from nsccn.repomap import repo_map
 from nsccn.store import EntityRow, IndexMissing, Store
 from nsccn.tokens import count_tokens, truncate_to_tokens
 from nsccn.repofile import PathOutsideRepository, UnreadableFile, safe_path, stat_file
-from nsccn.extract import parse_file
 from nsccn.window import MAX_CONTEXT_LINES, read_source, relocate, window_of_lines
 
 
@@ -251,7 +249,9 @@ class Navigator:
         except ImportError:
             return False
 
-    def skeleton(self, file_path: str) -> dict:
+    def skeleton(self, file_path: str, tokens: bool = True) -> dict:
+        """The file's skeleton; `tokens`: with its token count and the source's (loading the
+        tokenizer costs about a second, which a CLI call that does not show them skips)."""
         rel = self._check_file(file_path)
         skel, indexed_hash = self.store.skeleton(rel)
         try:
@@ -264,19 +264,18 @@ class Navigator:
         if disk_hash is None:
             stale = f"{rel} is no longer on disk: this is the skeleton of the indexed version; re-index"
         elif disk_hash != indexed_hash:  # the file as it is now (re-parsed on the spot), not as it was
+            from nsccn.extract import parse_file  # tree-sitter: only for a file changed since indexed
+
             skel = parse_file(rel, data).skeleton
             stale = (f"{rel} changed since it was indexed: this skeleton is of the current file, re-parsed; "
                      "its entity ids are the indexed ones until it is re-indexed")
-        source_tokens = count_tokens(data.decode("utf-8", "replace"))
-        tokens = count_tokens(skel)
-        out = {
-            "file": rel,
-            "skeleton": skel,
-            "tokens": tokens,
-            "source_tokens": source_tokens,
-            "reduction": round(1 - tokens / source_tokens, 3) if source_tokens else 0.0,
-            "entities": [e.id for e in self.store.entities_in_file(rel)],
-        }
+        out = {"file": rel, "skeleton": skel}
+        if tokens:
+            source_tokens = count_tokens(data.decode("utf-8", "replace"))
+            skel_tokens = count_tokens(skel)
+            out.update(tokens=skel_tokens, source_tokens=source_tokens,
+                       reduction=round(1 - skel_tokens / source_tokens, 3) if source_tokens else 0.0)
+        out["entities"] = [e.id for e in self.store.entities_in_file(rel)]
         if stale:
             out["stale"] = stale
         return out
@@ -397,6 +396,8 @@ class Navigator:
 
     def repo_map(self, max_tokens: int = 1024, focus: list[str] | None = None) -> dict:
         try:
+            from nsccn.repomap import repo_map  # numpy: loaded by the commands that need it
+
             return repo_map(self.store, max_tokens, focus)
         except ValueError as exc:
             raise NavigatorError(str(exc)) from exc
@@ -449,6 +450,8 @@ class Navigator:
         remaining = max_tokens - used
         if remaining > 150:
             files = list(dict.fromkeys(h["file"] for h in found))[:5]
+            from nsccn.repomap import repo_map
+
             m = repo_map(self.store, max_tokens=max(64, remaining - 20), focus=files) if files else None
             if m and m["map"]:
                 add("## repository map (focused)\n" + m["map"])

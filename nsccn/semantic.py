@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 
-from nsccn.embed import embedding_text, load_embedder, text_hash
+from nsccn.embed import FALLBACK_MODEL, embedding_text, load_bundled_query_embedder, load_embedder, text_hash
 from nsccn.store import Store
 from nsccn.vectors import VectorStore
 
@@ -18,6 +18,11 @@ from nsccn.vectors import VectorStore
 # its members don't say better. The pipeline's writer selects with the same predicate.
 EMBEDDABLE_SQL = "(kind IN ('func', 'method', 'class') OR (kind = 'module' AND docstring != ''))"
 TEXT_COLUMNS = "id, path, qualname, signature, docstring, body_head"
+
+
+@lru_cache(maxsize=1)
+def bundled_query_embedder():
+    return load_bundled_query_embedder()
 
 
 @lru_cache(maxsize=4)
@@ -125,6 +130,8 @@ def nearest_rowids(store: Store, query: str, limit: int, embedder=None) -> list[
     if not has_vectors(store):
         return []
     vs = VectorStore(store.conn)
+    if embedder is None and vs.model_id == FALLBACK_MODEL:
+        embedder = bundled_query_embedder()  # the vectors' own model, without fastembed's imports
     embedder = embedder or default_embedder(*_recorded_model(vs))
     if vs.model_id != embedder.model_id:
         raise RuntimeError(

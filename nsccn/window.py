@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nsccn.extract import content_hash, parse_file
+from nsccn.extract import content_hash
 from nsccn.model import Entity
 from nsccn.repofile import PathOutsideRepository, UnreadableFile, read_bytes, safe_path
 
@@ -41,6 +41,8 @@ def relocate(rel: str, data: bytes, entity_id: str, near_line: int) -> Entity | 
     """The entity `entity_id` as it is in `data` (the file's current bytes), or None when the
     file no longer defines it. Of two definitions with one id (`if`/`else` variants), the one
     nearest the line it was indexed at."""
+    from nsccn.extract import parse_file  # tree-sitter: only queries about a changed file pay its import
+
     found = [e for e in parse_file(rel, data).entities if e.id == entity_id]
     return min(found, key=lambda e: abs(e.start_line - near_line)) if found else None
 

@@ -26,7 +26,10 @@ def test_cli_round_trip(shop_repo):
     assert json.loads(r.stdout)["results"][0]["id"] == "method:shop/models.py:User.add_item"
 
     r = nsccn("skeleton", "shop/models.py", *root)
-    assert r.returncode == 0 and "class User(Model):" in r.stdout and "tokens" in r.stderr
+    assert r.returncode == 0 and "class User(Model):" in r.stdout and "tokens" not in r.stderr
+    r = nsccn("skeleton", "shop/models.py", *root, "--tokens", "--json")  # counted only when asked for
+    data = json.loads(r.stdout)
+    assert "class User(Model):" in data["skeleton"] and 0 < data["tokens"] < data["source_tokens"]
 
     r = nsccn("trace", "func:shop/service.py:register", *root, "--depth", "2")
     assert r.returncode == 0 and "-> CALLS func:shop/models.py:make_user" in r.stdout
@@ -44,6 +47,13 @@ def test_cli_round_trip(shop_repo):
 
     r = nsccn("map", *root, "--max-tokens", "100")
     assert r.returncode == 0 and "shop/" in r.stdout
+
+    r = nsccn("symbol", "make_user", *root)
+    assert r.returncode == 0 and "func:shop/models.py:make_user" in r.stdout
+    r = nsccn("refs", "func:shop/models.py:make_user", *root)
+    assert r.returncode == 0 and "shop/service.py:" in r.stdout
+    r = nsccn("context", "register a user", *root, "--max-tokens", "400")
+    assert r.returncode == 0 and "def register" in r.stdout and "of 400 tokens" in r.stderr
 
 
 def test_cli_localize_reads_the_report_from_argument_file_or_stdin(shop_index, tmp_path):

@@ -186,3 +186,22 @@ def test_recent_query_vectors_are_remembered_and_can_be_forgotten(fallback):
     assert b is not a and np.allclose(a, b)
     with pytest.raises(ValueError):
         b[0] = 1.0  # shared between callers: read-only
+
+
+def test_bundled_query_embedder_gives_fastembeds_vectors_without_importing_it(fallback):
+    """The CLI's one-query loader (onnxruntime + tokenizers, no fastembed, no graph optimization)
+    makes the vectors fastembed makes: long texts truncated alike, padding in a batch alike."""
+    from nsccn.embed import load_bundled_query_embedder
+
+    lean = load_bundled_query_embedder()
+    assert lean.model_id == fallback.model_id == FALLBACK_MODEL and lean.dim == 384
+    texts = ["session redirect handling", "def send(self, request, **kwargs): " + "retry the request " * 200,
+             "ünïcode 中文 text", ""]
+    assert np.abs(lean.embed_documents(texts) - fallback.embed_documents(texts)).max() < 1e-5
+    from nsccn.embed import forget_queries
+
+    q = "where are skeletons built"
+    forget_queries()  # query vectors are remembered per model id: compute each afresh
+    mine = lean.embed_query(q)
+    forget_queries()
+    assert np.abs(mine - fallback.embed_query(q)).max() < 1e-5

@@ -144,6 +144,37 @@ def test_nsccn_mcp_over_stdio(tmp_path):
     assert "Traceback" not in log.read_text()
 
 
+def test_array_arguments_sent_as_json_strings_are_accepted(tmp_path):
+    """The MCP Inspector CLI sends every argument as a string: `relations='["CALLS"]'`. Such a
+    JSON-encoded array is the array; the schemas list the valid kinds and relations."""
+    repo = make_repo(tmp_path / "acme_repo")
+    cmd, pre = nsccn_command()
+
+    async def main():
+        async with Client(StdioTransport(cmd, pre + ["mcp", "--root", str(repo)], keep_alive=False), timeout=60) as c:
+            schemas = {t.name: t.input_schema["properties"] for t in await c.list_tools()}
+            items = lambda p: next(a["items"] for a in p["anyOf"] if a.get("type") == "array")  # noqa: E731
+            assert items(schemas["search_and_rank"]["kinds"])["enum"] == ["module", "class", "func", "method"]
+            assert "PROPAGATES_ERROR" in items(schemas["trace_causal_path"]["relations"])["enum"]
+            assert items(schemas["repo_map"]["focus"]) == {"type": "string"}
+
+            found = (await c.call_tool("search_and_rank", {"query": "validate token", "kinds": '["func"]'})).structured_content
+            assert found["results"] and {r["kind"] for r in found["results"]} == {"func"}
+            trace = (await c.call_tool("trace_causal_path", {"entity_id": "method:acme/auth.py:AuthService.login",
+                                                             "relations": '["CALLS", "MUTATES"]'})).structured_content
+            assert trace["relations"] == ["CALLS", "MUTATES"]
+            assert "func:acme/auth.py:validate_token" in trace["adjacency_list"]
+            focused = (await c.call_tool("repo_map", {"max_tokens": 200, "focus": '["acme/auth.py"]'})).structured_content
+            assert focused["files_shown"] >= 1
+            with pytest.raises(ToolError, match=r"unknown relations \['CALS'\]; valid: \['CALLS'"):
+                await c.call_tool("trace_causal_path", {"entity_id": "method:acme/auth.py:AuthService.login",
+                                                        "relations": '["CALS"]'})
+            with pytest.raises(ToolError, match="kinds .*should be a valid list"):
+                await c.call_tool("search_and_rank", {"query": "validate token", "kinds": "func"})
+
+    asyncio.run(main())
+
+
 def test_nsccn_mcp_without_index_still_serves_status(tmp_path):
     repo = make_repo(tmp_path / "acme_repo", index=False)
     cmd, pre = nsccn_command()
