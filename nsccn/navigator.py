@@ -147,7 +147,7 @@ class Navigator:
         signals = self._signals()
         ranker, which = ranking.active_ranker(self.db_path.parent)
         if ranker is not None and not ranking.reads_like_report(query):
-            ranker, which = None, "hand-tuned fusion (a short query; the learned ranker takes report-like queries)"
+            ranker, which = None, "hand-tuned fusion (a one- or two-word lookup; the learned ranker takes longer queries)"
         if ranker is not None:
             wanted = max(limit + offset, 40) if diversity else limit + offset
             hits = ranking.search(self.store, query, wanted, ranker, kinds=tuple(kinds) if kinds else None,
