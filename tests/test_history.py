@@ -145,3 +145,20 @@ def test_files_only_when_diffs_cannot_be_read(history_repo):
     assert [c.sha for c in commits] == shas[::-1]
     assert commits[0].changes == {"app/config.py": set()} and commits[-1].message == "Initial import of the configuration reader"
     assert set(commits[-1].changes) == {"app/config.py", "app/util.py"}
+
+
+def test_the_pipeline_reads_the_history_too(history_repo):
+    """`nsccn index` through the actor pipeline (the writer) keeps the same history as the library path."""
+    import json
+    import sys
+
+    root, shas = history_repo
+    r = subprocess.run([sys.executable, "-m", "nsccn.cli", "index", str(root), "--workers", "1"],
+                       capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stderr
+    status = subprocess.run([sys.executable, "-m", "nsccn.cli", "status", "--json", "--root", str(root)],
+                            capture_output=True, text=True, timeout=120)
+    out = json.loads(status.stdout)
+    assert out["history_commits"] == 3 and "learned ranker" in out["ranking"]
+    with Store(root / ".nsccn" / "index.db", readonly=True) as store:
+        assert store.get_meta("history_head") == shas[-1]
