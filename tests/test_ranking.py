@@ -237,3 +237,13 @@ def test_train_ranker_on_the_repositorys_own_fixes(tmp_path):
     assert bad.returncode == 1 and "between 10 and 5000" in bad.stderr
     reset = json.loads(nsccn("train-ranker", "--reset", "--json").stdout)
     assert reset["removed"] and "repository model" not in reset["ranking"]
+
+
+def test_vector_features_when_the_index_has_vectors(ranked_repo):
+    """With vectors the vector stream's ranks become features (not missing) and its best functions join."""
+    index_repository(ranked_repo, workers=1, embed=True)
+    cands = features_of(ranked_repo, "the settings file reader fails on empty input")
+    f = dict(zip(FILE_FEATURES, cands.file_rows[cands.files.index("app/config.py")]))
+    assert 1 <= f["best_vector_rank"] < 1000
+    ranks = [dict(zip(FUNCTION_FEATURES, row))["vector_rank"] for row in cands.function_rows]
+    assert all(not math.isnan(r) for r in ranks) and min(ranks) == 1

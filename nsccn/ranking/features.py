@@ -142,27 +142,27 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
 
     # -- candidates -----------------------------------------------------------------------------
     fn_ids = list(dict.fromkeys(fusion.functions[:FUNCTION_CANDIDATES]))
+    listed = set(fn_ids)
     exact_hits = [h for h in fusion.hits if "exact" in h.streams]
-    stream_vec: dict[tuple[str, str], int] = {}  # (function id or path, "vector") -> best rank
     for h in exact_hits:
         fid = fusion.outer.get(h.entity.id)
-        if fid and fid not in fn_ids and h.entity.kind != "module":
+        if fid and fid not in listed and h.entity.kind != "module":
             fn_ids.append(fid)
-    vec_ids: list[str] = []
+            listed.add(fid)
+    # The vector stream's best rank per outermost function and per file; its best functions join.
+    vec_fn_rank: dict[str, int] = {}
+    vec_file_rank: dict[str, int] = {}
     if vector:
         vrows = store.entity_at_rowids(vector)
         vec_ids = [vrows[r].id for r in vector if r in vrows]
         vec_outer = outermost_functions(store, vec_ids)
         for i, eid in enumerate(vec_ids, start=1):
             fid = vec_outer[eid]
-            for key in ((fid, "vector"),):
-                if i < stream_vec.get(key, 1 << 30):
-                    stream_vec[key] = i
-            pkey = (split_entity_id(eid)[1], "vector")
-            if i < stream_vec.get(pkey, 1 << 30):
-                stream_vec[pkey] = i
-            if i <= VECTOR_CANDIDATES and not eid.startswith("module:") and fid not in fn_ids:
+            vec_fn_rank.setdefault(fid, i)
+            vec_file_rank.setdefault(split_entity_id(eid)[1], i)
+            if i <= VECTOR_CANDIDATES and not eid.startswith("module:") and fid not in listed:
                 fn_ids.append(fid)
+                listed.add(fid)
     file_list = list(dict.fromkeys(
         fusion.files[:FILE_CANDIDATES] + fusion.file_bm25[:20] + sorted(mentioned_paths) + sorted(frame_files)
         + [h.entity.path for h in exact_hits]
@@ -224,7 +224,7 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
                 best_stream_file[key] = r
 
     if vector is not None:
-        best_stream_file.update(((p, s), r) for (p, s), r in stream_vec.items())
+        best_stream_file.update(((p, "vector"), r) for p, r in vec_file_rank.items())
     ev = history.evidence(store, fusion.terms, file_list, before=history_before)
 
     def hist(d: dict, key, log: bool = False) -> float:
@@ -342,7 +342,7 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
             near.add(a_)
             near.add(b_)
     if vector is not None:
-        stream_best.update(stream_vec)
+        stream_best.update(((f, "vector"), r) for f, r in vec_fn_rank.items())
     fn_rank_in_file: dict[str, int] = {}
     per_file_count: dict[str, int] = defaultdict(int)
     for fid in fusion.functions:
