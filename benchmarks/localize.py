@@ -476,7 +476,9 @@ def dump_features(db: Path, inst: dict, fh) -> None:
     from nsccn import ranking
     from nsccn.ranking.features import candidates
 
-    with Store_(db) as store:
+    from nsccn.store import Store
+
+    with Store(db, readonly=True) as store:
         fusion, vector = ranking.featurize(store, inst["problem_statement"])
         cands = candidates(store, inst["problem_statement"], fusion, vector)
     gold_files, gold_fns = set(inst["gold_files"]), set(inst["gold_functions"])
@@ -490,12 +492,6 @@ def dump_features(db: Path, inst: dict, fh) -> None:
         "vectors": vector is not None,
     }, allow_nan=True) + "\n")
     fh.flush()
-
-
-def Store_(db: Path):
-    from nsccn.store import Store
-
-    return Store(db, readonly=True)
 
 
 def update_history(db: Path, gitdir: Path, commit: str) -> Any:

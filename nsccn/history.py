@@ -67,14 +67,20 @@ class Commit:
     changes: dict[str, set[str]] = field(default_factory=dict)  # path -> names of changed functions
 
 
-def parse_log(text: str) -> list[Commit]:
-    """Parse `git log --format=<_COMMIT>%H<_FIELD>%ct<_FIELD>%B<_FIELD> -p -U0` output."""
-    commits: list[Commit] = []
+def _commits(text: str):
+    """(commit without changes, what follows its header) for each commit of `git log` output in
+    the format `%x00commit %H%x1f%ct%x1f%B%x1f`."""
     for chunk in text.split(_COMMIT)[1:]:
         head, _, rest = chunk.partition(_FIELD)
         ctime, _, rest = rest.partition(_FIELD)
-        message, _, diff = rest.partition(_FIELD)
-        commit = Commit(head.strip(), int(ctime or 0), message.strip())
+        message, _, body = rest.partition(_FIELD)
+        yield Commit(head.strip(), int(ctime or 0), message.strip()), body
+
+
+def parse_log(text: str) -> list[Commit]:
+    """Parse `git log --format=... -p -U0` output: each commit's files and the functions its hunks are in."""
+    commits: list[Commit] = []
+    for commit, diff in _commits(text):
         path = None
         for line in diff.splitlines():
             if line.startswith("diff --git "):
@@ -132,12 +138,9 @@ def read_commits(gitdir: Path, head: str, since: str | None = None, max_commits:
 def parse_name_only(text: str) -> list[Commit]:
     """Parse `git log --format=... --name-only` output: files, no functions."""
     commits: list[Commit] = []
-    for chunk in text.split(_COMMIT)[1:]:
-        head, _, rest = chunk.partition(_FIELD)
-        ctime, _, rest = rest.partition(_FIELD)
-        message, _, names = rest.partition(_FIELD)
-        commits.append(Commit(head.strip(), int(ctime or 0), message.strip(),
-                              {p: set() for p in names.strip().splitlines() if p.strip()}))
+    for commit, names in _commits(text):
+        commit.changes = {p: set() for p in names.strip().splitlines() if p.strip()}
+        commits.append(commit)
     return commits
 
 

@@ -49,7 +49,6 @@ from pydantic import BeforeValidator, Field, ValidationError as PydanticValidati
 
 from nsccn import __version__
 from nsccn.navigator import Navigator, NavigatorError, said
-from nsccn.repofile import UnreadableFile, stat_file
 from nsccn.tokens import count_tokens, truncate_to_tokens
 
 log = logging.getLogger("nsccn.mcp")
@@ -344,19 +343,7 @@ class NavigatorService:
 
     def changed_files(self, paths: Iterable[str]) -> list[str]:
         """Which of these indexed files differ on disk (size or mtime) from the index."""
-        out = []
-        for p in list(dict.fromkeys(paths))[:STALE_CHECK_MAX_FILES]:
-            row = self.nav.store.file(p)
-            if row is None:
-                continue
-            try:
-                st = stat_file(self.root, p)
-            except UnreadableFile:  # gone, or no longer a regular file inside the repository
-                out.append(p)
-                continue
-            if st.st_size != row["size"] or st.st_mtime != row["mtime"]:
-                out.append(p)
-        return out
+        return self.nav.changed_files(paths, STALE_CHECK_MAX_FILES)
 
     def global_staleness(self) -> dict:
         now = time.monotonic()

@@ -338,21 +338,27 @@ class Navigator:
                 raise NavigatorError(f"{rel} is indexed but no longer on disk; re-index") from None
             raise NavigatorError(f"{exc}: it is indexed, but cannot be read now; re-index") from None
 
-    def stale_note(self, paths) -> str | None:
-        """A line naming which of these indexed files changed on disk (size or mtime) since they
-        were indexed, or None: for answers built from the index (search, trace)."""
+    def changed_files(self, paths, limit: int = 200) -> list[str]:
+        """Which of these indexed files (the first `limit`) differ on disk (size or mtime) from the
+        index, or are gone or no longer a regular file inside the repository."""
         changed = []
-        for p in list(dict.fromkeys(paths))[:200]:
+        for p in list(dict.fromkeys(paths))[:limit]:
             row = self.store.file(p)
             if row is None:
                 continue
             try:
                 st = stat_file(self.root, p)
-            except UnreadableFile:  # gone, or no longer a regular file inside the repository
+            except UnreadableFile:
                 changed.append(p)
                 continue
             if st.st_size != row["size"] or st.st_mtime != row["mtime"]:
                 changed.append(p)
+        return changed
+
+    def stale_note(self, paths) -> str | None:
+        """A line naming which of these indexed files changed on disk (size or mtime) since they
+        were indexed, or None: for answers built from the index (search, trace)."""
+        changed = self.changed_files(paths)
         if not changed:
             return None
         return (f"{len(changed)} file(s) in this answer changed on disk since they were indexed "

@@ -79,10 +79,10 @@ def open_private(path: str | Path, flags: int) -> int:
     return fd
 
 
-def write_private(path: str | Path, data: bytes) -> None:
-    """Replace `path` atomically with `data`, mode 0600 (a fresh temporary file, then rename)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+def _fresh_private_file(path: Path, suffix: str, data: bytes) -> Path:
+    """A new file beside `path` (never an existing one, never through a symlink), mode 0600,
+    holding `data`: what is then renamed or linked into place."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{suffix}")
     tmp.unlink(missing_ok=True)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
@@ -90,21 +90,20 @@ def write_private(path: str | Path, data: bytes) -> None:
         os.write(fd, data)
     finally:
         os.close(fd)
-    os.replace(tmp, path)
+    return tmp
+
+
+def write_private(path: str | Path, data: bytes) -> None:
+    """Replace `path` atomically with `data`, mode 0600 (a fresh temporary file, then rename)."""
+    path = Path(path)
+    os.replace(_fresh_private_file(path, "tmp", data), path)
 
 
 def create_private_once(path: str | Path, data: bytes) -> bool:
     """Write `path` with `data` (0600) unless it exists; True when this call made it. Safe when
     several processes try at once: exactly one wins, the others find the winner's file."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.new")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, data)
-    finally:
-        os.close(fd)
+    tmp = _fresh_private_file(path, "new", data)
     try:
         os.link(tmp, path)
         return True
