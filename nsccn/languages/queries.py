@@ -12,7 +12,8 @@ are sorted here. The capture names are those of tree-sitter's tags queries, so a
       attaches to) and @receiver.name (the receiver variable, read as `self`)
   @scope.impl with @scope.type and optional @scope.trait: definitions inside attach to that type
       (Rust impl blocks); the trait is a base of the type
-  @reference.call|class with @name or @callee (the called expression, `a.b.c` or `A::b`)
+  @reference.call|class with @name or @callee (the called expression, `a.b.c` or `A::b`), or
+      @callee.object and @name (`obj` and `m` of `obj.m()`)
   @reference.inherits|implementation with @name     -> INHERITS
   @import (the statement; the language's `bindings` reads it), @import.source
   @mutates with @target                              -> MUTATES (`this.x = v`)
@@ -56,8 +57,10 @@ class QueryLanguage:
     wrapper_types: tuple[str, ...] = ()  # nodes around a definition that belong to it (`export`, `const`)
     attribute_types: tuple[str, ...] = ()  # nodes between a doc comment and its definition (`#[derive]`)
     comment_types: tuple[str, ...] = ("comment",)
+    doc_parents: tuple[str, ...] = ()  # a definition first in one of these is documented before it (Go `type`)
+    signature_prefix: dict[str, str] = {}  # node type -> words its signature starts with (`type ` for a type_spec)
     builtins: frozenset[str] = frozenset()  # names resolved to `ext:builtins.X` when nothing else defines them
-    constructor = "constructor"  # the member a `new X()` call runs ("" when it is the class's own name)
+    implicit_self: tuple[str, ...] = ()  # call nodes whose bare name inside a class means `this.m()` (Java)  # the member a `new X()` call runs ("" when it is the class's own name)
 
     def grammar(self):  # the tree-sitter language capsule
         raise NotImplementedError
@@ -193,7 +196,10 @@ class QueryExtractor:
             if cap in ("reference.call", "reference.class"):
                 callee = one.get("callee") or one.get("name")
                 if callee is not None:
-                    refs.append((node.start_byte, node.end_byte, "CALLS", node_text(callee), node))
+                    target = node_text(callee)
+                    if "callee.object" in one:  # Java: `obj.m()` has no node for `obj.m`
+                        target = f"{node_text(one['callee.object'])}.{target}"
+                    refs.append((node.start_byte, node.end_byte, "CALLS", target, node))
                 return
             if cap in ("reference.inherits", "reference.implementation"):
                 name = one.get("name")
@@ -311,6 +317,9 @@ class QueryExtractor:
                 path = self._path(target, receiver)
                 if path is None:
                     continue
+                if (self.lang.implicit_self and relation == "CALLS" and cls and "." not in path
+                        and node.type in self.lang.implicit_self and path not in self.imports):
+                    path = f"self.{path}"
                 if relation == "MUTATES" and not path.startswith("self."):
                     continue
                 self.refs.append(Ref(source, relation, path, line, cls))
@@ -345,8 +354,8 @@ class QueryExtractor:
             end = d.outer.end_point[0] + 1 - (1 if d.outer.end_point[1] == 0 and d.outer.end_point[0] > d.outer.start_point[0] else 0)
             body = d.body
             head_end = body.start_byte if body is not None and body.start_byte > d.outer.start_byte else None
-            signature = self._signature(d.outer, head_end)
-            if d.kind == "class" and d.word not in signature.split():
+            signature = self.lang.signature_prefix.get(d.outer.type, "") + self._signature(d.outer, head_end)
+            if d.kind == "class" and d.word not in NAMESPACE_WORDS and not re.search(rf"\b{d.word}\b", signature):
                 signature = f"{d.word} {signature}"
             self.refs.append(Ref(self._parents[id(d)], "CONTAINS", d.eid, d.outer.start_point[0] + 1))
             self.entities.append(Entity(
@@ -365,6 +374,9 @@ class QueryExtractor:
 
     def _doc(self, outer: ts.Node, by_end: dict) -> tuple[int, str]:
         """(first row of the definition with its doc comment and attributes, the doc's text)."""
+        parent = outer.parent
+        if parent is not None and parent.type in self.lang.doc_parents and parent.named_children[0] == outer:
+            outer = parent
         row = outer.start_point[0]
         prev = outer.prev_named_sibling
         while prev is not None and prev.type in self.lang.attribute_types and prev.end_point[0] >= row - 1:
@@ -386,7 +398,7 @@ class QueryExtractor:
             text = text.split("\n", 1)[0]
         text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
         text = re.sub(r"\s+", " ", text).strip()
-        return text.rstrip(" {=>:").strip()[:400] or text[:400]
+        return re.sub(r"\s*(?:\{|=>|=|:)\s*$", "", text)[:400] or text[:400]
 
     def _outside(self, start: int, end: int, spans: list[tuple[int, int]]) -> str:
         pieces, at = [], start
@@ -427,8 +439,11 @@ class QueryExtractor:
         spans.extend(_elision(n) for n in elide)
         doc_rows = set()
         for d in defs:
-            prev = d.outer.prev_named_sibling
-            row = d.outer.start_point[0]
+            outer = d.outer
+            if outer.parent is not None and outer.parent.type in self.lang.doc_parents and outer.parent.named_children[0] == outer:
+                outer = outer.parent
+            prev = outer.prev_named_sibling
+            row = outer.start_point[0]
             while prev is not None and (prev.type in self.lang.comment_types or prev.type in self.lang.attribute_types) \
                     and prev.end_point[0] >= row - 1:
                 doc_rows.add(prev.start_byte)
