@@ -41,7 +41,8 @@ class Config(msgspec.Struct, kw_only=True):
     max_file_size: int = 1 << 20  # bytes; larger files are skipped and counted
     ignore_patterns: list[str] = []  # gitignore syntax, on top of .gitignore files and the defaults
     use_gitignore: bool = True
-    languages: list[str] = msgspec.field(default_factory=lambda: ["python"])
+    # "all", or names from nsccn.languages.NAMES (python, javascript, typescript, tsx, go, rust, java)
+    languages: list[str] = msgspec.field(default_factory=lambda: ["all"])
     watch_debounce_ms: int = 100
     rrf_k: int = 60
     max_traversal_depth: int = 10
@@ -192,6 +193,12 @@ def load_settings(root: Path, overrides: dict | None = None) -> Settings:
         apply(overrides, "command line")
 
     config = msgspec.convert(merged, Config)
+    from nsccn.languages import enabled  # names only: no grammar is loaded
+
+    try:
+        enabled(config.languages)
+    except ValueError as exc:
+        raise ConfigError(f"bad configuration in {sources.get('languages', 'defaults')}: {exc}") from None
     if config.pipeline.transport not in ("ipc", "tcp"):
         raise ConfigError(f"bad configuration in {sources['pipeline']}: pipeline.transport is"
                          f" {config.pipeline.transport!r}, expected 'ipc' or 'tcp'")

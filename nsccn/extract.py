@@ -22,14 +22,21 @@ def parse_file(path: str, data: bytes, mtime: float = 0.0) -> ParsedFile:
     `error_lines`), regions nested too deeply to walk are left out (`deep_lines`) and undecodable
     bytes are replaced.
     """
-    from nsccn.languages import LANGUAGES  # tree-sitter: not for a query that only hashes a file
+    from nsccn import languages  # tree-sitter: not for a query that only hashes a file
 
-    dot = path.rfind(".")
-    entry = LANGUAGES.get(path[dot:]) if dot >= 0 else None
-    if entry is None:
+    language = languages.language_for(path, data[:256])
+    if language is None:
         raise ValueError(f"no language for {path!r}")
-    language, module = entry
-    ex = module.PythonExtractor(path, data).extract()
+    if language in languages.PROJECT_FILES.values():
+        from nsccn.languages.project import parse_project_file
+
+        return parse_project_file(path, language, data, content_hash(data), mtime)
+    if language == "python":
+        from nsccn.languages.python import PythonExtractor
+
+        ex = PythonExtractor(path, data).extract()
+    else:
+        ex = languages.query_language(language).extract(path, data)
     return ParsedFile(
         path=path,
         language=language,

@@ -4,6 +4,7 @@ Resolutions, strongest first:
   structural      CONTAINS from the syntax tree                                   1.0
   same_scope      a nested def visible from the caller                            1.0
   same_module     a top-level def or global of the same file                      1.0
+  same_package    a top-level definition of another file of the package (Go, Java)  1.0
   import          through the file's imports (re-exports and relative imports)    1.0
   self+MRO        self./cls. through the enclosing class and its bases            1.0 own, 0.9 inherited
   super+MRO       super().m through the bases                                     1.0
@@ -23,6 +24,8 @@ import builtins
 import json
 from collections import defaultdict
 
+from nsccn.languages import query_language
+from nsccn.languages.naming import Project, package_groups
 from nsccn.model import split_entity_id
 from nsccn.store import Store
 
@@ -30,6 +33,7 @@ FULL_RESOLVE_SHARE = 0.3  # past this share of affected references, one full pas
 MAX_AMBIGUOUS = 8  # a name defined more often than this says nothing about the target
 MAX_AMBIGUOUS_METHOD = 4  # obj.m() with an unknown receiver: stricter
 _BUILTINS = frozenset(dir(builtins))
+PROJECT_LANGUAGES = frozenset(("go.mod", "tsconfig", "cargo"))  # files of facts, not code
 # obj.items(), obj.append(): with an unknown receiver these are almost always builtin containers.
 _BUILTIN_METHODS = frozenset(
     name for t in (dict, list, str, set, bytes, tuple, int, float, frozenset) for name in dir(t)
@@ -45,15 +49,22 @@ class Resolver:
         self.imports: dict[str, dict[str, str]] = {}
         self.globals: dict[str, set[str]] = {}
         self.module_entity: dict[str, str] = {}
-        rows = c.execute("SELECT path, module, imports, module_globals FROM files").fetchall()
+        rows = c.execute("SELECT path, module, imports, module_globals, language FROM files").fetchall()
         packages = {p.rsplit("/", 1)[0] if "/" in p else "" for p, *_ in rows if p.endswith("/__init__.py")}
-        for path, module, imports, globals_ in rows:
+        self.language: dict[str, str] = {}
+        project_rows = []
+        for path, module, imports, globals_, language in rows:
             self.imports[path] = json.loads(imports)
             self.globals[path] = set(json.loads(globals_))
+            self.language[path] = language
+            if language in PROJECT_LANGUAGES:
+                project_rows.append((path, language, self.imports[path]))
+                continue
             self.modules.setdefault(module, path)
-            canonical = _canonical_module(path, module, packages)
+            canonical = _canonical_module(path, module, packages) if language == "python" else module
             if canonical != module:
                 self.modules.setdefault(canonical, path)
+        self._language_names(rows, Project(project_rows))
         self.by_key: dict[tuple[str, str], tuple[str, str]] = {}  # (path, qualname) -> (id, kind)
         self.by_name: dict[str, list[tuple[str, str]]] = defaultdict(list)  # name -> [(id, kind)]
         for eid, kind, path, qualname, name in c.execute("SELECT id, kind, path, qualname, name FROM entities"):
@@ -68,6 +79,45 @@ class Resolver:
         self._mro_cache: dict[str, list[str]] = {}  # cleared whenever bases change
         for source, target in c.execute("SELECT source, target FROM edges WHERE relation='INHERITS'"):
             self.bases[source].append(target)
+
+    def _language_names(self, rows: list[tuple], project: Project) -> None:
+        """The names other languages' imports give files (go.mod paths, tsconfig aliases, crate
+        names) and the files that share a package (Go, Java)."""
+        for path, module, _, _, language in rows:
+            if language != "python" and language not in PROJECT_LANGUAGES:
+                for name in project.names(path, language, module):
+                    self.modules.setdefault(name, path)
+        self.siblings = package_groups([(p, lang, m) for p, m, _, _, lang in rows])
+        self._builtins: dict[str, frozenset[str]] = {"python": _BUILTINS}
+
+    def in_package(self, path: str, qualname: str) -> tuple[str, str] | None:
+        """(id, kind) of `qualname` in the file, or in another file of its package (Go, Java)."""
+        hit = self.by_key.get((path, qualname))
+        if hit is None and path in self.siblings:
+            for other in self.siblings[path]:
+                hit = self.by_key.get((other, qualname))
+                if hit is not None:
+                    break
+        return hit
+
+    def builtins(self, path: str) -> frozenset[str]:
+        language = self.language.get(path, "python")
+        found = self._builtins.get(language)
+        if found is None:
+            try:
+                found = query_language(language).builtins
+            except KeyError:
+                found = frozenset()
+            self._builtins[language] = found
+        return found
+
+    def _constructor(self, class_id: str) -> tuple[str, bool] | None:
+        """What `new X()` runs in the other languages: `constructor` (JS/TS), or a method named as
+        the class (Java)."""
+        _, path, qualname = split_entity_id(class_id)
+        if self.language.get(path, "python") == "python":
+            return None
+        return self.member(class_id, "constructor") or self.member(class_id, qualname.rsplit(".", 1)[-1])
 
     # -- lookups -----------------------------------------------------------------------------
 
@@ -94,7 +144,7 @@ class Resolver:
             if skip_own and i == 0:
                 continue
             _, path, qualname = split_entity_id(cid)
-            hit = self.by_key.get((path, f"{qualname}.{name}"))
+            hit = self.in_package(path, f"{qualname}.{name}")
             if hit:
                 return hit[0], i == 0
         return None
@@ -120,10 +170,10 @@ class Resolver:
         if not rest:
             mod = self.module_entity.get(path)
             return [mod] if mod else []
-        hit = self.by_key.get((path, ".".join(rest)))
+        hit = self.in_package(path, ".".join(rest))
         if hit:
             return [hit[0]]
-        cls = self.by_key.get((path, rest[0]))
+        cls = self.in_package(path, rest[0])
         if cls and cls[1] == "class" and len(rest) == 2:
             m = self.member(cls[0], rest[1])
             return [m[0]] if m else []
@@ -170,7 +220,7 @@ class Resolver:
             extra = []
             for tid, conf, how in results:
                 if tid.startswith("class:"):
-                    init = self.member(tid, "__init__")
+                    init = self.member(tid, "__init__") or self._constructor(tid)
                     if init:
                         extra.append((init[0], conf, how + "+constructor"))
             results += extra
@@ -179,7 +229,7 @@ class Resolver:
     def name(self, path: str, source: str, expr: str, scope: str, relation: str) -> list[tuple[str, float, str]]:
         parts = expr.split(".")
         head = parts[0]
-        class_hit = self.by_key.get((path, scope)) if scope else None
+        class_hit = self.in_package(path, scope) if scope else None
         if head == "super()":
             if class_hit and len(parts) == 2:
                 m = self.member(class_hit[0], parts[1], skip_own=True)
@@ -225,6 +275,9 @@ class Resolver:
         hit = self.by_key.get((path, name))
         if hit:
             return [(hit[0], 1.0, "same_module")]
+        hit = self.in_package(path, name)
+        if hit:
+            return [(hit[0], 1.0, "same_package")]
         imports = self.imports.get(path, {})
         if name in imports:
             found = self.dotted(imports[name])
@@ -238,7 +291,7 @@ class Resolver:
             found = self.dotted(f"{star}.{name}")
             if found:
                 return [(t, 0.9, "star_import") for t in found]
-        if name in _BUILTINS:
+        if name in self.builtins(path):
             if relation == "CALLS":
                 return []  # len(), print(): every function calls them, no agent asks
             return [(f"ext:builtins.{name}", 1.0, "builtin")]

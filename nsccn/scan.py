@@ -14,7 +14,7 @@ from pathlib import Path
 import pathspec
 
 from nsccn.config import Config, index_dir
-from nsccn.languages import language_for
+from nsccn.languages import enabled, language_for, needs_head, shebang_language
 from nsccn.repofile import UnreadableFile, read_bytes
 
 MAX_GITIGNORE_SIZE = 1 << 20
@@ -117,10 +117,35 @@ def is_binary(data: bytes) -> bool:
     return b"\0" in data[:8192]
 
 
+def _shebang_language(path: str) -> str | None:
+    """The language a `#!` line names, for a file without an extension (`bin/serve`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return shebang_language(os.read(fd, 128))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def detect_language(full_path: str, name: str) -> str | None:
+    """A file's language by its name, or by its `#!` line when the name has no extension."""
+    language = language_for(name)
+    if language is None and needs_head(name):
+        language = _shebang_language(full_path)
+    return language
+
+
 def scan_repository(root: Path, config: Config) -> ScanResult:
     root = Path(root)
     real_root = root.resolve()
     rules = IgnoreRules(root, config)
+    wanted = enabled(config.languages)
     result = ScanResult()
     seen_dirs: set[str] = set()
     # Directory symlinks inside the repository are walked after every real directory: what they
@@ -170,7 +195,7 @@ def scan_repository(root: Path, config: Config) -> ScanResult:
                 else:
                     walk(Path(entry.path), rel)
                 continue
-            if language_for(entry.name) is None or language_for(entry.name) not in config.languages:
+            if detect_language(entry.path, entry.name) not in wanted:
                 continue
             try:
                 st = entry.stat(follow_symlinks=True)

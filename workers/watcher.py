@@ -28,9 +28,9 @@ from pathlib import Path
 import zmq
 
 from nsccn.config import load_config
-from nsccn.languages import language_for
+from nsccn.languages import enabled
 from nsccn.messages import BulkDone, BulkStart, Committed, Hello, ParseJob, Ready, encode
-from nsccn.scan import IgnoreRules, scan_repository
+from nsccn.scan import IgnoreRules, detect_language, scan_repository
 from nsccn.store import Store
 from workers.base import Actor, actor_main
 from workers.debounce import Debouncer, Dispatcher
@@ -79,6 +79,7 @@ class Watcher(Actor):
     def run(self) -> None:
         spec = self.spec
         self.config = load_config(self.root)
+        self._languages = enabled(self.config.languages)
         self.rules = IgnoreRules(self.root, self.config)
         self._ignored_dirs: dict[str, bool] = {}
         self._rule_warnings = 0  # how many of self.rules.warnings were logged
@@ -384,8 +385,7 @@ class Watcher(Actor):
         return hit
 
     def _wanted_file(self, rel: str) -> bool:
-        lang = language_for(rel)
-        if lang is None or lang not in self.config.languages:
+        if detect_language(os.path.join(self.root, rel), rel) not in self._languages:
             return False
         parent = rel.rsplit("/", 1)[0] if "/" in rel else ""
         wanted = not self._dir_ignored(parent) and not self.rules.ignored(rel, False)

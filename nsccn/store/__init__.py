@@ -413,10 +413,13 @@ def _changed_names(before: _Symbols | None, after: _Symbols | None) -> set[str]:
         whole = before or after
         if whole is None:
             return set()
-        return set(whole.ids.values()) | whole.globals | set(whole.imports) | {whole.module.rsplit(".", 1)[-1]}
+        names = set(whole.ids.values()) | whole.globals | set(whole.imports) | {whole.module.rsplit(".", 1)[-1]}
+        return names | ({EVERYTHING} if _project_facts(whole.imports) else set())
     names = {before.ids.get(i) or after.ids[i] for i in before.ids.keys() ^ after.ids.keys()}
     names |= before.globals ^ after.globals
     names |= {k for k in before.imports.keys() | after.imports.keys() if before.imports.get(k) != after.imports.get(k)}
+    if _project_facts(before.imports) != _project_facts(after.imports):
+        names.add(EVERYTHING)  # go.mod, tsconfig.json, Cargo.toml: how every import maps to files
     if before.bases != after.bases:
         # A class that changed its bases changes what self.m() means in it and in every subclass,
         # wherever they are: rare enough to re-resolve everything.
@@ -425,3 +428,8 @@ def _changed_names(before: _Symbols | None, after: _Symbols | None) -> set[str]:
 
 
 EVERYTHING = "*"  # among affected names: re-resolve every reference
+
+
+def _project_facts(imports: dict[str, str]) -> dict[str, str]:
+    """The facts of a project file (nsccn.languages.project), kept among its imports."""
+    return {k: v for k, v in imports.items() if k.startswith("project.")}

@@ -1,0 +1,155 @@
+"""JavaScript (and the module rules TypeScript shares): ES modules and CommonJS.
+
+A module is named by its path without the extension (`src/util`; `src/util/index.js` is `src/util`),
+so an import specifier maps to a module by path arithmetic alone: `./util` from `src/app.js` is
+`src/util`. A bare specifier (`react`, `@/util`) stays as written: the resolver maps it through
+`tsconfig.json` `paths` / `baseUrl` when one says so, else it is a package outside the repository.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+import tree_sitter as ts
+
+from nsccn.languages.queries import QueryExtractor, QueryLanguage, node_text, unquote
+
+SOURCE_EXTENSIONS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts", ".d.ts")
+GLOBALS = frozenset(
+    "require console setTimeout setInterval clearTimeout clearInterval parseInt parseFloat isNaN isFinite "
+    "encodeURIComponent decodeURIComponent encodeURI decodeURI JSON Math Object Array String Number Boolean "
+    "Promise Symbol Map Set WeakMap WeakSet Date RegExp Error TypeError RangeError SyntaxError ReferenceError "
+    "EvalError URIError AggregateError Buffer process fetch structuredClone queueMicrotask setImmediate "
+    "Reflect Proxy BigInt globalThis window document alert describe it test expect beforeEach afterEach "
+    "beforeAll afterAll jest".split()
+)
+
+
+def strip_source_extension(path: str) -> str:
+    for ext in sorted(SOURCE_EXTENSIONS, key=len, reverse=True):
+        if path.endswith(ext):
+            return path[: -len(ext)]
+    return path
+
+
+def module_of(path: str) -> str:
+    """`src/util.ts` -> `src/util`; `src/util/index.js` -> `src/util`; `index.js` -> `index`."""
+    stem = strip_source_extension(path)
+    if stem.endswith("/index"):
+        return stem[: -len("/index")]
+    return stem
+
+
+def resolve_specifier(importer: str, spec: str) -> str:
+    """The module an import specifier names: relative ones by path, bare ones as written."""
+    spec = unquote(spec)
+    if spec.startswith("."):
+        base = posixpath.dirname(importer)
+        joined = posixpath.normpath(posixpath.join(base, spec))
+        if joined.startswith(".."):
+            return spec  # above the repository: leave it to the resolver as a package name
+        return module_of(joined) if joined != "." else "index"
+    return strip_source_extension(spec) if spec.startswith(("/", "@/", "~/")) else spec
+
+
+class JavaScript(QueryLanguage):
+    name = "javascript"
+    extensions = (".js", ".jsx", ".mjs", ".cjs")
+    shebangs = ("node", "nodejs", "deno", "bun")
+    query_dirs = ("javascript",)
+    self_names = ("this",)
+    wrapper_types = ("export_statement", "lexical_declaration", "variable_declaration", "expression_statement")
+    builtins = GLOBALS
+
+    def grammar(self):
+        import tree_sitter_javascript
+
+        return tree_sitter_javascript.language()
+
+    def module_name(self, path: str, root: ts.Node) -> str:
+        return module_of(path)
+
+    def bindings(self, ex: QueryExtractor, node: ts.Node, caps: dict) -> list[tuple[str, str]]:
+        source = caps.get("import.source")
+        if source is None:
+            return []
+        target = resolve_specifier(ex.path, node_text(source))
+        out: list[tuple[str, str]] = []
+        if node.type == "import_statement":
+            clause = next((c for c in node.named_children if c.type == "import_clause"), None)
+            if clause is None:  # import './side-effect'
+                return [(f"\0side:{target}", target)]
+            for c in clause.named_children:
+                if c.type == "identifier":  # import X from 'm': the default export
+                    out.append((node_text(c), f"{target}.default"))
+                elif c.type == "namespace_import":
+                    ident = next((i for i in c.named_children if i.type == "identifier"), None)
+                    if ident is not None:
+                        out.append((node_text(ident), target))
+                elif c.type == "named_imports":
+                    out.extend(_specifiers(c, "import_specifier", target))
+            return out
+        if node.type == "export_statement":  # re-exports
+            clause = next((c for c in node.named_children if c.type == "export_clause"), None)
+            if clause is None:
+                ns = next((c for c in node.named_children if c.type == "namespace_export"), None)
+                if ns is not None:
+                    ident = next((i for i in ns.named_children if i.type in ("identifier", "string")), None)
+                    return [(node_text(ident), target)] if ident is not None else []
+                return [(f"*{target}", target)]  # export * from 'm'
+            return _specifiers(clause, "export_specifier", target)
+        # require('m'): what it is assigned to
+        parent = node.parent
+        while parent is not None and parent.type in ("await_expression", "parenthesized_expression"):
+            parent = parent.parent
+        if parent is not None and parent.type == "member_expression":  # require('m').x
+            prop = parent.child_by_field_name("property")
+            holder = parent.parent
+            if prop is not None and holder is not None and holder.type == "variable_declarator":
+                name = holder.child_by_field_name("name")
+                if name is not None and name.type == "identifier":
+                    return [(node_text(name), f"{target}.{node_text(prop)}")]
+            return [(f"\0side:{target}", target)]
+        if parent is not None and parent.type == "variable_declarator":
+            name = parent.child_by_field_name("name")
+            if name is not None and name.type == "identifier":
+                return [(node_text(name), target)]
+            if name is not None and name.type == "object_pattern":
+                for p in name.named_children:
+                    if p.type == "shorthand_property_identifier_pattern":
+                        out.append((node_text(p), f"{target}.{node_text(p)}"))
+                    elif p.type == "pair_pattern":
+                        key, value = p.child_by_field_name("key"), p.child_by_field_name("value")
+                        if key is not None and value is not None and value.type == "identifier":
+                            out.append((node_text(value), f"{target}.{node_text(key)}"))
+                return out
+        return [(f"\0side:{target}", target)]
+
+    def exports(self, ex: QueryExtractor, node: ts.Node, caps: dict) -> list[tuple[str, str]]:
+        name = caps.get("name")
+        if name is None:
+            return []
+        if name.type in ("function_declaration", "class_declaration", "class"):
+            ident = name.child_by_field_name("name")
+            if ident is None:
+                return []
+            local = node_text(ident)
+        else:
+            local = node_text(name)
+        return [("default", ex.imports.get(local, f"{ex.module}.{local}"))]
+
+
+def _specifiers(clause: ts.Node, kind: str, target: str) -> list[tuple[str, str]]:
+    out = []
+    for spec in clause.named_children:
+        if spec.type != kind:
+            continue
+        name, alias = spec.child_by_field_name("name"), spec.child_by_field_name("alias")
+        if name is None:
+            continue
+        local = node_text(alias if alias is not None else name)
+        out.append((unquote(local), f"{target}.{unquote(node_text(name))}"))
+    return out
+
+
+LANGUAGE = JavaScript()

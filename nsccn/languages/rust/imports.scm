@@ -1,0 +1,2 @@
+(use_declaration) @import
+(mod_item name: (identifier) @import.source !body) @import
