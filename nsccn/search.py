@@ -69,7 +69,7 @@ _OTHER_PATH = re.compile(
 # (`test_x.py::TestCart::test_total` is a pytest node id), nor inside a URL (`/wiki/Empty_set#History`,
 # `?highlight=symbols#symbols`).
 _SCOPED = re.compile(
-    r"(?<![\w:.#$>/=?&%-])(?:[A-Za-z_]\w*(?:(?:::|->)[A-Za-z_]\w*)+|[A-Z]\w*#[a-z_]\w*)(?![\w#/])"
+    r"(?<![\w:.#>/=?&%-])(?:[A-Za-z_]\w*(?:(?:::|->)[A-Za-z_]\w*)+|[A-Z]\w*#[a-z_]\w*)(?![\w#/])"
 )
 
 # A query is untrusted input (a pasted 1 MB log, a path of 50 kB): what analysis reads and keeps
