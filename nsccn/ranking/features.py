@@ -8,7 +8,10 @@ its path or dotted module), overlap of the query's terms with its name and path,
 closeness to what the query names, and the repository's history (`nsccn.history`).
 
 No feature reads a language's syntax: they come from the index's tables and the query's text, so
-one ranker serves every language the index holds. Missing evidence is NaN (an index without
+one ranker serves every language the index holds. What differs between languages is data: how a
+report writes a scoped name (`_SCOPE_SEPARATORS`, by extension), which files are tests
+(`nsccn.testpaths`). On Python every value is what the shipped model was trained on
+(`benchmarks/features_identity.py` checks it bit for bit). Missing evidence is NaN (an index without
 vectors or history), never a made-up zero.
 """
 
