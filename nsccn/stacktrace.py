@@ -22,32 +22,34 @@ _L = r"(?P<{}>\d{{1,20}})"  # a line number, named per alternative (a longer one
 # One alternative per shape; all start at a line start. Traces other than Python's list the
 # innermost frame first: `frames` reverses each block of consecutive frames.
 _FRAME_LINE = re.compile(
-    "|".join((
+    "^(?:" + "|".join((
         # Go: `\t/home/u/app/pkg/x.go:12 +0x1d`; its function is on the line before.
-        rf"^\t(?P<go>[^\s]{{1,4096}}\.go):{_L.format('goline')}(?: \+0x[0-9a-f]{{1,16}})?[ \t]*$",
+        rf"\t(?P<go>[^\s]{{1,4096}}\.go):{_L.format('goline')}(?: \+0x[0-9a-f]{{1,16}})?[ \t]*$",
         # Java, Kotlin, Scala, Groovy: `at com.foo.Bar$Inner.baz(Bar.java:42)` (`app//`, `java.base/` prefixes).
-        rf"^[ \t]*at (?P<jfn>[\w$.<>/]{{1,1024}})\((?P<jfile>[\w$.-]{{1,256}}\.(?:java|kt|kts|scala|groovy)):{_L.format('jline')}\)[ \t]*$",
+        rf"[ \t]*at (?P<jfn>[\w$.<>/]{{1,1024}})\((?P<jfile>[\w$.-]{{1,256}}\.(?:java|kt|kts|scala|groovy)):{_L.format('jline')}\)[ \t]*$",
         # C#: `at Shop.Cart.Total(Decimal x) in C:\src\Shop\Cart.cs:line 42`.
-        rf"^[ \t]*at (?P<csfn>[\w.`<>\[\],+]{{1,1024}})\([^()\n]{{0,1024}}\) in (?P<cs>[^\n]{{1,4096}}):line {_L.format('csline')}[ \t]*$",
+        rf"[ \t]*at (?P<csfn>[\w.`<>\[\],+]{{1,1024}})\([^()\n]{{0,1024}}\) in (?P<cs>[^\n]{{1,4096}}):line {_L.format('csline')}[ \t]*$",
         # Rust backtrace: `   3: crate::module::f` then `             at ./src/module.rs:10:5`.
-        rf"^[ \t]+at (?P<rs>{_P}\.rs):{_L.format('rsline')}:\d{{1,20}}[ \t]*$",
+        rf"[ \t]+at (?P<rs>{_P}\.rs):{_L.format('rsline')}:\d{{1,20}}[ \t]*$",
         # Node.js / V8: `at f (file.js:10:5)`, `at async Object.<anonymous> (/a/x.ts:3:1)`, `at new Foo (...)`.
-        rf"^[ \t]*at (?:async )?(?:new )?(?P<jsfn>[^\s()][^()\n]{{0,1024}}?) \((?P<js>[^()\s]{{1,4096}}):{_L.format('jsline')}:\d{{1,20}}\)[ \t]*$",
+        rf"[ \t]*at (?:async )?(?:new )?(?P<jsfn>[^\s()][^()\n]{{0,1024}}?) \((?P<js>[^()\s]{{1,4096}}):{_L.format('jsline')}:\d{{1,20}}\)[ \t]*$",
         # Node.js without a function: `at file.ts:3:1`, `at async file:///a/x.mjs:3:1`.
-        rf"^[ \t]*at (?:async )?(?P<jsbare>{_P}):{_L.format('jsbareline')}:\d{{1,20}}[ \t]*$",
+        rf"[ \t]*at (?:async )?(?P<jsbare>{_P}):{_L.format('jsbareline')}:\d{{1,20}}[ \t]*$",
         # Firefox / Safari: `f@http://host/app.js:10:5`, `@file.js:1:1`.
-        rf"^[ \t]*(?P<ffn>[\w$.<>/]{{0,1024}})@(?P<ff>[^\s@]{{1,4096}}):{_L.format('ffline')}:\d{{1,20}}[ \t]*$",
+        rf"[ \t]*(?P<ffn>[\w$.<>/]{{0,1024}})@(?P<ff>[^\s@]{{1,4096}}):{_L.format('ffline')}:\d{{1,20}}[ \t]*$",
         # Rust panic: `thread 'main' panicked at src/x.rs:10:5:` (1.73+) or `... at 'msg', src/x.rs:10:5`.
-        rf"^thread '[^'\n]{{0,256}}' panicked at (?:'[^\n]{{0,4096}}', )?(?P<panic>{_P}\.rs):{_L.format('panicline')}:\d{{1,20}}:?[ \t]*$",
+        rf"thread '[^'\n]{{0,256}}' panicked at (?:'[^\n]{{0,4096}}', )?(?P<panic>{_P}\.rs):{_L.format('panicline')}:\d{{1,20}}:?[ \t]*$",
         # Ruby: `app/models/user.rb:10:in 'User#save'` (`from ` before it in a backtrace).
-        rf"^[ \t]*(?:from )?(?P<rb>[^\s:]{{1,4096}}\.rb):{_L.format('rbline')}:in [`'](?P<rbfn>[^'`\n]{{0,1024}})'",
+        rf"[ \t]*(?:from )?(?P<rb>[^\s:]{{1,4096}}\.rb):{_L.format('rbline')}:in [`'](?P<rbfn>[^'`\n]{{0,1024}})'",
         # PHP: `#0 /app/src/Cart.php(12): Cart->total()`: the line of a call, the function unnamed.
-        rf"^#\d{{1,9}} (?P<php>[^\s()]{{1,4096}}\.php)\({_L.format('phpline')}\): ",
+        rf"#\d{{1,9}} (?P<php>[^\s()]{{1,4096}}\.php)\({_L.format('phpline')}\): ",
         # PHP: `... in /app/src/Cart.php:12` / `in /app/src/Cart.php on line 12` (where it was thrown).
-        rf"^[^\n]{{0,4096}}? in (?P<phpin>[^\s()]{{1,4096}}\.php)(?::| on line ){_L.format('phpinline')}\b",
-    )),
+        rf"[^\n]{{0,4096}}? in (?P<phpin>[^\s()]{{1,4096}}\.php)(?::| on line ){_L.format('phpinline')}\b",
+    )) + ")",
     re.MULTILINE,
 )
+# The last group of each alternative -> the alternative (Ruby's ends with its function).
+_KIND = {f"{k}line": k for k in ("go", "j", "cs", "rs", "js", "jsbare", "ff", "panic", "php", "phpin")} | {"rbfn": "rb"}
 _RUST_FN = re.compile(r"^[ \t]*\d{1,9}:[ \t]+([^\n]{1,1024}?)[ \t]*$")  # the line before a Rust `at` line
 _BLOCK_BREAK = re.compile(r"^\s*(?:$|Caused by|Suppressed:|goroutine \d|Traceback|thread ')")
 
@@ -146,29 +148,29 @@ def other_frames(query: str) -> list[tuple[str, int, str]]:
                 out.extend(reversed(block))
                 block = []
         prev_end = m.end()
-        g = {k: v for k, v in m.groupdict().items() if v is not None}
-        kind = next(k[:-4] for k in g if k.endswith("line"))  # which alternative: `goline` -> `go`
-        line = _line(g[kind + "line"])
+        g = m.group
+        kind = _KIND[m.lastgroup]  # which alternative matched: its last group says (`goline` -> `go`)
+        line = _line(g(kind + "line"))
         if kind in ("go", "rs"):  # the function is on the line before
             before = query.rfind("\n", 0, m.start())
             previous = query[query.rfind("\n", 0, before) + 1:before] if before > 0 else ""
             fn = _go_function(previous) if kind == "go" else _rust_function(previous)
-            block.append((g[kind], line, fn))
+            block.append((g(kind), line, fn))
         elif kind == "j":
-            path, fn = _java_frame(g["jfn"], g["jfile"])
+            path, fn = _java_frame(g("jfn"), g("jfile"))
             block.append((path, line, fn))
         elif kind == "cs":
-            block.append((g["cs"].replace("\\", "/"), line, g["csfn"].rsplit(".", 1)[-1].split("`")[0]))
+            block.append((g("cs").replace("\\", "/"), line, g("csfn").rsplit(".", 1)[-1].split("`")[0]))
         elif kind in ("js", "jsbare", "ff"):
-            path = _js_path(g[kind])
+            path = _js_path(g(kind))
             if path:
-                block.append((path, line, _js_function(g.get(kind + "fn", "")) if kind != "jsbare" else ""))
+                block.append((path, line, _js_function(g(kind + "fn")) if kind != "jsbare" else ""))
         elif kind == "panic":
-            panics.append((g["panic"], line, ""))
+            panics.append((g("panic"), line, ""))
         elif kind == "rb":
-            block.append((g["rb"], line, _ruby_function(g["rbfn"])))
+            block.append((g("rb"), line, _ruby_function(g("rbfn"))))
         else:  # PHP names the line of a call: the definition around that line is the frame
-            block.append((g[kind], line, ""))
+            block.append((g(kind), line, ""))
     out.extend(reversed(block))
     return out + panics
 
