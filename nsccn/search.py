@@ -18,7 +18,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from nsccn.model import split_entity_id
+from nsccn.stacktrace import PYTHON_FRAME, other_frames
 from nsccn.store import EntityRow, Store
+from nsccn.testpaths import is_test_path  # noqa: F401  (search's callers import it from here too)
 from nsccn.text import split_identifier
 
 ALL_SIGNALS = frozenset({"bm25", "vector", "query_analysis", "graph", "prior"})
@@ -52,7 +54,23 @@ _STOPWORDS = frozenset(
 )
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.py)\b")
-_FRAME = re.compile(r'File "([^"\n]+)", line (\d+), in ([\w<>]+)')
+# Source files of other languages. An extension of one letter (`x.c`, `self.m`) reads as an
+# attribute as often as a file: those count only with a folder (`src/x.c`). Not followed by `(`:
+# `engine.go()` is a call.
+_SOURCE_EXTENSIONS = (
+    "pyi|go|rs|java|kts|kt|scala|groovy|cs|fs|vb|swift|mm|cpp|cxx|cc|hpp|hxx|hh|cu|js|jsx|mjs|cjs|ts|tsx|mts|cts|"
+    "vue|svelte|rb|php|lua|exs|ex|erl|hs|ml|clj|cljs|dart|jl|zig|nim|pl|pm|sh|bash|sql|sol|tf|proto"
+)
+_OTHER_PATH = re.compile(
+    rf"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.(?:[chmrdv]|{_SOURCE_EXTENSIONS})|[\w.-]+\.(?:{_SOURCE_EXTENSIONS}))\b(?![(\w])"
+)
+# `Cart::total` (Rust, C++, PHP, Ruby), `cart->total` (PHP, C), `Cart#total` (Ruby, Javadoc: a
+# class name before `#`): a scoped name, looked up as `Cart.total`. Not after `:` or `.`
+# (`test_x.py::TestCart::test_total` is a pytest node id), nor inside a URL (`/wiki/Empty_set#History`,
+# `?highlight=symbols#symbols`).
+_SCOPED = re.compile(
+    r"(?<![\w:.#>/=?&%-])(?:[A-Za-z_]\w*(?:(?:::|->)[A-Za-z_]\w*)+|[A-Z]\w*#[a-z_]\w*)(?![\w#/])"
+)
 
 # A query is untrusted input (a pasted 1 MB log, a path of 50 kB): what analysis reads and keeps
 # is capped, so its cost is linear in the query and bounded, and an answer says what was cut
@@ -84,19 +102,21 @@ class QueryAnalysis:
 
 
 def _frames(query: str, capped: list[str]) -> list[tuple[str, int, str]]:
-    """Distinct traceback frames, innermost last, at most MAX_FRAMES (the innermost ones)."""
-    found: dict[tuple[str, str], int] = {}
+    """Distinct stack-trace frames, innermost last, at most MAX_FRAMES (the innermost ones): other
+    languages' traces (`nsccn.stacktrace`), then Python tracebacks'."""
+    found: dict[tuple[str, str], tuple[str, int, str]] = {}
     too_long = 0
-    for f, n, fn in _FRAME.findall(query):
+    python = ((f, int(n) if len(n) <= MAX_LINE_DIGITS else 0, fn) for f, n, fn in PYTHON_FRAME.findall(query))
+    for f, n, fn in (*other_frames(query), *python):
         if len(f) > MAX_PATH_CHARS:
             too_long += 1
             continue
-        key = (f, fn)
+        key = (f, fn or f"line {n}")  # a frame without a function is told apart by its line
         found.pop(key, None)  # a repeated frame (recursion) counts where it was seen last
-        found[key] = int(n) if len(n) <= MAX_LINE_DIGITS else 0
+        found[key] = (f, n, fn)
     if too_long:
         capped.append(f"{too_long} traceback frame(s) with a path over {MAX_PATH_CHARS} characters skipped")
-    frames = [(f, n, fn) for (f, fn), n in found.items()]
+    frames = list(found.values())
     if len(frames) > MAX_FRAMES:
         capped.append(f"the innermost {MAX_FRAMES} of {len(frames)} distinct traceback frames looked up")
         frames = frames[-MAX_FRAMES:]
@@ -104,9 +124,14 @@ def _frames(query: str, capped: list[str]) -> list[tuple[str, int, str]]:
 
 
 def _paths(query: str, capped: list[str]) -> list[str]:
+    """Distinct file paths a query mentions, in the order it mentions them, at most MAX_PATHS."""
     paths: dict[str, None] = {}
     too_long = 0
-    for m in _PATH.findall(query):
+    found = [(m.start(1), m.group(1)) for m in _PATH.finditer(query)]
+    other = [(m.start(1), m.group(1)) for m in _OTHER_PATH.finditer(query)]
+    if other:  # (a Python report rarely names another file: its order stays the regex's)
+        found = sorted(found + other)
+    for _, m in found:
         if len(m) > MAX_PATH_CHARS:
             too_long += 1
         else:
@@ -169,6 +194,10 @@ def _analyze(query: str) -> QueryAnalysis:
             for sub in split_identifier(part):
                 if len(sub) > 2 and sub not in _STOPWORDS and sub != low:
                     counts[sub] += 1
+    for m in _SCOPED.finditer(query):
+        tok = re.sub(r"::|->|#", ".", m.group(0))
+        if len(tok) <= MAX_TOKEN_CHARS and _specific_identifier(tok):
+            identifiers.append(tok)
     identifiers = list(dict.fromkeys(identifiers))
     if len(identifiers) > MAX_IDENTIFIERS:
         capped.append(f"the first {MAX_IDENTIFIERS} of {len(identifiers)} distinct identifiers looked up")
@@ -277,10 +306,13 @@ def exact_stream(store: Store, analysis: QueryAnalysis, weights: dict[int, float
                     weights[rid] = weight
 
     c = store.conn
-    for path, _line, func in reversed(analysis.frames):
+    for path, line, func in reversed(analysis.frames):
         norm = path.replace("\\", "/")
         for cand in _indexed_suffix_matches(store, norm):
-            add(c.execute("SELECT rowid FROM entities WHERE path=? AND name=?", (cand, func)))
+            if func:
+                add(c.execute("SELECT rowid FROM entities WHERE path=? AND name=?", (cand, func)))
+            else:  # the trace names a line only (PHP, a Rust panic, an anonymous JS function)
+                add(entity_at_line(store, cand, line))
     by_specificity = []
     for ident in analysis.identifiers:
         parts = ident.split(".")
@@ -305,6 +337,14 @@ def exact_stream(store: Store, analysis: QueryAnalysis, weights: dict[int, float
         for cand in cands:
             add(c.execute("SELECT rowid FROM entities WHERE path=? AND kind='module'", (cand,)))
     return ranked
+
+
+def entity_at_line(store: Store, path: str, line: int) -> list[tuple[int]]:
+    """[(rowid,)] of the innermost definition of `path` around `line`, else of the file's module."""
+    rows = store.conn.execute(
+        "SELECT rowid FROM entities WHERE path=? AND kind != 'module' AND start_line <= ? AND end_line >= ? "
+        "ORDER BY start_line DESC, end_line ASC LIMIT 1", (path, line, line)).fetchall()
+    return rows or store.conn.execute("SELECT rowid FROM entities WHERE path=? AND kind='module'", (path,)).fetchall()
 
 
 def _indexed_suffix_matches(store: Store, path: str, limit: int = 5) -> list[str]:
@@ -490,27 +530,6 @@ def diversify(hits: list[Hit], limit: int, diversity: float, vectors: dict) -> l
         for i in left:
             closest[i] = max(closest[i], similarity(hits[i], hits[best]))
     return taken
-
-
-# Directories of tests, documentation and examples, wherever they are.
-_TEST_DIRS = frozenset({"tests", "__tests__", "doc", "docs", "example", "examples"})
-# These only at the top of the repository or under src/ (pytest's testing/, Maven's src/test/):
-# inside a package they are library code that bugs are fixed in (django/test/, sympy/testing/,
-# xarray/testing/, numpy/testing/).
-_TOP_TEST_DIRS = frozenset({"test", "testing"})
-_TEST_FILE = re.compile(
-    r"(?:test_.*|.*_test\.\w+|.*\.(?:test|spec)\.[jt]sx?|.*Tests?\.java|conftest\.py|tests\.py)\Z"
-)
-
-
-def is_test_path(path: str) -> bool:
-    """Whether a file holds tests, documentation or examples (never where a bug's fix goes)."""
-    parts = path.split("/")
-    return (
-        any(p in _TEST_DIRS for p in parts[:-1])
-        or any(p in _TOP_TEST_DIRS and (i == 0 or parts[i - 1] == "src") for i, p in enumerate(parts[:-1]))
-        or _TEST_FILE.match(parts[-1]) is not None
-    )
 
 
 FILE_SHARE = 1.0  # weight of a function's file rank in its own score (hierarchical localization)

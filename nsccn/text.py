@@ -18,7 +18,8 @@ def _split(ident: str) -> tuple[str, ...]:
 
 
 def split_identifier(ident: str) -> list[str]:
-    """`getHTTPResponse_v2` -> ['get', 'http', 'response', 'v2'] (lower case)."""
+    """`getHTTPResponse_v2` -> ['get', 'http', 'response', 'v', '2'] (lower case); any
+    separator splits, so `Cart::total`, `cart->total`, `parse-http-request` split alike."""
     return list(_split(ident))
 
 

@@ -8,7 +8,10 @@ its path or dotted module), overlap of the query's terms with its name and path,
 closeness to what the query names, and the repository's history (`nsccn.history`).
 
 No feature reads a language's syntax: they come from the index's tables and the query's text, so
-one ranker serves every language the index holds. Missing evidence is NaN (an index without
+one ranker serves every language the index holds. What differs between languages is data: how a
+report writes a scoped name (`_SCOPE_SEPARATORS`, by extension), which files are tests
+(`nsccn.testpaths`). On Python every value is what the shipped model was trained on
+(`benchmarks/features_identity.py` checks it bit for bit). Missing evidence is NaN (an index without
 vectors or history), never a made-up zero.
 """
 
@@ -33,6 +36,12 @@ NAN = float("nan")
 ABSENT = 1000.0  # the rank of a candidate a stream did not return
 VECTOR_CANDIDATES = 30  # the vector stream's best functions join the candidates
 LEXICAL_SIGNALS = frozenset({"bm25", "query_analysis", "graph", "prior"})  # the fusion the features read
+# How a report writes `Cart.total` in each language besides the dotted form every language's
+# qualname uses (by file extension; the dotted form alone for Python and anything unlisted).
+_SCOPE_SEPARATORS = {
+    **dict.fromkeys(("rs", "cpp", "cc", "cxx", "hpp", "hh", "hxx", "h", "cu"), ("::",)),
+    "php": ("::", "->"), "rb": ("::", "#"), "java": ("#",), "kt": ("#",), "scala": ("#",),
+}
 _TESTY_QUERY = re.compile(r"\b(tests?|testing|unittest|fixture|conftest)\b", re.IGNORECASE)
 
 QUERY_FEATURES = ["q_terms", "q_identifiers", "q_paths", "q_frames", "q_chars_log", "q_about_tests"]
@@ -100,6 +109,12 @@ def _stream_rank(best: dict, key: tuple[str, str], vector: list[int] | None) -> 
     if key[1] == "vector" and vector is None:
         return NAN
     return ABSENT
+
+
+def _scoped_forms(path: str, qual: str) -> list[str]:
+    """`Cart.total` as the file's language writes it in a report: [`Cart::total`] for Rust."""
+    seps = _SCOPE_SEPARATORS.get(path.rpartition(".")[2], ())
+    return [qual.replace(".", sep) for sep in seps]
 
 
 def _words(text: str) -> set[str]:
@@ -237,12 +252,13 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
     file_features: dict[str, dict[str, float]] = {}
     for p in file_list:
         lines, module = file_info.get(p, (0, ""))
-        parts = p.rsplit(".", 1)[0].split("/")
         base = p.rsplit("/", 1)[-1]
         stem = base.rsplit(".", 1)[0]
+        parts = [*p.split("/")[:-1], stem]  # the extension cut from the file name only
         path_terms = {t for part in parts for t in (part.lower(), *split_identifier(part))}
         overlap = len(path_terms & term_set) / max(1, len(path_terms))
-        module_mentioned = float(bool(module) and "." in module and module in query)
+        # A qualified module name (`pkg.sub.mod`, `github.com/x/pkg`, `crate::cart`), not a bare word.
+        module_mentioned = float(bool(module) and any(sep in module for sep in (".", "/", "::")) and module in query)
         age = ev.file_age_days.get(p) if ev.present else None
         f = {
             "fusion_rank": fusion_file_rank.get(p, NAN),
@@ -366,10 +382,11 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
             n_hits.get(fid, 0),
             *cb,
             float(name in ident_names),
-            float(len(qual.split(".")) > 1 and qual in query),
+            float(len(qual.split(".")) > 1 and (qual in query or any(q in query for q in _scoped_forms(path, qual)))),
             float(bool(parent_name) and parent_name in words),
             float(f"{name}(" in query),
-            float(f"`{name}" in query or f".{name}`" in query),
+            float(f"`{name}" in query or f".{name}`" in query
+                  or any(f"{sep}{name}`" in query for sep in _SCOPE_SEPARATORS.get(path.rpartition(".")[2], ()))),
             float((path, name) in frame_funcs),
             float(name in words),
             len(set(nparts) & term_set) / max(1, len(nparts)),
