@@ -431,6 +431,9 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
     """A FastMCP server exposing NSCCN's tools for the repository at `root`."""
     svc = NavigatorService(root, db_path=db_path, embedder=embedder, status_provider=status_provider)
     cap = svc.cap
+    # Every answer is measured in tokens: load the tokenizer now, not in a tool's thread that may
+    # still run when the client leaves (importing at interpreter shutdown fails with a traceback).
+    count_tokens("warm")
     mcp = FastMCP(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__, mask_error_details=True)
     mcp._nsccn = svc  # for tests and the front actor
     mcp.add_middleware(ArgumentErrors(mcp))
