@@ -38,9 +38,10 @@ def _read_graph(store: Store) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, 
     src, dst, w = [], [], []
     rels = ",".join(f"'{r}'" for r in RANK_RELATIONS)
     q = (
-        "SELECT s.rowid, t.rowid, ed.relation, ed.confidence FROM edges ed "
-        "JOIN entities s ON s.id = ed.source JOIN entities t ON t.id = ed.target "
-        f"WHERE ed.relation IN ({rels})"
+        "SELECT s.rowid, t.rowid, rl.name, ed.confidence FROM edges ed JOIN symbols rl ON rl.id = ed.relation "
+        "JOIN symbols ss ON ss.id = ed.source JOIN entities s ON s.id = ss.name "
+        "JOIN symbols ts ON ts.id = ed.target JOIN entities t ON t.id = ts.name "
+        f"WHERE rl.name IN ({rels})"
     )
     for s, t, rel, conf in store.conn.execute(q):
         if s != t:
