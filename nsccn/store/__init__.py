@@ -351,8 +351,8 @@ class Store:
         inside the caller's transaction."""
         sym = self.intern(n for e in edges for n in (e[0], e[1], e[2], e[4]))
         self.conn.executemany(
-            "INSERT OR REPLACE INTO edges(ref, source, relation, target, confidence, resolution, line) VALUES(?,?,?,?,?,?,?)",
-            ((e[7], sym[e[0]], sym[e[2]], sym[e[1]], e[3], sym[e[4]], e[5]) for e in edges),
+            "INSERT INTO edges(ref, n, source, relation, target, confidence, resolution, line) VALUES(?,?,?,?,?,?,?,?)",
+            ((e[7], n, sym[e[0]], sym[e[2]], sym[e[1]], e[3], sym[e[4]], e[5]) for e, n in zip(edges, _nth_of_ref(edges))),
         )
 
     def replace_edges(self, ref_ids: Iterable[int] | None, edges: Iterable[tuple]) -> None:
@@ -471,6 +471,15 @@ class Store:
             "edges_by_relation": edges,
             "files_with_syntax_errors": c.execute("SELECT COUNT(*) FROM files WHERE error_lines != '[]'").fetchone()[0],
         }
+
+
+def _nth_of_ref(edges: list[tuple]) -> Iterator[int]:
+    """0, 1, ... along each run of edges resolved from one ref (they come grouped by ref)."""
+    last, n = None, 0
+    for e in edges:
+        n = n + 1 if e[7] == last else 0
+        last = e[7]
+        yield n
 
 
 def _ref_strings(parsed: list[ParsedFile]) -> Iterator[str]:

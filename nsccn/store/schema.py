@@ -69,16 +69,18 @@ INDEX_SCHEMA = """
     CREATE INDEX refs_tail ON refs(tail);
     CREATE INDEX refs_head ON refs(head);
     -- Clustered by the refs row each edge was resolved from (a file's edges are one range of it,
-    -- and go with it); source, relation, target, resolution: symbols.id.
+    -- and go with it), then in the order resolution found them (`n`: 0, 1, ... within the ref);
+    -- source, relation, target, resolution: symbols.id.
     CREATE TABLE edges(
         ref INTEGER NOT NULL,
+        n INTEGER NOT NULL,
         target INTEGER NOT NULL,
         source INTEGER NOT NULL,
         relation INTEGER NOT NULL,
         confidence REAL NOT NULL,
         resolution INTEGER NOT NULL,
         line INTEGER NOT NULL,
-        PRIMARY KEY(ref, target)
+        PRIMARY KEY(ref, n)
     ) WITHOUT ROWID;
     CREATE INDEX edges_source ON edges(source, relation);
     CREATE INDEX edges_target ON edges(target, relation);
