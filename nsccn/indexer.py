@@ -21,13 +21,16 @@ from nsccn.history import update_for_root
 from nsccn.model import ParsedFile
 from nsccn.repomap import compute_ranks
 from nsccn.resolve import resolve_affected, resolve_all
-from nsccn.scan import FileInfo, read_source, scan_repository
-from nsccn.store import Store
+from nsccn.scan import FileInfo, ScanResult, read_source, scan_repository
+from nsccn.store import IndexMissing, Store
 
 log = logging.getLogger(__name__)
 
 WRITE_BATCH = 256
 RANKS_REFRESH_SHARE = 0.05
+# `nsccn index` runs the actor pipeline only when this many files (or more) need a parse: below
+# it, starting the actors costs more than they save (README "Index size and speed" measures it).
+PIPELINE_FROM_FILES = 200
 
 
 @dataclass
@@ -81,6 +84,15 @@ def plan_changes(root: Path, store: Store, files: list[FileInfo]) -> Plan:
     return Plan(to_parse, [p for p in known if p not in present], unchanged)
 
 
+def files_to_parse(root: Path, db_path: Path, scan: ScanResult) -> int:
+    """How many files an index run would parse (new or changed size/mtime), without writing."""
+    try:
+        with Store(db_path, readonly=True) as store:
+            return len(plan_changes(root, store, scan.files).to_parse)
+    except (IndexMissing, RuntimeError):  # no index yet, or one of another schema: all of them
+        return len(scan.files)
+
+
 def parse_one(root: str, info: FileInfo, max_size: int, known_hash: str | None) -> ParsedFile | str | None:
     """A ParsedFile, the string reason the file was skipped, or None when its content is unchanged."""
     data, reason = read_source(Path(root), info.path, max_size)
@@ -107,8 +119,10 @@ def index_repository(
     progress: Callable[[int, int], None] | None = None,
     embed: bool = False,
     embed_progress: Callable[[int, int], None] | None = None,
+    scan: ScanResult | None = None,
 ) -> IndexSummary:
-    """Bring the index of `root` up to date; only new, changed and deleted files cost work."""
+    """Bring the index of `root` up to date; only new, changed and deleted files cost work.
+    `scan`: the repository's scan, when the caller has just made it."""
     started = time.perf_counter()
     root = Path(root).resolve()
     config = config or load_config(root)
@@ -116,7 +130,7 @@ def index_repository(
         ensure_index_dir(root, config)  # 0700, never through a symlink the repository carries
     db_path = Path(db_path) if db_path else config.db_path(root)
     summary = IndexSummary(str(root), str(db_path))
-    scan = scan_repository(root, config)
+    scan = scan or scan_repository(root, config)
     summary.files_seen = len(scan.files)
     summary.skipped.update(scan.skipped)
     summary.skipped_examples.update(scan.skipped_examples)

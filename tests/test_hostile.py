@@ -49,7 +49,7 @@ def test_bad_nested_gitignore_line_costs_that_line_only(tmp_path):
         "vendor/lib/x.gen.py": "def generated():\n    pass\n",
     })
     db = repo / ".nsccn" / "index.db"
-    for mode in (["--in-process"], []):  # the library path, then the pipeline (its watcher scans)
+    for mode in (["--in-process"], ["--pipeline"]):  # the library path, then the pipeline (its watcher scans)
         if db.exists():
             for p in db.parent.glob("index.db*"):
                 p.unlink()
