@@ -18,7 +18,7 @@ import apsw
 from nsccn.model import ParsedFile
 from nsccn.private import open_private, private_dir
 from nsccn.store.schema import SCHEMA_VERSION, migrate
-from nsccn.text import index_terms
+from nsccn.store.terms import file_terms
 
 __all__ = ["Store", "EntityRow", "EdgeRow", "SCHEMA_VERSION", "IndexMissing", "IndexNotReady"]
 
@@ -230,19 +230,9 @@ class Store:
             ),
         )
         file_id = c.last_insert_rowid()
-        path_terms = index_terms(pf.path.replace("/", " ").rsplit(".", 1)[0])
-        c.execute(
-            "INSERT INTO files_fts(rowid, path, body) VALUES(?,?,?)",
-            (
-                file_id,
-                path_terms,
-                index_terms(
-                    " ".join(f"{e.qualname} {e.signature} {e.docstring} {e.body_terms}" for e in pf.entities),
-                    unique=False,
-                ),
-            ),
-        )
-        for e in pf.entities:
+        terms = pf.terms if pf.terms is not None and len(pf.terms.entities) == len(pf.entities) else file_terms(pf)
+        c.execute("INSERT INTO files_fts(rowid, path, body) VALUES(?,?,?)", (file_id, terms.path, terms.body))
+        for e, (name, signature, docstring, body) in zip(pf.entities, terms.entities):
             c.execute(
                 "INSERT OR REPLACE INTO entities(id, kind, path, qualname, name, start_line, end_line, signature,"
                 " docstring, decorators, parent, body_head) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -264,14 +254,7 @@ class Store:
             rowid = c.last_insert_rowid()
             c.execute(
                 "INSERT INTO entities_fts(rowid, name, path, signature, docstring, body) VALUES(?,?,?,?,?,?)",
-                (
-                    rowid,
-                    index_terms(e.qualname),
-                    path_terms,
-                    index_terms(e.signature),
-                    index_terms(e.docstring),
-                    index_terms(e.body_terms),
-                ),
+                (rowid, name, terms.path, signature, docstring, body),
             )
         first = c.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM refs").fetchone()[0]
         c.executemany(
