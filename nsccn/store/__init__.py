@@ -22,6 +22,7 @@ from nsccn.store.terms import file_terms
 
 __all__ = ["Store", "EntityRow", "EdgeRow", "SCHEMA_VERSION", "IndexMissing", "IndexNotReady"]
 
+COUNTS_KEY = "counts"  # meta: Store.counts() as JSON, deleted by every write that changes them
 ENTITY_COLUMNS = "id, kind, path, qualname, name, start_line, end_line, signature, docstring, decorators, parent"
 
 
@@ -145,6 +146,7 @@ class Store:
         now = time.time()
         parsed = list(parsed)
         with self.conn:
+            self._counts_changed()
             sym = self.intern(_ref_strings(parsed))
             for pf in parsed:
                 before = self._symbols(pf.path)
@@ -156,6 +158,7 @@ class Store:
     def delete_files(self, paths: Iterable[str]) -> set[str]:
         affected: set[str] = set()
         with self.conn:
+            self._counts_changed()
             for path in paths:
                 affected |= _changed_names(self._symbols(path), None)
                 self._delete_file_rows(path)
@@ -319,6 +322,7 @@ class Store:
     def delete_edges(self, ref_ids: Iterable[int] | None = None, relation: str | None = None) -> None:
         """Delete the edges resolved from these refs (`None`: all), or every edge of one relation."""
         c = self.conn
+        self._counts_changed()
         if relation is not None:
             c.execute("DELETE FROM edges WHERE relation=(SELECT id FROM symbols WHERE name=?)", (relation,))
         elif ref_ids is None:
@@ -332,6 +336,7 @@ class Store:
     def add_edges(self, edges: list[tuple]) -> None:
         """Insert edges, each (source, target, relation, confidence, resolution, line, path, ref),
         inside the caller's transaction."""
+        self._counts_changed()
         sym = self.intern(n for e in edges for n in (e[0], e[1], e[2], e[4]))
         self.conn.executemany(
             "INSERT INTO edges(ref, n, source, relation, target, confidence, resolution, line) VALUES(?,?,?,?,?,?,?,?)",
@@ -443,17 +448,28 @@ class Store:
         return [EdgeRow(*r) for r in self.conn.execute(q + " ORDER BY e.line", args)]
 
     def counts(self) -> dict:
+        """Files, entities, edges (per relation), files with syntax errors. Kept in meta until a
+        write changes them: counting 600k edges costs more than a no-change index run."""
         c = self.conn
+        kept = self.get_meta(COUNTS_KEY)
+        if kept is not None:
+            return json.loads(kept)
         edges = dict(c.execute(
             "SELECT rl.name, n FROM (SELECT relation, COUNT(*) n FROM edges GROUP BY relation)"
             " JOIN symbols rl ON rl.id = relation").fetchall())
-        return {
+        out = {
             "files": c.execute("SELECT COUNT(*) FROM files").fetchone()[0],
             "entities": c.execute("SELECT COUNT(*) FROM entities").fetchone()[0],
             "edges": sum(edges.values()),
             "edges_by_relation": edges,
             "files_with_syntax_errors": c.execute("SELECT COUNT(*) FROM files WHERE error_lines != '[]'").fetchone()[0],
         }
+        if not self.readonly:
+            self.set_meta(COUNTS_KEY, json.dumps(out))
+        return out
+
+    def _counts_changed(self) -> None:
+        self.conn.execute("DELETE FROM meta WHERE key=?", (COUNTS_KEY,))
 
 
 def _nth_of_ref(edges: list[tuple]) -> Iterator[int]:

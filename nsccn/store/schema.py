@@ -132,7 +132,7 @@ HISTORY_SCHEMA = """
 """
 
 # Meta keys about the index run's state: meaningless once the tables are rebuilt.
-RUN_META = ("resolve_pending", "ranks_pending_files", "last_indexed")
+RUN_META = ("resolve_pending", "ranks_pending_files", "last_indexed", "counts")
 
 
 def migrate(conn: apsw.Connection, where: str = "") -> int:
