@@ -195,6 +195,8 @@ def index_repository(
             store.set_meta("ranks_pending_files", str(pending))
             store.set_meta("resolve_pending", "0")
             store.set_meta("last_indexed", str(time.time()))
+        elif plan.to_parse:  # only touched (same content, new mtime): nothing to resolve after all
+            store.set_meta("resolve_pending", "0")
         if config.history:
             summary.history_commits = update_for_root(store, root, max_commits=config.history_max_commits).kept
         if embed:

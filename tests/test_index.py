@@ -189,3 +189,15 @@ def test_crash_between_write_and_resolve_is_repaired(shop_repo):
     s = index_repository(shop_repo, workers=1)  # nothing changed on disk
     assert s.files_indexed == 0
     assert s.edges == expected
+
+
+def test_a_touched_file_leaves_no_full_resolution_behind(shop_repo):
+    """A new mtime on unchanged content (a checkout, a save without edits) writes nothing: the
+    run must not leave the crash marker that makes the next run resolve every reference again."""
+    index_repository(shop_repo, workers=1)
+    p = shop_repo / "shop" / "models.py"
+    os.utime(p, (time.time() + 5, time.time() + 5))
+    s = index_repository(shop_repo, workers=1)
+    assert s.files_indexed == 0 and s.files_unchanged == len(SHOP)
+    with Store(shop_repo / ".nsccn" / "index.db", readonly=True) as store:
+        assert store.get_meta("resolve_pending") == "0"
