@@ -25,8 +25,6 @@ def _print_json(data) -> None:
 
 
 def cmd_index(args) -> int:
-    from tqdm import tqdm
-
     from nsccn.indexer import index_repository
 
     root = Path(args.path)
@@ -38,6 +36,8 @@ def cmd_index(args) -> int:
     def progress(done: int, total: int) -> None:
         nonlocal bar
         if bar is None:
+            from tqdm import tqdm  # a run with nothing to parse does without
+
             bar = tqdm(total=total, unit="file", desc="parsing", disable=args.json or None, file=sys.stderr)
         bar.update(1)
 
@@ -46,6 +46,8 @@ def cmd_index(args) -> int:
     def embed_progress(done: int, total: int) -> None:
         nonlocal ebar
         if ebar is None:
+            from tqdm import tqdm
+
             ebar = tqdm(total=total, unit="entity", desc="embedding", disable=args.json or None, file=sys.stderr)
         ebar.n = done
         ebar.refresh()

@@ -17,9 +17,7 @@ from pathlib import Path
 
 from nsccn.config import Config, ensure_index_dir, load_config
 from nsccn.extract import TOO_DEEP, content_hash, parse_file
-from nsccn.history import update_for_root
 from nsccn.model import ParsedFile
-from nsccn.repomap import compute_ranks
 from nsccn.resolve import resolve_affected, resolve_all
 from nsccn.scan import FileInfo, ScanResult, read_source, scan_repository
 from nsccn.store import IndexMissing, Store
@@ -190,6 +188,8 @@ def index_repository(
             # changed since the last computation, not on every small edit.
             pending = int(store.get_meta("ranks_pending_files", "0") or 0) + len(changed_paths)
             if pending > RANKS_REFRESH_SHARE * max(1, summary.files_seen) or not known or interrupted:
+                from nsccn.repomap import compute_ranks  # numpy: only for a run that needs it
+
                 compute_ranks(store)
                 pending = 0
             store.set_meta("ranks_pending_files", str(pending))
@@ -198,6 +198,8 @@ def index_repository(
         elif plan.to_parse:  # only touched (same content, new mtime): nothing to resolve after all
             store.set_meta("resolve_pending", "0")
         if config.history:
+            from nsccn.history import update_for_root
+
             summary.history_commits = update_for_root(store, root, max_commits=config.history_max_commits).kept
         if embed:
             from nsccn.semantic import default_embedder, embed_index

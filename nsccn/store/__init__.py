@@ -17,7 +17,7 @@ import apsw
 
 from nsccn.model import ParsedFile
 from nsccn.private import open_private, private_dir
-from nsccn.store.schema import SCHEMA_VERSION, migrate
+from nsccn.store.schema import INHERITS_ID, SCHEMA_VERSION, migrate
 from nsccn.store.terms import file_terms
 
 __all__ = ["Store", "EntityRow", "EdgeRow", "SCHEMA_VERSION", "IndexMissing", "IndexNotReady"]
@@ -354,7 +354,7 @@ class Store:
         """(class id, base id) of every INHERITS edge."""
         return self.conn.execute(
             "SELECT s.name, t.name FROM edges e JOIN symbols s ON s.id = e.source JOIN symbols t ON t.id = e.target"
-            " WHERE e.relation=(SELECT id FROM symbols WHERE name='INHERITS')"
+            f" WHERE e.relation = {INHERITS_ID}"  # a literal: it picks the partial index edges_inherits
         ).fetchall()
 
     # -- reading -----------------------------------------------------------------------------

@@ -11,6 +11,8 @@ SCHEMA_VERSION = 4
 # Schemas before 4 keep ids as text in edges and refs: no migration reads them, the index is rebuilt.
 REBUILD_BELOW = 4
 
+INHERITS_ID = 1  # symbols.id of 'INHERITS', fixed by the schema
+
 # The tables an index run fills: dropped and made anew when an older index is rebuilt.
 INDEX_TABLES = (
     "files", "entities", "refs", "edges", "skeletons", "ranks", "symbols", "entities_fts", "files_fts",
@@ -21,6 +23,7 @@ INDEX_SCHEMA = """
     -- Every string an edge or a reference names (entity ids, targets, expressions, relation and
     -- resolution names, scopes), once: edges and refs hold these integers, not repeated text.
     CREATE TABLE symbols(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+    INSERT INTO symbols(id, name) VALUES(1, 'INHERITS');  -- INHERITS_ID: the partial index below names it
     CREATE TABLE files(
         id INTEGER PRIMARY KEY,         -- also the rowid of the file's files_fts row
         path TEXT NOT NULL UNIQUE,
@@ -83,6 +86,8 @@ INDEX_SCHEMA = """
         PRIMARY KEY(ref, n)
     ) WITHOUT ROWID;
     CREATE INDEX edges_source ON edges(source, relation);
+    -- The class hierarchy, read whole by every resolution: a few thousand rows, not a scan of all edges.
+    CREATE INDEX edges_inherits ON edges(source, target) WHERE relation = 1;
     CREATE INDEX edges_target ON edges(target, relation);
     CREATE TABLE skeletons(
         path TEXT PRIMARY KEY,
