@@ -24,7 +24,8 @@ from nsccn.store import IndexMissing, Store
 
 log = logging.getLogger(__name__)
 
-WRITE_BATCH = 256
+WRITE_BATCH = 256  # files per transaction...
+WRITE_BATCH_LINES = 20_000  # ...or this many lines: a batch's memory stays flat however large its files
 RANKS_REFRESH_SHARE = 0.05
 # `nsccn index` runs the actor pipeline only when this many files (or more) need a parse: below
 # it, starting the actors costs more than they save (README "Index size and speed" measures it).
@@ -149,6 +150,7 @@ def index_repository(
             changed_paths.update(plan.to_delete)
             summary.files_deleted = len(plan.to_delete)
         batch: list[ParsedFile] = []
+        batch_lines = 0
         done = 0
         for info, result in _parse_all(root, plan.to_parse, config, known, workers):
             done += 1
@@ -170,11 +172,12 @@ def index_repository(
                 summary.skipped_examples.setdefault(TOO_DEEP, info.path)
             batch.append(result)
             summary.lines_indexed += result.line_count
-            if len(batch) >= WRITE_BATCH:
+            batch_lines += result.line_count
+            if len(batch) >= WRITE_BATCH or batch_lines >= WRITE_BATCH_LINES:
                 names |= store.write_files(batch)
                 changed_paths.update(p.path for p in batch)
                 summary.files_indexed += len(batch)
-                batch = []
+                batch, batch_lines = [], 0
         if batch:
             names |= store.write_files(batch)
             changed_paths.update(p.path for p in batch)
