@@ -28,8 +28,8 @@ WRITE_BATCH = 256  # files per transaction...
 WRITE_BATCH_LINES = 20_000  # ...or this many lines: a batch's memory stays flat however large its files
 RANKS_REFRESH_SHARE = 0.05
 # `nsccn index` runs the actor pipeline only when this many files (or more) need a parse: below
-# it, starting the actors costs more than they save (README "Index size and speed" measures it).
-PIPELINE_FROM_FILES = 200
+# it, starting the actors costs more than they save (benchmarks/results/index-speed/threshold.md).
+PIPELINE_FROM_FILES = 400
 
 
 @dataclass
