@@ -20,7 +20,7 @@ from nsccn.extract import TOO_DEEP, content_hash, parse_file
 from nsccn.model import ParsedFile
 from nsccn.resolve import resolve_affected, resolve_all
 from nsccn.scan import FileInfo, ScanResult, read_source, scan_repository
-from nsccn.store import IndexMissing, Store
+from nsccn.store import WRITER_CACHE_MIB, IndexMissing, Store
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ def index_repository(
     summary.skipped.update(scan.skipped)
     summary.skipped_examples.update(scan.skipped_examples)
     summary.warnings = list(scan.warnings)
-    with Store(db_path) as store:
+    with Store(db_path, cache_mib=WRITER_CACHE_MIB) as store:
         plan = plan_changes(root, store, scan.files)
         known = store.file_states()
         # A run that died between writing files and resolving their references leaves this set:

@@ -44,7 +44,7 @@ from nsccn.messages import (
 )
 from nsccn.resolve import resolve_affected, resolve_all
 from nsccn.semantic import EMBEDDABLE_SQL as _EMBEDDABLE, TEXT_COLUMNS, texts_of_rows
-from nsccn.store import Store
+from nsccn.store import WRITER_CACHE_MIB, Store
 from nsccn.vectors import VectorStore
 from workers.base import Actor, actor_main
 
@@ -68,7 +68,7 @@ class Writer(Actor):
         # first files are being parsed, not when the bulk is done.
         threading.Thread(target=_warm_imports, daemon=True).start()
         with self.busy("opening index"):
-            self.store = Store(spec.db_path)
+            self.store = Store(spec.db_path, cache_mib=WRITER_CACHE_MIB)
         inbox = self.socket(zmq.PULL, bind=self.addrs.writer)
         self.to_watcher = self.socket(zmq.PUSH, connect=self.addrs.watcher)
         self.to_embedder = self.socket(zmq.PUSH, connect=self.addrs.embedder) if spec.embed else None

@@ -20,9 +20,12 @@ from nsccn.private import open_private, private_dir
 from nsccn.store.schema import INHERITS_ID, SCHEMA_VERSION, migrate
 from nsccn.store.terms import file_terms
 
-__all__ = ["Store", "EntityRow", "EdgeRow", "SCHEMA_VERSION", "IndexMissing", "IndexNotReady"]
+__all__ = ["WRITER_CACHE_MIB", "Store", "EntityRow", "EdgeRow", "SCHEMA_VERSION", "IndexMissing", "IndexNotReady"]
 
 COUNTS_KEY = "counts"  # meta: Store.counts() as JSON, deleted by every write that changes them
+# The writers' page cache: resolution writes 600k edges in one transaction, and a 64 MiB cache of
+# dirty pages made a third of the writer's memory (benchmarks/results/index-speed/writer_cache.md).
+WRITER_CACHE_MIB = 16
 ENTITY_COLUMNS = "id, kind, path, qualname, name, start_line, end_line, signature, docstring, decorators, parent"
 
 
@@ -75,7 +78,7 @@ class EdgeRow:
 
 
 class Store:
-    def __init__(self, db_path: str | Path, readonly: bool = False):
+    def __init__(self, db_path: str | Path, readonly: bool = False, cache_mib: int = 64):
         self.path = Path(db_path)
         self.readonly = readonly
         self._files_by_name: tuple[tuple[int, int], dict[str, list[str]]] | None = None
@@ -108,7 +111,7 @@ class Store:
                 raise RuntimeError(
                     f"index at {self.path} has schema {row[0]}, this nsccn reads {SCHEMA_VERSION}: re-run `nsccn index`"
                 )
-        self.conn.execute("PRAGMA cache_size=-65536")
+        self.conn.execute(f"PRAGMA cache_size={-1024 * int(cache_mib)}")
 
     def close(self) -> None:
         self.conn.close()
