@@ -56,3 +56,15 @@ def test_incremental_updates_end_where_a_fresh_index_does(tmp_path):
     b = index_identity.dump(str(fresh / ".nsccn" / "index.db"))
     assert index_identity.compare(a, b) == []
     assert any("bump_counter" in e for e in a["edges"])
+
+
+def test_relations_have_the_ids_the_schema_fixes(tmp_path):
+    """Relation ids in name order: a node's edges list CALLS before CONTAINS before INHERITS, as
+    the text-id schema listed them (the graph stream's ties, hence localization, depend on it)."""
+    from nsccn.model import RELATIONS
+    from nsccn.store import Store
+    from nsccn.store.schema import INHERITS_ID
+
+    with Store(tmp_path / "index.db") as store:
+        ids = {r: store.symbol(r) for r in RELATIONS}
+    assert sorted(RELATIONS, key=ids.get) == sorted(RELATIONS) and ids["INHERITS"] == INHERITS_ID

@@ -11,7 +11,7 @@ SCHEMA_VERSION = 4
 # Schemas before 4 keep ids as text in edges and refs: no migration reads them, the index is rebuilt.
 REBUILD_BELOW = 4
 
-INHERITS_ID = 1  # symbols.id of 'INHERITS', fixed by the schema
+INHERITS_ID = 4  # symbols.id of 'INHERITS', fixed by the schema
 
 # The tables an index run fills: dropped and made anew when an older index is rebuilt.
 INDEX_TABLES = (
@@ -23,7 +23,11 @@ INDEX_SCHEMA = """
     -- Every string an edge or a reference names (entity ids, targets, expressions, relation and
     -- resolution names, scopes), once: edges and refs hold these integers, not repeated text.
     CREATE TABLE symbols(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
-    INSERT INTO symbols(id, name) VALUES(1, 'INHERITS');  -- INHERITS_ID: the partial index below names it
+    -- The relations first, in the order of their names: an index on (source, relation) lists a
+    -- node's edges as the text-id schema did (CALLS, CONTAINS, ...), and INHERITS has a fixed id
+    -- (INHERITS_ID) the partial index below can name.
+    INSERT INTO symbols(id, name) VALUES(1, 'CALLS'), (2, 'CONTAINS'), (3, 'IMPORTS'), (4, 'INHERITS'),
+        (5, 'MUTATES'), (6, 'PROPAGATES_ERROR'), (7, 'READS_CONFIG');
     CREATE TABLE files(
         id INTEGER PRIMARY KEY,         -- also the rowid of the file's files_fts row
         path TEXT NOT NULL UNIQUE,
@@ -87,7 +91,7 @@ INDEX_SCHEMA = """
     ) WITHOUT ROWID;
     CREATE INDEX edges_source ON edges(source, relation);
     -- The class hierarchy, read whole by every resolution: a few thousand rows, not a scan of all edges.
-    CREATE INDEX edges_inherits ON edges(source, target) WHERE relation = 1;
+    CREATE INDEX edges_inherits ON edges(source, target) WHERE relation = 4;
     CREATE INDEX edges_target ON edges(target, relation);
     CREATE TABLE skeletons(
         path TEXT PRIMARY KEY,
