@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from nsccn import __version__
@@ -53,6 +54,7 @@ def cmd_index(args) -> int:
         ebar.refresh()
 
     in_process, scan = args.in_process, None
+    started = time.perf_counter()
     if not args.pipeline:
         from nsccn.config import load_config
         from supervisor.addresses import running_pipeline
@@ -72,6 +74,7 @@ def cmd_index(args) -> int:
     if in_process:
         summary = index_repository(root, workers=args.workers, progress=progress, embed=args.embed,
                                    embed_progress=embed_progress, scan=scan)
+        summary.seconds = time.perf_counter() - started  # the scan made here included
     else:  # the actor pipeline (supervisor/): parser pool, single writer, embedder
         from supervisor.cli import pipeline_index
 
