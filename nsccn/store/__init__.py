@@ -178,7 +178,7 @@ class Store:
             c.execute(
                 "SELECT s.name, t.name FROM refs r JOIN symbols s ON s.id = r.source JOIN symbols t ON t.id = r.target"
                 " JOIN files f ON f.id=? WHERE r.rowid BETWEEN f.refs_first AND f.refs_last"
-                " AND r.relation=(SELECT id FROM symbols WHERE name='INHERITS')",
+                f" AND r.relation = {INHERITS_ID}",
                 (row[0],),
             )
         )
