@@ -14,7 +14,6 @@ entities, edges and skeletons.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -37,16 +36,12 @@ print(json.dumps({"seconds": time.perf_counter() - t, "files": s.files_indexed, 
 
 
 def digest(db: Path) -> dict:
-    import apsw
+    """Per section of benchmarks/index_identity.py (entities, edges, skeletons, FTS terms, ...):
+    (facts, hash), independent of the symbol ids each index happened to give."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from index_identity import digest as hash_of, dump
 
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    out = {}
-    for table, skip in (("entities", {"rowid"}), ("edges", {"ref"}), ("skeletons", {"skeleton_tokens", "source_tokens"})):
-        cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table})") if r[1] not in skip]
-        rows = sorted(repr(r) for r in conn.execute(f"SELECT {', '.join(cols)} FROM {table}"))
-        out[table] = (len(rows), hashlib.sha1("\n".join(rows).encode()).hexdigest()[:12])
-    conn.close()
-    return out
+    return {section: (len(lines), hash_of(lines)) for section, lines in dump(str(db)).items()}
 
 
 def run_library(repo: Path, workers: int, tmp: Path) -> dict:
@@ -90,6 +85,7 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--out", default=None, help="write the results as JSON here")
+    ap.add_argument("--no-pool", action="store_true", help="leave out the library's own process pool")
     args = ap.parse_args()
     repo = Path(args.repo).resolve()
     results = []
@@ -98,7 +94,7 @@ def main() -> int:
         try:
             load = os.getloadavg()[0]
             lib1 = run_library(repo, 1, tmp)
-            libn = run_library(repo, args.workers, tmp) if args.workers > 1 else None
+            libn = run_library(repo, args.workers, tmp) if args.workers > 1 and not args.no_pool else None
             pipe = run_pipeline(repo, args.workers, tmp)
             # Only now: reading the indexes grows this process, and a child's peak memory
             # (ru_maxrss) starts from its parent's at fork.

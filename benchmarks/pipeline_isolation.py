@@ -75,8 +75,9 @@ def main() -> int:
         c = nav.store.conn
         rng = random.Random(7)
         ids = [r[0] for r in c.execute(
-            "SELECT source FROM edges WHERE relation='CALLS' AND source LIKE 'method:%' GROUP BY source "
-            "HAVING COUNT(*) BETWEEN 3 AND 30").fetchall()]
+            "SELECT s.name FROM edges ed JOIN symbols s ON s.id = ed.source "
+            "WHERE ed.relation=(SELECT id FROM symbols WHERE name='CALLS') AND s.name LIKE 'method:%' "
+            "GROUP BY s.name HAVING COUNT(*) BETWEEN 3 AND 30").fetchall()]
         ids = rng.sample(ids, min(50, len(ids)))
         files = rng.sample([r[0] for r in c.execute("SELECT path FROM skeletons").fetchall()], 50)
         measure(nav, ids, files, 50)  # warm the caches both runs share

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from nsccn import __version__
@@ -25,8 +26,6 @@ def _print_json(data) -> None:
 
 
 def cmd_index(args) -> int:
-    from tqdm import tqdm
-
     from nsccn.indexer import index_repository
 
     root = Path(args.path)
@@ -38,6 +37,8 @@ def cmd_index(args) -> int:
     def progress(done: int, total: int) -> None:
         nonlocal bar
         if bar is None:
+            from tqdm import tqdm  # a run with nothing to parse does without
+
             bar = tqdm(total=total, unit="file", desc="parsing", disable=args.json or None, file=sys.stderr)
         bar.update(1)
 
@@ -46,21 +47,34 @@ def cmd_index(args) -> int:
     def embed_progress(done: int, total: int) -> None:
         nonlocal ebar
         if ebar is None:
+            from tqdm import tqdm
+
             ebar = tqdm(total=total, unit="entity", desc="embedding", disable=args.json or None, file=sys.stderr)
         ebar.n = done
         ebar.refresh()
 
-    if args.in_process:
+    in_process, scan = args.in_process, None
+    started = time.perf_counter()
+    if not args.pipeline:
         from nsccn.config import load_config
         from supervisor.addresses import running_pipeline
         from supervisor.cli import busy_message
 
-        info = running_pipeline(root.resolve(), load_config(root.resolve()))
+        config = load_config(root.resolve())
+        info = running_pipeline(root.resolve(), config)
         if info is not None:  # its writer owns the index: a second writer would go behind its back
             print(f"nsccn: {busy_message(info)}", file=sys.stderr)
             return EXIT_FAILED
+        if not in_process:  # a small job costs less in this process than the actors' start
+            from nsccn.indexer import PIPELINE_FROM_FILES, files_to_parse
+            from nsccn.scan import scan_repository
+
+            scan = scan_repository(root.resolve(), config)
+            in_process = files_to_parse(root.resolve(), config.db_path(root.resolve()), scan) < PIPELINE_FROM_FILES
+    if in_process:
         summary = index_repository(root, workers=args.workers, progress=progress, embed=args.embed,
-                                   embed_progress=embed_progress)
+                                   embed_progress=embed_progress, scan=scan)
+        summary.seconds = time.perf_counter() - started  # the scan made here included
     else:  # the actor pipeline (supervisor/): parser pool, single writer, embedder
         from supervisor.cli import pipeline_index
 
@@ -437,7 +451,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("path", nargs="?", default=".")
     sp.add_argument("--workers", type=int, default=0, help="parser processes (0: one per core)")
     sp.add_argument("--embed", action="store_true", help="also compute embeddings (semantic search)")
-    sp.add_argument("--in-process", action="store_true", help="index in this process (no actor pipeline)")
+    mode = sp.add_mutually_exclusive_group()
+    mode.add_argument("--in-process", action="store_true", help="index in this process (no actor pipeline)")
+    mode.add_argument("--pipeline", action="store_true",
+                      help="run the actor pipeline however few files need a parse (default: only for many)")
     sp.add_argument("--tcp", metavar="HOST:BASE_PORT", help="run the pipeline over tcp on HOST (CURVE-authenticated)")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_index, needs_nav=False)

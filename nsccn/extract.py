@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 
 from nsccn.model import ParsedFile
+from nsccn.store.terms import file_terms
 
 
 # The skip reason both index paths (library and pipeline) count a partly indexed file under.
@@ -37,7 +38,7 @@ def parse_file(path: str, data: bytes, mtime: float = 0.0) -> ParsedFile:
         ex = PythonExtractor(path, data).extract()
     else:
         ex = languages.query_language(language).extract(path, data)
-    return ParsedFile(
+    pf = ParsedFile(
         path=path,
         language=language,
         content_hash=content_hash(data),
@@ -53,3 +54,5 @@ def parse_file(path: str, data: bytes, mtime: float = 0.0) -> ParsedFile:
         error_lines=sorted(set(ex.error_lines)),
         deep_lines=sorted(set(ex.deep_lines)),
     )
+    pf.terms = file_terms(pf)  # tokenizing for FTS is parse work: in the parser, off the writer
+    return pf

@@ -17,17 +17,19 @@ from pathlib import Path
 
 from nsccn.config import Config, ensure_index_dir, load_config
 from nsccn.extract import TOO_DEEP, content_hash, parse_file
-from nsccn.history import update_for_root
 from nsccn.model import ParsedFile
-from nsccn.repomap import compute_ranks
 from nsccn.resolve import resolve_affected, resolve_all
-from nsccn.scan import FileInfo, read_source, scan_repository
-from nsccn.store import Store
+from nsccn.scan import FileInfo, ScanResult, read_source, scan_repository
+from nsccn.store import WRITER_CACHE_MIB, IndexMissing, Store
 
 log = logging.getLogger(__name__)
 
-WRITE_BATCH = 256
+WRITE_BATCH = 256  # files per transaction...
+WRITE_BATCH_LINES = 20_000  # ...or this many lines: a batch's memory stays flat however large its files
 RANKS_REFRESH_SHARE = 0.05
+# `nsccn index` runs the actor pipeline only when this many files (or more) need a parse: below
+# it, starting the actors costs more than they save (benchmarks/results/index-speed/threshold.md).
+PIPELINE_FROM_FILES = 400
 
 
 @dataclass
@@ -81,6 +83,15 @@ def plan_changes(root: Path, store: Store, files: list[FileInfo]) -> Plan:
     return Plan(to_parse, [p for p in known if p not in present], unchanged)
 
 
+def files_to_parse(root: Path, db_path: Path, scan: ScanResult) -> int:
+    """How many files an index run would parse (new or changed size/mtime), without writing."""
+    try:
+        with Store(db_path, readonly=True) as store:
+            return len(plan_changes(root, store, scan.files).to_parse)
+    except (IndexMissing, RuntimeError):  # no index yet, or one of another schema: all of them
+        return len(scan.files)
+
+
 def parse_one(root: str, info: FileInfo, max_size: int, known_hash: str | None) -> ParsedFile | str | None:
     """A ParsedFile, the string reason the file was skipped, or None when its content is unchanged."""
     data, reason = read_source(Path(root), info.path, max_size)
@@ -107,8 +118,10 @@ def index_repository(
     progress: Callable[[int, int], None] | None = None,
     embed: bool = False,
     embed_progress: Callable[[int, int], None] | None = None,
+    scan: ScanResult | None = None,
 ) -> IndexSummary:
-    """Bring the index of `root` up to date; only new, changed and deleted files cost work."""
+    """Bring the index of `root` up to date; only new, changed and deleted files cost work.
+    `scan`: the repository's scan, when the caller has just made it."""
     started = time.perf_counter()
     root = Path(root).resolve()
     config = config or load_config(root)
@@ -116,12 +129,12 @@ def index_repository(
         ensure_index_dir(root, config)  # 0700, never through a symlink the repository carries
     db_path = Path(db_path) if db_path else config.db_path(root)
     summary = IndexSummary(str(root), str(db_path))
-    scan = scan_repository(root, config)
+    scan = scan or scan_repository(root, config)
     summary.files_seen = len(scan.files)
     summary.skipped.update(scan.skipped)
     summary.skipped_examples.update(scan.skipped_examples)
     summary.warnings = list(scan.warnings)
-    with Store(db_path) as store:
+    with Store(db_path, cache_mib=WRITER_CACHE_MIB) as store:
         plan = plan_changes(root, store, scan.files)
         known = store.file_states()
         # A run that died between writing files and resolving their references leaves this set:
@@ -137,6 +150,7 @@ def index_repository(
             changed_paths.update(plan.to_delete)
             summary.files_deleted = len(plan.to_delete)
         batch: list[ParsedFile] = []
+        batch_lines = 0
         done = 0
         for info, result in _parse_all(root, plan.to_parse, config, known, workers):
             done += 1
@@ -158,11 +172,12 @@ def index_repository(
                 summary.skipped_examples.setdefault(TOO_DEEP, info.path)
             batch.append(result)
             summary.lines_indexed += result.line_count
-            if len(batch) >= WRITE_BATCH:
+            batch_lines += result.line_count
+            if len(batch) >= WRITE_BATCH or batch_lines >= WRITE_BATCH_LINES:
                 names |= store.write_files(batch)
                 changed_paths.update(p.path for p in batch)
                 summary.files_indexed += len(batch)
-                batch = []
+                batch, batch_lines = [], 0
         if batch:
             names |= store.write_files(batch)
             changed_paths.update(p.path for p in batch)
@@ -176,12 +191,18 @@ def index_repository(
             # changed since the last computation, not on every small edit.
             pending = int(store.get_meta("ranks_pending_files", "0") or 0) + len(changed_paths)
             if pending > RANKS_REFRESH_SHARE * max(1, summary.files_seen) or not known or interrupted:
+                from nsccn.repomap import compute_ranks  # numpy: only for a run that needs it
+
                 compute_ranks(store)
                 pending = 0
             store.set_meta("ranks_pending_files", str(pending))
             store.set_meta("resolve_pending", "0")
             store.set_meta("last_indexed", str(time.time()))
+        elif plan.to_parse:  # only touched (same content, new mtime): nothing to resolve after all
+            store.set_meta("resolve_pending", "0")
         if config.history:
+            from nsccn.history import update_for_root
+
             summary.history_commits = update_for_root(store, root, max_commits=config.history_max_commits).kept
         if embed:
             from nsccn.semantic import default_embedder, embed_index

@@ -39,6 +39,14 @@ class Ref(msgspec.Struct, frozen=True):
     scope: str = ""  # qualname of the innermost enclosing class ("" when none), for self/cls
 
 
+class FileTerms(msgspec.Struct):
+    """A file's full-text rows, made where it is parsed (a parser process), not by the writer."""
+
+    path: str  # the file path's terms (both full-text indexes)
+    body: str  # files_fts: every entity's terms, repetitions kept
+    entities: list[tuple[str, str, str, str]]  # entities_fts per entity, in order: name, signature, docstring, body
+
+
 class ParsedFile(msgspec.Struct):
     path: str  # relative to the repository root, forward slashes
     language: str
@@ -54,6 +62,7 @@ class ParsedFile(msgspec.Struct):
     module_globals: list[str] = []  # names assigned at module level (constants, globals)
     error_lines: list[int] = []  # lines of syntax errors (entities there may be missing)
     deep_lines: list[int] = []  # where syntax nested too deeply to walk begins (entities there are missing)
+    terms: FileTerms | None = None  # full-text rows (nsccn.store.file_terms); None: the writer makes them
 
 
 def entity_id(kind: str, path: str, qualname: str) -> str:

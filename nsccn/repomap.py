@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections import defaultdict
 from typing import NamedTuple
 
@@ -35,19 +36,21 @@ def _graph(store: Store) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.nd
 def _read_graph(store: Store) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
     rowids = np.array([r for (r,) in store.conn.execute("SELECT rowid FROM entities ORDER BY rowid")], dtype=np.int64)
     index = {int(r): i for i, r in enumerate(rowids)}
-    src, dst, w = [], [], []
+    src, dst, w = array("q"), array("q"), array("d")  # 8 bytes an edge each, not a Python object
     rels = ",".join(f"'{r}'" for r in RANK_RELATIONS)
     q = (
-        "SELECT s.rowid, t.rowid, ed.relation, ed.confidence FROM edges ed "
-        "JOIN entities s ON s.id = ed.source JOIN entities t ON t.id = ed.target "
-        f"WHERE ed.relation IN ({rels})"
+        "SELECT s.rowid, t.rowid, rl.name, ed.confidence FROM edges ed JOIN symbols rl ON rl.id = ed.relation "
+        "JOIN symbols ss ON ss.id = ed.source JOIN entities s ON s.id = ss.name "
+        "JOIN symbols ts ON ts.id = ed.target JOIN entities t ON t.id = ts.name "
+        f"WHERE rl.name IN ({rels})"
     )
     for s, t, rel, conf in store.conn.execute(q):
         if s != t:
             src.append(index[s])
             dst.append(index[t])
             w.append(RANK_RELATIONS[rel] * conf)
-    return np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), np.array(w), len(rowids), rowids
+    return (np.frombuffer(src, dtype=np.int64), np.frombuffer(dst, dtype=np.int64), np.frombuffer(w, dtype=np.float64),
+            len(rowids), rowids)
 
 
 def pagerank(src, dst, w, n: int, personalization: np.ndarray | None = None) -> np.ndarray:

@@ -77,7 +77,7 @@ class Resolver:
         self._dotted_cache: dict[str, list[str] | None] = {}
         self.bases: dict[str, list[str]] = defaultdict(list)
         self._mro_cache: dict[str, list[str]] = {}  # cleared whenever bases change
-        for source, target in c.execute("SELECT source, target FROM edges WHERE relation='INHERITS'"):
+        for source, target in store.inherits():
             self.bases[source].append(target)
 
     def _language_names(self, rows: list[tuple], project: Project) -> None:
@@ -326,16 +326,23 @@ def _canonical_module(path: str, module: str, packages: set[str]) -> str:
     return ".".join(dotted[start:]) if start < len(dotted) else module
 
 
-def resolve_edges(store: Store, refs: list[tuple]) -> list[tuple]:
-    resolver = Resolver(store)
+def resolve_edges(store: Store, refs: list[tuple], resolver: Resolver | None = None) -> list[tuple]:
+    resolver = resolver or Resolver(store)
     # Bases first: self.m() through the MRO needs them.
-    inherits = [r for r in refs if r[3] == "INHERITS"]
-    edges: list[tuple] = []
+    _add_bases(resolver, [r for r in refs if r[3] == "INHERITS"])
+    return _edges_of(resolver, refs)
+
+
+def _add_bases(resolver: Resolver, inherits: list[tuple]) -> None:
     for ref in inherits:
         rowid, path, source, relation, target, line, scope = ref
         for tid, conf, how in resolver.resolve(path, source, relation, target, scope):
             resolver.bases[source].append(tid)
     resolver._mro_cache.clear()
+
+
+def _edges_of(resolver: Resolver, refs: list[tuple]) -> list[tuple]:
+    edges: list[tuple] = []
     for ref in refs:
         rowid, path, source, relation, target, line, scope = ref
         seen = set()
@@ -348,12 +355,20 @@ def resolve_edges(store: Store, refs: list[tuple]) -> list[tuple]:
 
 
 def resolve_all(store: Store) -> int:
-    """Recompute every edge. Used after a bulk index."""
-    with store.conn:  # one snapshot for reading refs and the symbol table
-        store.conn.execute("DELETE FROM edges WHERE relation='INHERITS'")
-    edges = resolve_edges(store, store.refs())
-    store.replace_edges(None, edges)
-    return len(edges)
+    """Recompute every edge, in one transaction. Used after a bulk index. References are read
+    and resolved a chunk at a time: memory holds the symbol table, never every reference."""
+    n = 0
+    with store.conn:
+        store.delete_edges(relation="INHERITS")
+        resolver = Resolver(store)
+        for chunk in store.ref_chunks(relation="INHERITS"):
+            _add_bases(resolver, chunk)
+        store.delete_edges(None)
+        for chunk in store.ref_chunks():
+            edges = _edges_of(resolver, chunk)
+            store.add_edges(edges)
+            n += len(edges)
+    return n
 
 
 def resolve_affected(store: Store, paths: set[str], names: set[str]) -> int:
@@ -365,8 +380,7 @@ def resolve_affected(store: Store, paths: set[str], names: set[str]) -> int:
     refs = store.refs(paths, names)
     if not refs:
         return 0
-    total = store.conn.execute("SELECT COUNT(*) FROM refs").fetchone()[0]
-    if len(refs) > FULL_RESOLVE_SHARE * total:
+    if len(refs) > FULL_RESOLVE_SHARE * store.ref_count():
         return resolve_all(store)
     edges = resolve_edges(store, refs)
     store.replace_edges([r[0] for r in refs], edges)

@@ -282,7 +282,7 @@ def file_bm25(store: Store, terms: list[str], limit: int = STREAM_DEPTH) -> list
         return []
     match = _any_of(terms)
     q = (
-        "SELECT i.path FROM files_fts f JOIN files_fts_ids i ON i.rowid = f.rowid "
+        "SELECT i.path FROM files_fts f JOIN files i ON i.id = f.rowid "
         "WHERE files_fts MATCH ? ORDER BY bm25(files_fts, 3.0, 1.0) LIMIT ?"
     )
     return [p for (p,) in store.conn.execute(q, (match, limit))]
@@ -413,10 +413,12 @@ def graph_stream(store: Store, scores: dict[int, float], top: int = 20, keep: in
         if row is None:
             continue
         neigh = c.execute(
-            "SELECT e.rowid, ed.confidence FROM edges ed JOIN entities e ON e.id = ed.target "
-            "WHERE ed.source=? AND ed.relation IN ('CALLS', 'CONTAINS', 'INHERITS') "
-            "UNION ALL SELECT e.rowid, ed.confidence FROM edges ed JOIN entities e ON e.id = ed.source "
-            "WHERE ed.target=? AND ed.relation IN ('CALLS', 'CONTAINS')",
+            "SELECT e.rowid, ed.confidence FROM edges ed JOIN symbols t ON t.id = ed.target "
+            "JOIN entities e ON e.id = t.name WHERE ed.source=(SELECT id FROM symbols WHERE name=?) "
+            "AND ed.relation IN (SELECT id FROM symbols WHERE name IN ('CALLS', 'CONTAINS', 'INHERITS')) "
+            "UNION ALL SELECT e.rowid, ed.confidence FROM edges ed JOIN symbols s ON s.id = ed.source "
+            "JOIN entities e ON e.id = s.name WHERE ed.target=(SELECT id FROM symbols WHERE name=?) "
+            "AND ed.relation IN (SELECT id FROM symbols WHERE name IN ('CALLS', 'CONTAINS'))",
             (row.id, row.id),
         ).fetchall()
         share = score / max(3, len(neigh)) ** 0.5

@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from conftest import SHOP
+
 
 def nsccn(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "nsccn.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
@@ -145,3 +147,17 @@ def test_cli_index_names_skipped_symlinks(shop_repo):
     assert "None" not in r.stdout
     r = nsccn("search", "add_item", "--json", "--root", str(shop_repo))
     assert json.loads(r.stdout)["results"][0]["id"] == "method:shop/models.py:User.add_item"
+
+
+def test_index_runs_small_jobs_in_process_and_the_pipeline_on_request(shop_repo):
+    """A job below PIPELINE_FROM_FILES files to parse costs less without the actors' start: the
+    default `nsccn index` does it in this process; `--pipeline` runs the actors whatever the size."""
+    r = nsccn("index", str(shop_repo), "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["files_indexed"] == len(SHOP) and "pipeline" not in summary
+    (shop_repo / "shop" / "extra.py").write_text("def extra():\n    return 1\n")
+    r = nsccn("index", str(shop_repo), "--pipeline", "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["files_indexed"] == 1 and summary["pipeline"]["actors"]

@@ -37,6 +37,7 @@ COVERED = [
      "tests/test_docs_commands.py", "test_registration_line_connects_without_an_active_venv"),
     (r"^NSCCN_ROOT=\S+ \.venv/bin/honcho start", "tests/test_docs_commands.py", "test_procfile_runs_without_an_active_venv"),
     (r"^nsccn index PATH --in-process", "tests/test_hostile.py", '"--in-process"'),
+    (r"^nsccn index PATH --pipeline", "tests/test_cli.py", '"--pipeline"'),
     # any other `nsccn SUBCOMMAND ...`: a test must start a real `nsccn SUBCOMMAND` process (runs_subcommand)
 ]
 # how the tests start the CLI: nsccn("sub", ...), [sys.executable, "-m", "nsccn.cli", "sub", ...], pre + ["sub", ...]

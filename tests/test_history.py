@@ -153,7 +153,7 @@ def test_the_pipeline_reads_the_history_too(history_repo):
     import sys
 
     root, shas = history_repo
-    r = subprocess.run([sys.executable, "-m", "nsccn.cli", "index", str(root), "--workers", "1"],
+    r = subprocess.run([sys.executable, "-m", "nsccn.cli", "index", str(root), "--pipeline", "--workers", "1"],
                        capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stderr
     status = subprocess.run([sys.executable, "-m", "nsccn.cli", "status", "--json", "--root", str(root)],

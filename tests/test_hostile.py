@@ -49,7 +49,7 @@ def test_bad_nested_gitignore_line_costs_that_line_only(tmp_path):
         "vendor/lib/x.gen.py": "def generated():\n    pass\n",
     })
     db = repo / ".nsccn" / "index.db"
-    for mode in (["--in-process"], []):  # the library path, then the pipeline (its watcher scans)
+    for mode in (["--in-process"], ["--pipeline"]):  # the library path, then the pipeline (its watcher scans)
         if db.exists():
             for p in db.parent.glob("index.db*"):
                 p.unlink()
@@ -150,7 +150,7 @@ def test_deep_nesting_keeps_everything_outside_the_deep_region(tmp_path):
     # The same in both index paths: entities, and the skip counted under the same reason.
     repo = write_repo(tmp_path / "r", DEEP)
     lib = index_repository(repo, tmp_path / "lib.db", workers=1)
-    r = nsccn("index", str(repo), "--workers", "1", "--json")
+    r = nsccn("index", str(repo), "--pipeline", "--workers", "1", "--json")
     assert r.returncode == 0, r.stderr
     pipe = json.loads(r.stdout)
     assert lib.skipped[TOO_DEEP] >= 2 and dict(lib.skipped) == pipe["skipped"]
@@ -257,7 +257,7 @@ def test_a_repository_package_named_like_an_actor_is_never_run(tmp_path):
         "workers/__init__.py": evil, "workers/parser.py": evil, "workers/writer.py": evil,
         "workers/watcher.py": evil, "supervisor/__init__.py": evil, "supervisor/__main__.py": evil,
     })
-    r = subprocess.run([sys.executable, "-m", "nsccn.cli", "index", str(repo), "--workers", "1"],
+    r = subprocess.run([sys.executable, "-m", "nsccn.cli", "index", str(repo), "--pipeline", "--workers", "1"],
                        capture_output=True, text=True, timeout=240, cwd=str(repo.parent))
     assert r.returncode == 0, r.stderr
     assert not marker.exists()

@@ -56,7 +56,7 @@ def test_modify_rename_delete(shop_repo):
     with db(shop_repo) as store:
         assert store.entities_in_file("shop/service.py") == []
         assert store.edges_from("func:shop/service.py:register") == []
-        assert store.conn.execute("SELECT COUNT(*) FROM refs WHERE path='shop/service.py'").fetchone()[0] == 0
+        assert store.conn.execute("SELECT COUNT(*) FROM refs WHERE file NOT IN (SELECT id FROM files)").fetchone()[0] == 0
         hits = store.conn.execute("SELECT COUNT(*) FROM entities_fts WHERE entities_fts MATCH 'unregister'").fetchone()[0]
         assert hits == 0
 
@@ -147,28 +147,30 @@ def test_write_is_atomic_per_batch(shop_repo, tmp_path):
     store.close()
 
 
-def test_schema_migrates_forward(tmp_path):
+def test_older_schema_is_rebuilt_never_misread(shop_repo, capfd):
+    """An index of schema 3 (text ids in edges and refs) is rebuilt with one line on stderr: its
+    tables dropped, the next run a first build with the same answers; a reader refuses it."""
     import apsw
 
-    from nsccn.store.schema import MIGRATIONS, SCHEMA_VERSION
+    from nsccn.store.schema import SCHEMA_VERSION
 
-    path = tmp_path / "old.db"
-    conn = apsw.Connection(str(path))
-    conn.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT)")
-    conn.execute(MIGRATIONS[0])
-    conn.execute("INSERT INTO meta VALUES('schema_version', '1')")
-    conn.execute("INSERT INTO files VALUES('a.py','python','h',1,0,1,'a','{}','[]','[]',0)")
-    conn.execute(
-        "INSERT INTO entities(id, kind, path, qualname, name, start_line, end_line, signature, docstring,"
-        " decorators, parent, body_head) VALUES('func:a.py:frobnicate','func','a.py','frobnicate','frobnicate',"
-        "1,2,'def frobnicate()','','[]',NULL,'')"
-    )
-    conn.close()
-    store = Store(path)
-    assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
-    hits = store.conn.execute("SELECT rowid FROM files_fts WHERE files_fts MATCH 'frobnicate'").fetchall()
-    assert len(hits) == 1
-    store.close()
+    index_repository(shop_repo, workers=1)
+    path = shop_repo / ".nsccn" / "index.db"
+    with Store(path) as store:
+        expected = store.counts()
+        store.conn.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
+        store.conn.execute("INSERT INTO commits VALUES(1, 'abc', 0, 'kept', 0, 1)")  # history outlives a rebuild
+    with pytest.raises(RuntimeError, match="schema 3"):
+        Store(path, readonly=True)
+    capfd.readouterr()
+    s = index_repository(shop_repo, workers=1)
+    err = capfd.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "schema 3" in err[0] and "rebuilding" in err[0], err
+    assert s.files_indexed == len(SHOP) and s.files_unchanged == 0
+    with Store(path, readonly=True) as store:
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
+        assert store.counts() == expected
+        assert store.conn.execute("SELECT message FROM commits").fetchall() == [("kept",)]
     newer = apsw.Connection(str(path))
     newer.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
     newer.close()
@@ -182,8 +184,20 @@ def test_crash_between_write_and_resolve_is_repaired(shop_repo):
     store = Store(shop_repo / ".nsccn" / "index.db")
     expected = store.counts()["edges"]
     store.set_meta("resolve_pending", "1")
-    store.conn.execute("DELETE FROM edges WHERE path='shop/service.py'")  # as if never resolved
+    store.delete_edges([r[0] for r in store.refs(["shop/service.py"])])  # as if never resolved
     store.close()
     s = index_repository(shop_repo, workers=1)  # nothing changed on disk
     assert s.files_indexed == 0
     assert s.edges == expected
+
+
+def test_a_touched_file_leaves_no_full_resolution_behind(shop_repo):
+    """A new mtime on unchanged content (a checkout, a save without edits) writes nothing: the
+    run must not leave the crash marker that makes the next run resolve every reference again."""
+    index_repository(shop_repo, workers=1)
+    p = shop_repo / "shop" / "models.py"
+    os.utime(p, (time.time() + 5, time.time() + 5))
+    s = index_repository(shop_repo, workers=1)
+    assert s.files_indexed == 0 and s.files_unchanged == len(SHOP)
+    with Store(shop_repo / ".nsccn" / "index.db", readonly=True) as store:
+        assert store.get_meta("resolve_pending") == "0"

@@ -23,6 +23,7 @@ import zmq
 from nsccn.config import Config, load_config
 from nsccn.extract import content_hash
 from nsccn.indexer import index_repository
+from nsccn.store import Store
 from nsccn.messages import (
     HEADER,
     Committed,
@@ -37,6 +38,9 @@ from nsccn.messages import (
 )
 from supervisor.addresses import addresses, info_path, ipc_paths, run_dir
 from supervisor.control import query_status
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import index_identity  # noqa: E402
 
 PY = sys.executable
 
@@ -83,17 +87,16 @@ def make_repo(root: Path, n: int) -> Path:
 def snapshot(db: Path) -> dict:
     """Everything an index holds that does not depend on insertion order or the clock."""
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    out = {}
+    # Entities, edges, skeletons and FTS terms as benchmarks/index_identity.py dumps them (ids as
+    # text, whichever symbol ids an index gave); files with their hashes, sizes and mtimes; refs.
+    out: dict = dict(index_identity.dump(str(db)))
+    out.pop("ranks")
     try:
-        for table, skip in (
-            ("files", {"indexed_at"}),
-            ("entities", {"rowid"}),
-            ("refs", set()),
-            ("edges", {"ref"}),
-            ("skeletons", {"skeleton_tokens", "source_tokens"}),
-        ):
-            cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table})") if r[1] not in skip]
-            out[table] = sorted(conn.execute(f"SELECT {', '.join(cols)} FROM {table}").fetchall(), key=repr)
+        out["files"] = sorted(conn.execute(
+            "SELECT path, language, content_hash, size, mtime, line_count, module, imports, module_globals,"
+            " error_lines FROM files").fetchall())
+        with Store(db, readonly=True) as store:
+            out["refs"] = sorted(r[1:] for r in store.refs())
         out["fts_rows"] = conn.execute("SELECT COUNT(*) FROM entities_fts_docsize").fetchall()[0][0]
         ranks = conn.execute("SELECT e.id, r.rank FROM ranks r JOIN entities e ON e.rowid = r.entity_rowid").fetchall()
         out["ranks"] = {eid: round(rank, 6) for eid, rank in ranks}

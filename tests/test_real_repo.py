@@ -36,8 +36,9 @@ def test_real_repo_round_trip():
 
     with Store(summary["db_path"], readonly=True) as store:
         eid, path, start, end = store.conn.execute(
-            "SELECT e.id, e.path, e.start_line, e.end_line FROM edges ed JOIN entities e ON e.id = ed.target "
-            "WHERE ed.relation='CALLS' AND e.kind IN ('func','method') GROUP BY e.id ORDER BY COUNT(*) DESC LIMIT 1"
+            "SELECT e.id, e.path, e.start_line, e.end_line FROM edges ed JOIN symbols t ON t.id = ed.target "
+            "JOIN entities e ON e.id = t.name WHERE ed.relation=(SELECT id FROM symbols WHERE name='CALLS') "
+            "AND e.kind IN ('func','method') GROUP BY e.id ORDER BY COUNT(*) DESC LIMIT 1"
         ).fetchone()
     window = json.loads(run("window", eid, *root, "--context", "0"))
     lines = open(os.path.join(REPO, path), encoding="utf-8", errors="replace").read().splitlines()

@@ -63,7 +63,7 @@ def test_repository_config_cannot_move_the_index_or_open_sockets(tmp_path, monke
         "index_dir": "../elsewhere",
         "rrf_k": 30,
     }))
-    r = nsccn("index", str(repo), "--workers", "1")
+    r = nsccn("index", str(repo), "--pipeline", "--workers", "1")  # the actors: they would open the sockets
     assert r.returncode == 0, r.stderr[-2000:]
     assert "ignoring 'index_dir'" in r.stderr and "ignoring 'pipeline'" in r.stderr
     assert "Traceback" not in r.stderr
@@ -244,19 +244,19 @@ def test_a_foreign_or_open_tmp_socket_dir_is_refused(tmp_path, own_tmpdir):
 
     d.parent.mkdir()
     d.parent.chmod(0o777)  # pre-created by someone, open to all
-    r = nsccn("index", str(deep), "--workers", "1", timeout=60)
+    r = nsccn("index", str(deep), "--pipeline", "--workers", "1", timeout=60)
     assert r.returncode == 1 and f"{d.parent} has mode 0777" in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert not d.exists()  # nothing of ours went into it
 
     d.parent.chmod(0o700)
     os.chown(d.parent, 65534, 65534)  # made by another user
-    r = nsccn("index", str(deep), "--workers", "1", timeout=60)
+    r = nsccn("index", str(deep), "--pipeline", "--workers", "1", timeout=60)
     assert r.returncode == 1 and f"{d.parent} belongs to uid 65534" in r.stderr, r.stderr
     with pytest.raises(PrivatePathError, match="belongs to uid 65534"):
         prepare_run_dir(d)
 
     d.parent.rmdir()
-    r = nsccn("index", str(deep), "--workers", "1", timeout=60)
+    r = nsccn("index", str(deep), "--pipeline", "--workers", "1", timeout=60)
     assert r.returncode == 0, r.stderr[-2000:]
     assert prepare_run_dir(d) == d and mode(d.parent) == 0o700 and mode(d) == 0o700  # made by us: fine
     d.mkdir(exist_ok=True)

@@ -44,11 +44,12 @@ from nsccn.messages import (
 )
 from nsccn.resolve import resolve_affected, resolve_all
 from nsccn.semantic import EMBEDDABLE_SQL as _EMBEDDABLE, TEXT_COLUMNS, texts_of_rows
-from nsccn.store import Store
+from nsccn.store import WRITER_CACHE_MIB, Store
 from nsccn.vectors import VectorStore
 from workers.base import Actor, actor_main
 
-BULK_BATCH = 256  # files per transaction during the initial scan
+BULK_BATCH = 256  # files per transaction during the initial scan...
+BULK_BATCH_LINES = 20_000  # ...or this many lines parsed: what a batch holds in memory, whatever the files' size
 BULK_MAX_AGE_S = 0.5  # ...or this old, whichever first
 RANKS_REFRESH_SHARE = 0.05  # as nsccn.indexer: PageRank again once this share of files changed
 LIVE_RANKS_DELAY_S = 2.0  # PageRank after live edits waits for a quiet moment
@@ -67,12 +68,13 @@ class Writer(Actor):
         # first files are being parsed, not when the bulk is done.
         threading.Thread(target=_warm_imports, daemon=True).start()
         with self.busy("opening index"):
-            self.store = Store(spec.db_path)
+            self.store = Store(spec.db_path, cache_mib=WRITER_CACHE_MIB)
         inbox = self.socket(zmq.PULL, bind=self.addrs.writer)
         self.to_watcher = self.socket(zmq.PUSH, connect=self.addrs.watcher)
         self.to_embedder = self.socket(zmq.PUSH, connect=self.addrs.embedder) if spec.embed else None
         self.to_super = self.socket(zmq.PUSH, connect=self.addrs.supervisor)
         self.batch: dict[str, object] = {}
+        self.batch_lines = 0  # lines of the Parsed results in the batch
         self.batch_started = 0.0
         self.last_seq: dict[str, int] = {}
         # Until the watcher's BulkStart/BulkDone say otherwise, assume a bulk: a result that
@@ -146,7 +148,7 @@ class Writer(Actor):
                     got += 1
                     if msg is not None:
                         self._handle(msg)
-                    if len(self.batch) >= BULK_BATCH:
+                    if len(self.batch) >= BULK_BATCH or self.batch_lines >= BULK_BATCH_LINES:
                         self._flush()
             now = time.monotonic()
             if self.batch and (not self.bulk_active or now - self.batch_started >= BULK_MAX_AGE_S):
@@ -201,6 +203,8 @@ class Writer(Actor):
                 if not self.batch:
                     self.batch_started = time.monotonic()
                 self.batch[path] = msg
+                if isinstance(msg, Parsed):
+                    self.batch_lines += msg.file.line_count
             else:
                 self._ack([(path, msg.seq)])
         elif isinstance(msg, Vectors):
@@ -235,6 +239,7 @@ class Writer(Actor):
     def _flush(self) -> None:
         results = list(self.batch.values())
         self.batch = {}
+        self.batch_lines = 0
         acks = []
         fresh = []
         for m in results:

@@ -209,7 +209,7 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
     file_bm25_score: dict[str, float] = {}
     if fusion.terms:
         file_bm25_score = dict(c.execute(
-            "SELECT i.path, -bm25(files_fts, 3.0, 1.0) FROM files_fts f JOIN files_fts_ids i ON i.rowid = f.rowid "
+            "SELECT i.path, -bm25(files_fts, 3.0, 1.0) FROM files_fts f JOIN files i ON i.id = f.rowid "
             f"WHERE files_fts MATCH ? AND i.path IN ({marks})", (_any_of(fusion.terms), *file_list)))
     # Identifiers of the query defined in each file, each weighted 1/sqrt(number of its definitions).
     idents_in: dict[str, int] = defaultdict(int)
@@ -337,10 +337,12 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
             f"SELECT name, count(*) FROM entities WHERE name IN ({','.join('?' * len(names))}) GROUP BY name", names))
     fid_marks = ",".join("?" * len(fn_ids))
     calls_in: dict[str, int] = dict(c.execute(
-        f"SELECT target, count(*) FROM edges WHERE relation='CALLS' AND target IN ({fid_marks}) GROUP BY target",
+        f"SELECT t.name, count(*) FROM edges ed JOIN symbols t ON t.id = ed.target WHERE t.name IN ({fid_marks}) "
+        "AND ed.relation=(SELECT id FROM symbols WHERE name='CALLS') GROUP BY t.name",
         fn_ids)) if fn_ids else {}
     calls_out: dict[str, int] = dict(c.execute(
-        f"SELECT source, count(*) FROM edges WHERE relation='CALLS' AND source IN ({fid_marks}) GROUP BY source",
+        f"SELECT s.name, count(*) FROM edges ed JOIN symbols s ON s.id = ed.source WHERE s.name IN ({fid_marks}) "
+        "AND ed.relation=(SELECT id FROM symbols WHERE name='CALLS') GROUP BY s.name",
         fn_ids)) if fn_ids else {}
     ranks = dict(c.execute(
         f"SELECT entity_rowid, rank FROM ranks WHERE entity_rowid IN ({','.join('?' * len(rowids))})", rowids
@@ -352,8 +354,10 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
     if named:
         nm = ",".join("?" * len(named))
         for a_, b_ in c.execute(
-            f"SELECT source, target FROM edges WHERE relation IN ('CALLS','CONTAINS','INHERITS') "
-            f"AND (source IN ({nm}) OR target IN ({nm}))", (*named, *named)
+            f"SELECT s.name, t.name FROM edges ed JOIN symbols s ON s.id = ed.source JOIN symbols t ON t.id = ed.target "
+            "WHERE ed.relation IN (SELECT id FROM symbols WHERE name IN ('CALLS','CONTAINS','INHERITS')) "
+            f"AND (ed.source IN (SELECT id FROM symbols WHERE name IN ({nm})) "
+            f"OR ed.target IN (SELECT id FROM symbols WHERE name IN ({nm})))", (*named, *named)
         ):
             near.add(a_)
             near.add(b_)

@@ -17,11 +17,15 @@ import apsw
 
 from nsccn.model import ParsedFile
 from nsccn.private import open_private, private_dir
-from nsccn.store.schema import SCHEMA_VERSION, migrate
-from nsccn.text import index_terms
+from nsccn.store.schema import INHERITS_ID, SCHEMA_VERSION, migrate
+from nsccn.store.terms import file_terms
 
-__all__ = ["Store", "EntityRow", "EdgeRow", "SCHEMA_VERSION", "IndexMissing", "IndexNotReady"]
+__all__ = ["WRITER_CACHE_MIB", "Store", "EntityRow", "EdgeRow", "SCHEMA_VERSION", "IndexMissing", "IndexNotReady"]
 
+COUNTS_KEY = "counts"  # meta: Store.counts() as JSON, deleted by every write that changes them
+# The writers' page cache: resolution writes 600k edges in one transaction, and a 64 MiB cache of
+# dirty pages made a third of the writer's memory (benchmarks/results/index-speed/writer_cache.md).
+WRITER_CACHE_MIB = 16
 ENTITY_COLUMNS = "id, kind, path, qualname, name, start_line, end_line, signature, docstring, decorators, parent"
 
 
@@ -74,7 +78,7 @@ class EdgeRow:
 
 
 class Store:
-    def __init__(self, db_path: str | Path, readonly: bool = False):
+    def __init__(self, db_path: str | Path, readonly: bool = False, cache_mib: int = 64):
         self.path = Path(db_path)
         self.readonly = readonly
         self._files_by_name: tuple[tuple[int, int], dict[str, list[str]]] | None = None
@@ -93,7 +97,7 @@ class Store:
         if not readonly:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
-            migrate(self.conn)
+            migrate(self.conn, str(self.path))
         else:
             try:
                 row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
@@ -107,7 +111,7 @@ class Store:
                 raise RuntimeError(
                     f"index at {self.path} has schema {row[0]}, this nsccn reads {SCHEMA_VERSION}: re-run `nsccn index`"
                 )
-        self.conn.execute("PRAGMA cache_size=-65536")
+        self.conn.execute(f"PRAGMA cache_size={-1024 * int(cache_mib)}")
 
     def close(self) -> None:
         self.conn.close()
@@ -143,17 +147,21 @@ class Store:
         differently than before. An edit inside a body changes no other file's edges."""
         affected: set[str] = set()
         now = time.time()
+        parsed = list(parsed)
         with self.conn:
+            self._counts_changed()
+            sym = self.intern(_ref_strings(parsed))
             for pf in parsed:
                 before = self._symbols(pf.path)
                 self._delete_file_rows(pf.path)
-                self._insert_file(pf, now)
+                self._insert_file(pf, now, sym)
                 affected |= _changed_names(before, _symbols_of(pf))
         return affected
 
     def delete_files(self, paths: Iterable[str]) -> set[str]:
         affected: set[str] = set()
         with self.conn:
+            self._counts_changed()
             for path in paths:
                 affected |= _changed_names(self._symbols(path), None)
                 self._delete_file_rows(path)
@@ -162,31 +170,57 @@ class Store:
     def _symbols(self, path: str) -> "_Symbols | None":
         """What other files can see of a file: its entities, imports (re-exports), globals, bases."""
         c = self.conn
-        row = c.execute("SELECT module, imports, module_globals FROM files WHERE path=?", (path,)).fetchone()
+        row = c.execute("SELECT id, module, imports, module_globals FROM files WHERE path=?", (path,)).fetchone()
         if row is None:
             return None
         ids = {eid: name for eid, name in c.execute("SELECT id, name FROM entities WHERE path=?", (path,))}
-        bases = {
-            (src, tgt)
-            for src, tgt in c.execute("SELECT source, target FROM refs WHERE path=? AND relation='INHERITS'", (path,))
-        }
-        return _Symbols(row[0], ids, json.loads(row[1]), set(json.loads(row[2])), bases)
+        bases = set(
+            c.execute(
+                "SELECT s.name, t.name FROM refs r JOIN symbols s ON s.id = r.source JOIN symbols t ON t.id = r.target"
+                " JOIN files f ON f.id=? WHERE r.rowid BETWEEN f.refs_first AND f.refs_last"
+                f" AND r.relation = {INHERITS_ID}",
+                (row[0],),
+            )
+        )
+        return _Symbols(row[1], ids, json.loads(row[2]), set(json.loads(row[3])), bases)
 
     def _delete_file_rows(self, path: str) -> None:
         c = self.conn
+        row = c.execute("SELECT id, refs_first, refs_last FROM files WHERE path=?", (path,)).fetchone()
         c.execute("DELETE FROM entities_fts WHERE rowid IN (SELECT rowid FROM entities WHERE path=?)", (path,))
         c.execute("DELETE FROM entities WHERE path=?", (path,))
-        c.execute("DELETE FROM refs WHERE path=?", (path,))
-        c.execute("DELETE FROM edges WHERE path=?", (path,))
         c.execute("DELETE FROM skeletons WHERE path=?", (path,))
-        c.execute("DELETE FROM files_fts WHERE rowid IN (SELECT rowid FROM files_fts_ids WHERE path=?)", (path,))
-        c.execute("DELETE FROM files_fts_ids WHERE path=?", (path,))
-        c.execute("DELETE FROM files WHERE path=?", (path,))
+        if row is None:
+            return
+        file_id, first, last = row
+        c.execute("DELETE FROM edges WHERE ref BETWEEN ? AND ?", (first, last))
+        c.execute("DELETE FROM refs WHERE rowid BETWEEN ? AND ?", (first, last))
+        c.execute("DELETE FROM files_fts WHERE rowid=?", (file_id,))
+        c.execute("DELETE FROM files WHERE id=?", (file_id,))
 
-    def _insert_file(self, pf: ParsedFile, now: float) -> None:
+    def intern(self, names: Iterable[str]) -> dict[str, int]:
+        """symbols.id of each name, new names added (inside the caller's transaction)."""
+        c = self.conn
+        wanted = list(set(names))
+        ids: dict[str, int] = {}
+        for i in range(0, len(wanted), 500):
+            chunk = wanted[i : i + 500]
+            ids.update(c.execute(f"SELECT name, id FROM symbols WHERE name IN ({','.join('?' * len(chunk))})", chunk))
+        for name in wanted:
+            if name not in ids:
+                c.execute("INSERT INTO symbols(name) VALUES(?)", (name,))
+                ids[name] = c.last_insert_rowid()
+        return ids
+
+    def symbol(self, name: str) -> int | None:
+        row = self.conn.execute("SELECT id FROM symbols WHERE name=?", (name,)).fetchone()
+        return row[0] if row else None
+
+    def _insert_file(self, pf: ParsedFile, now: float, sym: dict[str, int]) -> None:
         c = self.conn
         c.execute(
-            "INSERT INTO files VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO files(path, language, content_hash, size, mtime, line_count, module, imports, module_globals,"
+            " error_lines, indexed_at, refs_first, refs_last) VALUES(?,?,?,?,?,?,?,?,?,?,?,0,-1)",
             (
                 pf.path,
                 pf.language,
@@ -201,20 +235,10 @@ class Store:
                 now,
             ),
         )
-        path_terms = index_terms(pf.path.replace("/", " ").rsplit(".", 1)[0])
-        c.execute("INSERT INTO files_fts_ids(path) VALUES(?)", (pf.path,))
-        c.execute(
-            "INSERT INTO files_fts(rowid, path, body) VALUES(?,?,?)",
-            (
-                c.last_insert_rowid(),
-                path_terms,
-                index_terms(
-                    " ".join(f"{e.qualname} {e.signature} {e.docstring} {e.body_terms}" for e in pf.entities),
-                    unique=False,
-                ),
-            ),
-        )
-        for e in pf.entities:
+        file_id = c.last_insert_rowid()
+        terms = pf.terms if pf.terms is not None and len(pf.terms.entities) == len(pf.entities) else file_terms(pf)
+        c.execute("INSERT INTO files_fts(rowid, path, body) VALUES(?,?,?)", (file_id, terms.path, terms.body))
+        for e, (name, signature, docstring, body) in zip(pf.entities, terms.entities):
             c.execute(
                 "INSERT OR REPLACE INTO entities(id, kind, path, qualname, name, start_line, end_line, signature,"
                 " docstring, decorators, parent, body_head) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -236,53 +260,105 @@ class Store:
             rowid = c.last_insert_rowid()
             c.execute(
                 "INSERT INTO entities_fts(rowid, name, path, signature, docstring, body) VALUES(?,?,?,?,?,?)",
-                (
-                    rowid,
-                    index_terms(e.qualname),
-                    path_terms,
-                    index_terms(e.signature),
-                    index_terms(e.docstring),
-                    index_terms(e.body_terms),
-                ),
+                (rowid, name, terms.path, signature, docstring, body),
             )
+        first = c.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM refs").fetchone()[0]
         c.executemany(
-            "INSERT INTO refs VALUES(?,?,?,?,?,?,?,?)",
+            "INSERT INTO refs(file, source, relation, target, line, scope, tail, head) VALUES(?,?,?,?,?,?,?,?)",
             (
-                (pf.path, r.source, r.relation, r.target, r.line, r.scope, _tail(r.target), _head(r.target))
+                (file_id, sym[r.source], sym[r.relation], sym[r.target], r.line, sym[r.scope],
+                 sym[_tail(r.target)], sym[_head(r.target)])
                 for r in pf.refs
             ),
         )
+        last = c.execute("SELECT COALESCE(MAX(rowid), 0) FROM refs").fetchone()[0]
+        if last >= first:  # one writer, one statement: the file's refs took consecutive rowids
+            c.execute("UPDATE files SET refs_first=?, refs_last=? WHERE id=?", (first, last, file_id))
         c.execute(
             "INSERT INTO skeletons(path, content_hash, skeleton) VALUES(?,?,?)", (pf.path, pf.content_hash, pf.skeleton)
         )
 
+    _REFS = (
+        "SELECT r.rowid, f.path, s.name, rl.name, t.name, r.line, sc.name FROM refs r"
+        " JOIN files f ON f.id = r.file JOIN symbols s ON s.id = r.source JOIN symbols rl ON rl.id = r.relation"
+        " JOIN symbols t ON t.id = r.target JOIN symbols sc ON sc.id = r.scope"
+    )
+
     def refs(self, paths: Iterable[str] | None = None, names: Iterable[str] | None = None) -> list[tuple]:
         """(rowid, path, source, relation, target, line, scope) of every ref, or of refs in `paths`
         plus refs whose target's first or last identifier is in `names`."""
-        q = "SELECT rowid, path, source, relation, target, line, scope FROM refs"
         if paths is None and names is None:
-            return self.conn.execute(q).fetchall()
+            return [row for chunk in self.ref_chunks() for row in chunk]
         out: dict[int, tuple] = {}
         for p in paths or ():
-            for row in self.conn.execute(q + " WHERE path=?", (p,)):
+            q = self._REFS + " JOIN files g ON g.path=? WHERE r.rowid BETWEEN g.refs_first AND g.refs_last"
+            for row in self.conn.execute(q, (p,)):
                 out[row[0]] = row
         for n in names or ():
-            for row in self.conn.execute(q + " WHERE tail=? OR head=?", (n, n)):
+            sid = self.symbol(n)
+            if sid is None:
+                continue
+            for row in self.conn.execute(self._REFS + " WHERE r.tail=? OR r.head=?", (sid, sid)):
                 out[row[0]] = row
         return list(out.values())
+
+    def ref_chunks(self, size: int = 20_000, relation: str | None = None) -> Iterator[list[tuple]]:
+        """Every ref (of one relation), as `refs` gives them, `size` at a time: memory stays flat
+        however many the repository has, and no statement is open between chunks (the caller may write)."""
+        q = self._REFS + " WHERE r.rowid > ?"
+        args: tuple = ()
+        if relation is not None:
+            q += " AND r.relation=(SELECT id FROM symbols WHERE name=?)"
+            args = (relation,)
+        q += " ORDER BY r.rowid LIMIT ?"
+        last = 0
+        while True:
+            rows = self.conn.execute(q, (last, *args, size)).fetchall()
+            if not rows:
+                return
+            yield rows
+            last = rows[-1][0]
+
+    def ref_count(self) -> int:
+        return self.conn.execute("SELECT COUNT(*) FROM refs").fetchone()[0]
+
+    def delete_edges(self, ref_ids: Iterable[int] | None = None, relation: str | None = None) -> None:
+        """Delete the edges resolved from these refs (`None`: all), or every edge of one relation."""
+        c = self.conn
+        self._counts_changed()
+        if relation is not None:
+            c.execute("DELETE FROM edges WHERE relation=(SELECT id FROM symbols WHERE name=?)", (relation,))
+        elif ref_ids is None:
+            c.execute("DELETE FROM edges")
+        else:
+            c.execute("CREATE TEMP TABLE IF NOT EXISTS doomed(ref INTEGER PRIMARY KEY)")
+            c.execute("DELETE FROM temp.doomed")
+            c.executemany("INSERT OR IGNORE INTO temp.doomed VALUES(?)", ((r,) for r in ref_ids))
+            c.execute("DELETE FROM edges WHERE ref IN (SELECT ref FROM temp.doomed)")
+
+    def add_edges(self, edges: list[tuple]) -> None:
+        """Insert edges, each (source, target, relation, confidence, resolution, line, path, ref),
+        inside the caller's transaction."""
+        self._counts_changed()
+        sym = self.intern(n for e in edges for n in (e[0], e[1], e[2], e[4]))
+        self.conn.executemany(
+            "INSERT INTO edges(ref, n, source, relation, target, confidence, resolution, line) VALUES(?,?,?,?,?,?,?,?)",
+            ((e[7], n, sym[e[0]], sym[e[2]], sym[e[1]], e[3], sym[e[4]], e[5]) for e, n in zip(edges, _nth_of_ref(edges))),
+        )
 
     def replace_edges(self, ref_ids: Iterable[int] | None, edges: Iterable[tuple]) -> None:
         """Replace the edges resolved from these refs (`None`: all edges) in one transaction.
         An edge is (source, target, relation, confidence, resolution, line, path, ref)."""
         with self.conn:
-            if ref_ids is None:
-                self.conn.execute("DELETE FROM edges")
-            else:
-                self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS doomed(ref INTEGER PRIMARY KEY)")
-                self.conn.execute("DELETE FROM temp.doomed")
-                self.conn.executemany("INSERT OR IGNORE INTO temp.doomed VALUES(?)", ((r,) for r in ref_ids))
-                self.conn.execute("DELETE FROM edges WHERE ref IN (SELECT ref FROM temp.doomed)")
-            self.conn.executemany("INSERT INTO edges VALUES(?,?,?,?,?,?,?,?)", edges)
+            self.delete_edges(ref_ids)
+            self.add_edges(list(edges))
+
+    def inherits(self) -> list[tuple[str, str]]:
+        """(class id, base id) of every INHERITS edge."""
+        return self.conn.execute(
+            "SELECT s.name, t.name FROM edges e JOIN symbols s ON s.id = e.source JOIN symbols t ON t.id = e.target"
+            f" WHERE e.relation = {INHERITS_ID}"  # a literal: it picks the partial index edges_inherits
+        ).fetchall()
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -360,24 +436,64 @@ class Store:
         return self._edges("target", target, relations)
 
     def _edges(self, column: str, value: str, relations: Iterable[str] | None) -> list[EdgeRow]:
-        q = f"SELECT source, target, relation, confidence, resolution, line, path FROM edges WHERE {column}=?"
+        q = (
+            "SELECT s.name, t.name, rl.name, e.confidence, h.name, e.line, f.path FROM edges e"
+            " JOIN symbols s ON s.id = e.source JOIN symbols t ON t.id = e.target"
+            " JOIN symbols rl ON rl.id = e.relation JOIN symbols h ON h.id = e.resolution"
+            " JOIN refs r ON r.rowid = e.ref JOIN files f ON f.id = r.file"
+            f" WHERE e.{column}=(SELECT id FROM symbols WHERE name=?)"
+        )
         args: list = [value]
         if relations:
             rels = list(relations)
-            q += f" AND relation IN ({','.join('?' * len(rels))})"
+            q += f" AND e.relation IN (SELECT id FROM symbols WHERE name IN ({','.join('?' * len(rels))}))"
             args += rels
-        return [EdgeRow(*r) for r in self.conn.execute(q + " ORDER BY line", args)]
+        return [EdgeRow(*r) for r in self.conn.execute(q + " ORDER BY e.line", args)]
 
     def counts(self) -> dict:
+        """Files, entities, edges (per relation), files with syntax errors. Kept in meta until a
+        write changes them: counting 600k edges costs more than a no-change index run."""
         c = self.conn
-        edges = dict(c.execute("SELECT relation, COUNT(*) FROM edges GROUP BY relation").fetchall())
-        return {
+        kept = self.get_meta(COUNTS_KEY)
+        if kept is not None:
+            return json.loads(kept)
+        edges = dict(c.execute(
+            "SELECT rl.name, n FROM (SELECT relation, COUNT(*) n FROM edges GROUP BY relation)"
+            " JOIN symbols rl ON rl.id = relation").fetchall())
+        out = {
             "files": c.execute("SELECT COUNT(*) FROM files").fetchone()[0],
             "entities": c.execute("SELECT COUNT(*) FROM entities").fetchone()[0],
             "edges": sum(edges.values()),
             "edges_by_relation": edges,
             "files_with_syntax_errors": c.execute("SELECT COUNT(*) FROM files WHERE error_lines != '[]'").fetchone()[0],
         }
+        if not self.readonly:
+            self.set_meta(COUNTS_KEY, json.dumps(out))
+        return out
+
+    def _counts_changed(self) -> None:
+        self.conn.execute("DELETE FROM meta WHERE key=?", (COUNTS_KEY,))
+
+
+def _nth_of_ref(edges: list[tuple]) -> Iterator[int]:
+    """0, 1, ... along each run of edges resolved from one ref (they come grouped by ref)."""
+    last, n = None, 0
+    for e in edges:
+        n = n + 1 if e[7] == last else 0
+        last = e[7]
+        yield n
+
+
+def _ref_strings(parsed: list[ParsedFile]) -> Iterator[str]:
+    """Every string the refs of these files name: what `_insert_file` looks up in symbols."""
+    for pf in parsed:
+        for r in pf.refs:
+            yield r.source
+            yield r.relation
+            yield r.target
+            yield r.scope
+            yield _tail(r.target)
+            yield _head(r.target)
 
 
 def _tail(target: str) -> str:

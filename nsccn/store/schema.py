@@ -1,17 +1,36 @@
-"""The SQLite schema, versioned; `migrate` brings any older database forward."""
+"""The SQLite schema, versioned. An index of an older schema than `REBUILD_BELOW` is rebuilt (its
+tables dropped and made anew: the next index run is a first build), never read as if it were new."""
 
 from __future__ import annotations
 
+import sys
+
 import apsw
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+# Schemas before 4 keep ids as text in edges and refs: no migration reads them, the index is rebuilt.
+REBUILD_BELOW = 4
 
-# Each entry upgrades the schema from version i to i+1; entry 0 creates it.
-MIGRATIONS: list[str] = [
-    """
-    CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+INHERITS_ID = 4  # symbols.id of 'INHERITS', fixed by the schema
+
+# The tables an index run fills: dropped and made anew when an older index is rebuilt.
+INDEX_TABLES = (
+    "files", "entities", "refs", "edges", "skeletons", "ranks", "symbols", "entities_fts", "files_fts",
+    "files_fts_ids",  # schemas 2-3
+)
+
+INDEX_SCHEMA = """
+    -- Every string an edge or a reference names (entity ids, targets, expressions, relation and
+    -- resolution names, scopes), once: edges and refs hold these integers, not repeated text.
+    CREATE TABLE symbols(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+    -- The relations first, in the order of their names: an index on (source, relation) lists a
+    -- node's edges as the text-id schema did (CALLS, CONTAINS, ...), and INHERITS has a fixed id
+    -- (INHERITS_ID) the partial index below can name.
+    INSERT INTO symbols(id, name) VALUES(1, 'CALLS'), (2, 'CONTAINS'), (3, 'IMPORTS'), (4, 'INHERITS'),
+        (5, 'MUTATES'), (6, 'PROPAGATES_ERROR'), (7, 'READS_CONFIG');
     CREATE TABLE files(
-        path TEXT PRIMARY KEY,
+        id INTEGER PRIMARY KEY,         -- also the rowid of the file's files_fts row
+        path TEXT NOT NULL UNIQUE,
         language TEXT NOT NULL,
         content_hash TEXT NOT NULL,
         size INTEGER NOT NULL,
@@ -21,9 +40,10 @@ MIGRATIONS: list[str] = [
         imports TEXT NOT NULL,          -- JSON: local name -> dotted target
         module_globals TEXT NOT NULL,   -- JSON list
         error_lines TEXT NOT NULL,      -- JSON list
-        indexed_at REAL NOT NULL
+        indexed_at REAL NOT NULL,
+        refs_first INTEGER NOT NULL,    -- a file's refs are written together: rowids refs_first..refs_last
+        refs_last INTEGER NOT NULL
     );
-    CREATE INDEX files_module ON files(module);
     CREATE TABLE entities(
         rowid INTEGER PRIMARY KEY,
         id TEXT NOT NULL UNIQUE,
@@ -42,33 +62,37 @@ MIGRATIONS: list[str] = [
     CREATE INDEX entities_path ON entities(path);
     CREATE INDEX entities_name ON entities(name);
     CREATE INDEX entities_qualname ON entities(qualname);
-    CREATE TABLE refs(
-        path TEXT NOT NULL,
-        source TEXT NOT NULL,
-        relation TEXT NOT NULL,
-        target TEXT NOT NULL,
+    CREATE TABLE refs(                  -- every column a symbols.id but file (files.id) and line
+        rowid INTEGER PRIMARY KEY,
+        file INTEGER NOT NULL,
+        source INTEGER NOT NULL,
+        relation INTEGER NOT NULL,
+        target INTEGER NOT NULL,        -- the expression as written
         line INTEGER NOT NULL,
-        scope TEXT NOT NULL,
-        tail TEXT NOT NULL,             -- last identifier of target: what re-resolution keys on
-        head TEXT NOT NULL              -- first identifier of target
+        scope INTEGER NOT NULL,
+        tail INTEGER NOT NULL,          -- last identifier of target: what re-resolution keys on
+        head INTEGER NOT NULL           -- first identifier of target
     );
-    CREATE INDEX refs_path ON refs(path);
     CREATE INDEX refs_tail ON refs(tail);
     CREATE INDEX refs_head ON refs(head);
+    -- Clustered by the refs row each edge was resolved from (a file's edges are one range of it,
+    -- and go with it), then in the order resolution found them (`n`: 0, 1, ... within the ref);
+    -- source, relation, target, resolution: symbols.id.
     CREATE TABLE edges(
-        source TEXT NOT NULL,
-        target TEXT NOT NULL,
-        relation TEXT NOT NULL,
+        ref INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        target INTEGER NOT NULL,
+        source INTEGER NOT NULL,
+        relation INTEGER NOT NULL,
         confidence REAL NOT NULL,
-        resolution TEXT NOT NULL,
+        resolution INTEGER NOT NULL,
         line INTEGER NOT NULL,
-        path TEXT NOT NULL,             -- the source's file, so a file's edges go with it
-        ref INTEGER NOT NULL            -- the refs row it was resolved from
-    );
-    CREATE INDEX edges_ref ON edges(ref);
+        PRIMARY KEY(ref, n)
+    ) WITHOUT ROWID;
     CREATE INDEX edges_source ON edges(source, relation);
+    -- The class hierarchy, read whole by every resolution: a few thousand rows, not a scan of all edges.
+    CREATE INDEX edges_inherits ON edges(source, target) WHERE relation = 4;
     CREATE INDEX edges_target ON edges(target, relation);
-    CREATE INDEX edges_path ON edges(path);
     CREATE TABLE skeletons(
         path TEXT PRIMARY KEY,
         content_hash TEXT NOT NULL,
@@ -85,28 +109,18 @@ MIGRATIONS: list[str] = [
         content='', contentless_delete=1,
         tokenize="unicode61 tokenchars '_'"
     );
-    """,
-    # 2: a file-level lexical index (BM25 over whole files ranks files better than their best
-    # entity alone). Existing rows are filled from what the entities table keeps; the next
-    # re-index of a file writes its full text terms.
-    """
+    -- BM25 over whole files ranks files better than their best entity alone; rowid = files.id.
     CREATE VIRTUAL TABLE files_fts USING fts5(
         path, body,
         content='', contentless_delete=1,
         tokenize="unicode61 tokenchars '_'"
     );
-    CREATE TABLE files_fts_ids(rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
-    INSERT INTO files_fts_ids(path) SELECT path FROM files;
-    INSERT INTO files_fts(rowid, path, body)
-        SELECT i.rowid, replace(replace(i.path, '/', ' '), '.py', ''),
-               (SELECT group_concat(e.qualname || ' ' || e.signature || ' ' || e.docstring, ' ')
-                FROM entities e WHERE e.path = i.path)
-        FROM files_fts_ids i;
-    """,
-    # 3: the repository's git history (nsccn/history.py): commits, the files and functions each
-    # changed, and its message for BM25 against a query.
-    """
-    CREATE TABLE commits(
+"""
+
+# The repository's git history (nsccn/history.py): commits, the files and functions each changed,
+# and its message for BM25 against a query. Kept when an older index is rebuilt.
+HISTORY_SCHEMA = """
+    CREATE TABLE IF NOT EXISTS commits(
         rowid INTEGER PRIMARY KEY,
         sha TEXT NOT NULL UNIQUE,
         time INTEGER NOT NULL,
@@ -114,39 +128,42 @@ MIGRATIONS: list[str] = [
         is_fix INTEGER NOT NULL,
         n_files INTEGER NOT NULL
     );
-    CREATE TABLE commit_changes(
+    CREATE TABLE IF NOT EXISTS commit_changes(
         commit_id INTEGER NOT NULL,     -- commits.rowid
         path TEXT NOT NULL,
         name TEXT NOT NULL              -- '' for the file itself, else a changed function's name
     );
-    CREATE INDEX commit_changes_path ON commit_changes(path, name);
-    CREATE INDEX commit_changes_commit ON commit_changes(commit_id);
-    CREATE VIRTUAL TABLE commits_fts USING fts5(
+    CREATE INDEX IF NOT EXISTS commit_changes_path ON commit_changes(path, name);
+    CREATE INDEX IF NOT EXISTS commit_changes_commit ON commit_changes(commit_id);
+    CREATE VIRTUAL TABLE IF NOT EXISTS commits_fts USING fts5(
         message, content='', contentless_delete=1, tokenize="unicode61 tokenchars '_'"
     );
-    """,
-]
+"""
+
+# Meta keys about the index run's state: meaningless once the tables are rebuilt.
+RUN_META = ("resolve_pending", "ranks_pending_files", "last_indexed", "counts")
 
 
-def migrate(conn: apsw.Connection) -> int:
-    """Apply every migration the database lacks, each in its own transaction (all of them in one
-    for a new database); returns the version."""
-    with conn:  # a fresh database gets its whole schema in one transaction: no reader sees half of it
+def migrate(conn: apsw.Connection, where: str = "") -> int:
+    """Create the schema of a new database, or rebuild an older one (one line on stderr says so),
+    in one transaction: no reader sees half of it. Returns the version."""
+    with conn:
         conn.execute("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)")
         row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         version = int(row[0]) if row else 0
-        if version == 0:
-            for script in MIGRATIONS:
-                conn.execute(script)
-            version = len(MIGRATIONS)
-            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", (str(version),))
-    if version > SCHEMA_VERSION:
-        raise RuntimeError(
-            f"index schema version {version} is newer than this nsccn ({SCHEMA_VERSION}); upgrade nsccn or delete the index"
-        )
-    while version < SCHEMA_VERSION:
-        with conn:
-            conn.execute(MIGRATIONS[version])
-            version += 1
-            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", (str(version),))
-    return version
+        if version > SCHEMA_VERSION:
+            raise RuntimeError(
+                f"index schema version {version} is newer than this nsccn ({SCHEMA_VERSION}); upgrade nsccn or delete the index"
+            )
+        if version == SCHEMA_VERSION:
+            return version
+        if 0 < version < REBUILD_BELOW:
+            print(f"nsccn: warning: the index {where} has schema {version}, this nsccn writes {SCHEMA_VERSION}:"
+                  " rebuilding it from the repository", file=sys.stderr)
+            for table in INDEX_TABLES:
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
+            conn.executemany("DELETE FROM meta WHERE key=?", ((k,) for k in RUN_META))
+        conn.execute(INDEX_SCHEMA)
+        conn.execute(HISTORY_SCHEMA)
+        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
+    return SCHEMA_VERSION
