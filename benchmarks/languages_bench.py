@@ -39,10 +39,12 @@ def bench(root: Path, out: Path, sample: int) -> dict:
             by_lang = {lang: (n, loc) for lang, n, loc in
                        c.execute("SELECT language, COUNT(*), SUM(line_count) FROM files GROUP BY language")}
             entities = dict(c.execute("SELECT kind, COUNT(*) FROM entities GROUP BY kind"))
-            edges = dict(c.execute("SELECT relation, COUNT(*) FROM edges GROUP BY relation"))
-            certain = c.execute("SELECT COUNT(*) FROM edges WHERE confidence >= 0.9 AND relation != 'CONTAINS'").fetchone()[0]
-            other = c.execute("SELECT COUNT(*) FROM edges WHERE relation != 'CONTAINS'").fetchone()[0]
-            resolutions = Counter(how.split(":")[0] for (how,) in c.execute("SELECT resolution FROM edges WHERE relation != 'CONTAINS'"))
+            all_edges = store.all_edges()
+            edges = Counter(e.relation for e in all_edges)
+            non_contains = [e for e in all_edges if e.relation != "CONTAINS"]
+            certain = sum(1 for e in non_contains if e.confidence >= 0.9)
+            other = len(non_contains)
+            resolutions = Counter(e.resolution.split(":")[0] for e in non_contains)
             source_tokens = skeleton_tokens = 0
             for path, skeleton, language in c.execute(
                     "SELECT s.path, s.skeleton, f.language FROM skeletons s JOIN files f USING(path)"):
@@ -50,8 +52,7 @@ def bench(root: Path, out: Path, sample: int) -> dict:
                     continue
                 source_tokens += count_tokens((root / path).read_text("utf-8", "replace"))
                 skeleton_tokens += count_tokens(skeleton)
-            rows = c.execute("SELECT source, relation, target, confidence, resolution, path, line FROM edges "
-                             "WHERE relation != 'CONTAINS' ORDER BY source, target, line").fetchall()
+            rows = [(e.source, e.relation, e.target, e.confidence, e.resolution, e.path, e.line) for e in non_contains]
     random.Random(15).shuffle(rows)
     name = root.name
     lines = []

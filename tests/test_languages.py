@@ -347,8 +347,7 @@ def index(tmp_path: Path, files: dict) -> Store:
 
 
 def edges(store: Store) -> set[tuple[str, str, str, str]]:
-    return {(r, s, t, how) for s, t, r, how in
-            store.conn.execute("SELECT source, target, relation, resolution FROM edges")}
+    return {(e.relation, e.source, e.target, e.resolution) for e in store.all_edges()}
 
 
 def kinds(store: Store) -> dict[str, str]:
@@ -454,7 +453,7 @@ def test_entities_and_edges(tmp_path, lang):
         got = edges(store)
         assert expected <= got, sorted(expected - got)
         # certain resolutions are 1.0 (0.9 for an inherited method), guesses by name less
-        for how, conf in store.conn.execute("SELECT resolution, confidence FROM edges"):
+        for how, conf in ((e.resolution, e.confidence) for e in store.all_edges()):
             if how.startswith(("unique_name", "ambiguous")):
                 assert conf < 1.0, (how, conf)
             else:

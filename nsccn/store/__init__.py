@@ -435,14 +435,19 @@ class Store:
     def edges_to(self, target: str, relations: Iterable[str] | None = None) -> list[EdgeRow]:
         return self._edges("target", target, relations)
 
+    _EDGE_ROWS = (
+        "SELECT s.name, t.name, rl.name, e.confidence, h.name, e.line, f.path FROM edges e"
+        " JOIN symbols s ON s.id = e.source JOIN symbols t ON t.id = e.target"
+        " JOIN symbols rl ON rl.id = e.relation JOIN symbols h ON h.id = e.resolution"
+        " JOIN refs r ON r.rowid = e.ref JOIN files f ON f.id = r.file"
+    )
+
+    def all_edges(self) -> list[EdgeRow]:
+        """Every edge with its ids as text (for reports and benchmarks; queries read by node)."""
+        return [EdgeRow(*r) for r in self.conn.execute(self._EDGE_ROWS + " ORDER BY s.name, t.name, e.line")]
+
     def _edges(self, column: str, value: str, relations: Iterable[str] | None) -> list[EdgeRow]:
-        q = (
-            "SELECT s.name, t.name, rl.name, e.confidence, h.name, e.line, f.path FROM edges e"
-            " JOIN symbols s ON s.id = e.source JOIN symbols t ON t.id = e.target"
-            " JOIN symbols rl ON rl.id = e.relation JOIN symbols h ON h.id = e.resolution"
-            " JOIN refs r ON r.rowid = e.ref JOIN files f ON f.id = r.file"
-            f" WHERE e.{column}=(SELECT id FROM symbols WHERE name=?)"
-        )
+        q = self._EDGE_ROWS + f" WHERE e.{column}=(SELECT id FROM symbols WHERE name=?)"
         args: list = [value]
         if relations:
             rels = list(relations)
