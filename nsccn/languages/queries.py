@@ -390,7 +390,7 @@ class QueryExtractor:
         if parent is not None and parent.type in self.lang.doc_parents and parent.named_children[0] == outer:
             outer = parent
         row = outer.start_point[0]
-        prev = outer.prev_named_sibling
+        prev = _before(outer)
         while prev is not None and prev.type in self.lang.attribute_types and prev.end_point[0] >= row - 1:
             row = prev.start_point[0]
             prev = prev.prev_named_sibling
@@ -454,12 +454,12 @@ class QueryExtractor:
                 if head_end != -1:
                     spans.append((head_end, d.outer.end_byte, " ..."))
         spans.extend(_elision(n) for n in elide)
-        doc_rows = set()
+        doc_rows = {n.start_byte for d in defs for n in d.doc}  # the query's @doc
         for d in defs:
             outer = d.outer
             if outer.parent is not None and outer.parent.type in self.lang.doc_parents and outer.parent.named_children[0] == outer:
                 outer = outer.parent
-            prev = outer.prev_named_sibling
+            prev = _before(outer)
             row = outer.start_point[0]
             while prev is not None and (prev.type in self.lang.comment_types or prev.type in self.lang.attribute_types) \
                     and prev.end_point[0] >= row - 1:
@@ -490,6 +490,16 @@ class QueryExtractor:
             blank = False
             lines.append(line)
         return "\n".join(lines).rstrip() + "\n"
+
+
+def _before(node: ts.Node) -> ts.Node | None:
+    """The node before `node`; for the first of a node that starts with it (Ruby's body_statement
+    inside a class, whose comments belong to the class), the node before that."""
+    prev = node.prev_named_sibling
+    while prev is None and node.parent is not None and node.parent.start_byte == node.start_byte:
+        node = node.parent
+        prev = node.prev_named_sibling
+    return prev
 
 
 def _elision(body: ts.Node) -> tuple[int, int, str]:
