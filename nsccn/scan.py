@@ -133,13 +133,14 @@ def _shebang_language(path: str) -> str | None:
         os.close(fd)
 
 
-def detect_language(full_path: str, name: str) -> str:
+def detect_language(full_path: str, name: str) -> str | None:
     """A file's language by its name, or by its `#!` line when the name has no extension; `text`
-    when neither says (a binary file is skipped when read)."""
+    when neither says (a binary file is skipped when read), except for a dotfile (`.gitignore`,
+    `.env`: settings and secrets, not prose), which is not indexed."""
     language = language_for(name)
     if language is None and needs_head(name):
         language = _shebang_language(full_path)
-    return language or TEXT
+    return language or (None if name.startswith(".") else TEXT)
 
 
 def scan_repository(root: Path, config: Config) -> ScanResult:

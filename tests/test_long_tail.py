@@ -290,3 +290,17 @@ def test_languages_setting_names_long_tail_and_text(tmp_path):
     with Store(root / ".nsccn" / "index.db", readonly=True) as store:
         langs = dict(store.conn.execute("SELECT path, language FROM files"))
     assert langs == {"a.rb": "ruby", "notes.md": "text"}
+
+
+def test_shebang_scripts_and_dotfiles(tmp_path):
+    """A script in a dot directory by its `#!` line (its module named by its whole path); dotfiles
+    (`.env`, `.gitignore`) are not read as text."""
+    root = write_repo(tmp_path / "r", {".ci/run": "#!/bin/sh\nci_step() {\n  echo hi\n}\nci_step\n",
+                                      ".env": "SECRET=1\n", "README": "Plain words.\n"})
+    summary = index_repository(root)
+    assert summary.skipped.get("parser error", 0) == 0
+    with Store(root / ".nsccn" / "index.db", readonly=True) as store:
+        langs = dict(store.conn.execute("SELECT path, language FROM files"))
+        assert langs == {".ci/run": "bash", "README": "text"}
+        assert store.entity("func:.ci/run:ci_step") is not None
+        assert store.entity("module:.ci/run:.ci/run") is not None

@@ -25,6 +25,7 @@ are sorted here. The capture names are those of tree-sitter's tags queries, so a
 
 from __future__ import annotations
 
+import posixpath
 import re
 from functools import cached_property
 from pathlib import Path
@@ -68,8 +69,8 @@ class QueryLanguage:
         raise NotImplementedError
 
     def module_name(self, path: str, root: ts.Node) -> str:
-        """How other files name this one: the path without its extension."""
-        return path.rsplit(".", 1)[0]
+        """How other files name this one: the path without its extension (`.ci/run` stays whole)."""
+        return posixpath.splitext(path)[0] or path
 
     def bindings(self, extractor: "QueryExtractor", node: ts.Node, caps: dict) -> list[tuple[str, str]]:
         """(local name, absolute target) pairs an @import match binds; `*target` as the local
