@@ -22,10 +22,11 @@ from collections import Counter
 from pathlib import Path
 
 from nsccn.indexer import index_repository
+from nsccn.languages.tags import LANGUAGES as LONG_TAIL
 from nsccn.store import Store
 from nsccn.tokens import count_tokens
 
-CODE = ("python", "javascript", "typescript", "tsx", "go", "rust", "java")
+CODE = ("python", "javascript", "typescript", "tsx", "go", "rust", "java", *LONG_TAIL)  # not `text`
 
 
 def bench(root: Path, out: Path, sample: int) -> dict:

@@ -41,7 +41,7 @@ class Config(msgspec.Struct, kw_only=True):
     max_file_size: int = 1 << 20  # bytes; larger files are skipped and counted
     ignore_patterns: list[str] = []  # gitignore syntax, on top of .gitignore files and the defaults
     use_gitignore: bool = True
-    # "all", or names from nsccn.languages.NAMES (python, javascript, typescript, tsx, go, rust, java)
+    # "all", or names from nsccn.languages.NAMES (python, javascript, ..., the long tail: c, ruby, ..., and text)
     languages: list[str] = msgspec.field(default_factory=lambda: ["all"])
     watch_debounce_ms: int = 100
     rrf_k: int = 60

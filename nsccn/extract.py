@@ -16,6 +16,26 @@ def content_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+TEXT_SKELETON_LINES = 40
+
+
+def parse_text(path: str, data: bytes, mtime: float = 0.0) -> ParsedFile:
+    """A file of no language we parse: no entities, its words for file-level search, its first
+    lines as its skeleton."""
+    from nsccn.model import FileTerms
+    from nsccn.text import index_terms
+
+    text = data.decode("utf-8", "replace")
+    lines = text.splitlines()
+    head = lines[:TEXT_SKELETON_LINES] + ([f"... ({len(lines) - TEXT_SKELETON_LINES} more lines)"]
+                                          if len(lines) > TEXT_SKELETON_LINES else [])
+    return ParsedFile(path=path, language="text", content_hash=content_hash(data), size=len(data), mtime=mtime,
+                      line_count=len(lines), module=path, entities=[], refs=[], imports={},
+                      skeleton="\n".join(head) + "\n" if head else "",
+                      terms=FileTerms(path=index_terms(path.replace("/", " ").rsplit(".", 1)[0]),
+                                      body=index_terms(text, unique=False), entities=[]))
+
+
 def parse_file(path: str, data: bytes, mtime: float = 0.0) -> ParsedFile:
     """Parse one file. `path` is relative to the repository root with forward slashes.
 
@@ -25,9 +45,9 @@ def parse_file(path: str, data: bytes, mtime: float = 0.0) -> ParsedFile:
     """
     from nsccn import languages  # tree-sitter: not for a query that only hashes a file
 
-    language = languages.language_for(path, data[:256])
-    if language is None:
-        raise ValueError(f"no language for {path!r}")
+    language = languages.language_for(path, data[:256]) or languages.TEXT
+    if language == languages.TEXT:
+        return parse_text(path, data, mtime)
     if language in languages.PROJECT_FILES.values():
         from nsccn.languages.project import parse_project_file
 

@@ -127,6 +127,9 @@ def repo_map(store: Store, max_tokens: int = 1024, focus: list[str] | None = Non
         rank = ranks.get(rid, 0.0)
         per_file[path].append(_Def(eid, rank, line, sig, parent))
         file_score[path] += rank
+    # Files read as text (no language we parse) are listed by name, after the code of their kind.
+    for (path,) in store.conn.execute("SELECT path FROM files WHERE language = 'text'"):
+        file_score.setdefault(path, -1.0)
     # Focused files first, then library code, then tests, docs and examples; each by rank.
     order = sorted(file_score, key=lambda p: (p not in focus_paths, is_test_path(p), -file_score[p], p))
     best = None

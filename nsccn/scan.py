@@ -14,7 +14,7 @@ from pathlib import Path
 import pathspec
 
 from nsccn.config import Config, index_dir
-from nsccn.languages import enabled, language_for, needs_head, shebang_language
+from nsccn.languages import TEXT, enabled, language_for, needs_head, shebang_language
 from nsccn.repofile import UnreadableFile, read_bytes
 
 MAX_GITIGNORE_SIZE = 1 << 20
@@ -134,11 +134,13 @@ def _shebang_language(path: str) -> str | None:
 
 
 def detect_language(full_path: str, name: str) -> str | None:
-    """A file's language by its name, or by its `#!` line when the name has no extension."""
+    """A file's language by its name, or by its `#!` line when the name has no extension; `text`
+    when neither says (a binary file is skipped when read), except for a dotfile (`.gitignore`,
+    `.env`: settings and secrets, not prose), which is not indexed."""
     language = language_for(name)
     if language is None and needs_head(name):
         language = _shebang_language(full_path)
-    return language
+    return language or (None if name.startswith(".") else TEXT)
 
 
 def scan_repository(root: Path, config: Config) -> ScanResult:

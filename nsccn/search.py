@@ -276,14 +276,16 @@ def bm25_stream(store: Store, terms: list[str], limit: int = STREAM_DEPTH) -> li
     return [r for (r,) in store.conn.execute(q, (match, limit))]
 
 
-def file_bm25(store: Store, terms: list[str], limit: int = STREAM_DEPTH) -> list[str]:
-    """Files ranked by BM25 over their whole text (path weighted higher)."""
+def file_bm25(store: Store, terms: list[str], limit: int = STREAM_DEPTH, code_only: bool = False) -> list[str]:
+    """Files ranked by BM25 over their whole text (path weighted higher); `code_only` leaves out
+    files read as text (docs, data: not where a fix goes)."""
     if not terms:
         return []
     match = _any_of(terms)
     q = (
         "SELECT i.path FROM files_fts f JOIN files i ON i.id = f.rowid "
-        "WHERE files_fts MATCH ? ORDER BY bm25(files_fts, 3.0, 1.0) LIMIT ?"
+        + ("AND i.language != 'text' " if code_only else "")
+        + "WHERE files_fts MATCH ? ORDER BY bm25(files_fts, 3.0, 1.0) LIMIT ?"
     )
     return [p for (p,) in store.conn.execute(q, (match, limit))]
 
@@ -648,7 +650,7 @@ def fusion_localize(
     entity_files = sorted(files, key=lambda p: -files[p])
     ranked_files, file_scores, by_file_bm25 = entity_files, dict(files), []
     if "bm25" in signals_used:  # whole-file BM25: a second opinion on files
-        by_file_bm25 = [p for p in file_bm25(store, terms) if not is_test_path(p)]
+        by_file_bm25 = [p for p in file_bm25(store, terms, code_only=True) if not is_test_path(p)]
         file_scores = fuse({"entities": entity_files, "files": by_file_bm25}, k=rrf_k)
         ranked_files = sorted(file_scores, key=lambda p: -file_scores[p])
 

@@ -125,7 +125,7 @@ def test_gitignore_nested_defaults_and_config(tmp_path):
         "notes.txt": "not python\n",
     })
     files = {f.path for f in scan_repository(repo, Config(ignore_patterns=["vendor/"])).files}
-    assert files == {"pkg/keep.py"}
+    assert files == {"pkg/keep.py", "notes.txt"}  # text files too, not dotfiles
     files = {f.path for f in scan_repository(repo, Config(use_gitignore=False)).files}
     assert "generated/out.py" in files and "node_modules/lib.py" not in files
 

@@ -548,7 +548,7 @@ def test_detection_and_languages_setting(tmp_path):
     files = {**POLYGLOT, "bin/serve": "#!/usr/bin/env node\nfunction start() { return 1; }\n", "notes.txt": "text"}
     with index(tmp_path / "all", files) as store:
         langs = dict(store.conn.execute("SELECT path, language FROM files"))
-    assert langs["bin/serve"] == "javascript" and "notes.txt" not in langs
+    assert langs["bin/serve"] == "javascript" and langs["notes.txt"] == "text"  # no language: read as text
     only_python = {**files, ".nsccn/config.json": '{"languages": ["python"]}'}
     with index(tmp_path / "py", only_python) as store:
         langs = dict(store.conn.execute("SELECT path, language FROM files"))

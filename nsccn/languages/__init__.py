@@ -1,5 +1,7 @@
 """The languages NSCCN reads: Python through its own walker, the others as folders of tree-sitter
-queries run by one core (`nsccn.languages.queries`), and the project files that say how their
+queries run by one core (`nsccn.languages.queries`), the long tail as one tags query each over
+the same core (`nsccn.languages.tail`), any other text file as text (file-level search and the
+map, no definitions), and the project files that say how their
 imports map to files (`go.mod`, `tsconfig.json`, `Cargo.toml`: `nsccn.languages.project`).
 
 Detection is by extension, then by whole file name, then by the interpreter of a `#!` line.
@@ -10,6 +12,9 @@ from __future__ import annotations
 
 import importlib
 import re
+
+from nsccn.languages.tags import EXTENSIONS as TAGS_EXTENSIONS
+from nsccn.languages.tags import LANGUAGES as TAGS_LANGUAGES
 
 # language name -> (module, attribute) of its QueryLanguage; "python" has its own walker
 _QUERY_LANGUAGES = {
@@ -25,9 +30,13 @@ EXTENSIONS = {
     ".js": "javascript", ".jsx": "javascript", ".mjs": "javascript", ".cjs": "javascript",
     ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
     ".go": "go", ".rs": "rust", ".java": "java",
+    **TAGS_EXTENSIONS,  # the long tail: extension -> grammar with a tags query
 }
+TEXT = "text"  # a file of no language we parse: its words are searchable, it is listed in the map
 SHEBANGS = {"python": "python", "python3": "python", "node": "javascript", "nodejs": "javascript",
-            "deno": "typescript", "bun": "typescript", "ts-node": "typescript"}
+            "deno": "typescript", "bun": "typescript", "ts-node": "typescript",
+            "sh": "bash", "bash": "bash", "ruby": "ruby", "php": "php", "lua": "lua", "Rscript": "r",
+            "julia": "julia", "elixir": "elixir", "kotlin": "kotlin", "swift": "swift", "scala": "scala"}
 # project files: what the resolver needs to map imports to files
 PROJECT_FILES = {"go.mod": "go.mod", "tsconfig.json": "tsconfig", "jsconfig.json": "tsconfig", "Cargo.toml": "cargo"}
 # what a `languages` entry in the configuration switches on
@@ -39,6 +48,8 @@ GROUPS = {
     "go": ("go", "go.mod"),
     "rust": ("rust", "cargo"),
     "java": ("java",),
+    **{lang: (lang,) for lang in TAGS_LANGUAGES},
+    TEXT: (TEXT,),
 }
 ALL = "all"
 NAMES = tuple(GROUPS)
@@ -51,7 +62,7 @@ def language_for(path: str, head: bytes | None = None) -> str | None:
         return PROJECT_FILES[name]
     dot = name.rfind(".")
     if dot > 0:
-        lang = EXTENSIONS.get(name[dot:])
+        lang = EXTENSIONS.get(name[dot:]) or EXTENSIONS.get(name[dot:].lower())
         if lang is not None:
             return lang
     if head:
@@ -90,6 +101,11 @@ def enabled(configured: list[str]) -> frozenset[str]:
 
 
 def query_language(name: str):
-    """The QueryLanguage of `name` (imports its module and, on first use, its grammar)."""
+    """The QueryLanguage of `name` (imports its module and, on first use, its grammar); KeyError
+    for a language without queries (python, text)."""
+    if name in TAGS_LANGUAGES:
+        from nsccn.languages.tail import tags_language
+
+        return tags_language(name)
     module, attr = _QUERY_LANGUAGES[name]
     return getattr(importlib.import_module(module), attr)

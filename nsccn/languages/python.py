@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import posixpath
 import re
 import sys
 from functools import lru_cache
@@ -46,7 +47,7 @@ def parser() -> ts.Parser:
 
 def module_name(path: str) -> str:
     """Dotted module name of a repository path: `src/pkg/__init__.py` -> `src.pkg`."""
-    stem = path.rsplit(".", 1)[0]
+    stem = posixpath.splitext(path)[0]  # `.ci/tool` (a script by its `#!` line) stays whole
     parts = stem.split("/")
     if parts[-1] == "__init__":
         parts = parts[:-1]

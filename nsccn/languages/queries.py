@@ -20,10 +20,12 @@ are sorted here. The capture names are those of tree-sitter's tags queries, so a
   @config with @key                                  -> READS_CONFIG `env:KEY`
   @error with @type                                  -> PROPAGATES_ERROR
   @elide                                             a body the skeleton elides (anonymous functions)
+  @doc (with a definition)                           its doc comment, where no comment just before it is
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 from functools import cached_property
 from pathlib import Path
@@ -60,14 +62,15 @@ class QueryLanguage:
     doc_parents: tuple[str, ...] = ()  # a definition first in one of these is documented before it (Go `type`)
     signature_prefix: dict[str, str] = {}  # node type -> words its signature starts with (`type ` for a type_spec)
     builtins: frozenset[str] = frozenset()  # names resolved to `ext:builtins.X` when nothing else defines them
+    elide_unbodied = False  # a function without a body keeps its header line only in the skeleton (tags queries)
     implicit_self: tuple[str, ...] = ()  # call nodes whose bare name inside a class means `this.m()` (Java)  # the member a `new X()` call runs ("" when it is the class's own name)
 
     def grammar(self):  # the tree-sitter language capsule
         raise NotImplementedError
 
     def module_name(self, path: str, root: ts.Node) -> str:
-        """How other files name this one: the path without its extension."""
-        return path.rsplit(".", 1)[0]
+        """How other files name this one: the path without its extension (`.ci/run` stays whole)."""
+        return posixpath.splitext(path)[0] or path
 
     def bindings(self, extractor: "QueryExtractor", node: ts.Node, caps: dict) -> list[tuple[str, str]]:
         """(local name, absolute target) pairs an @import match binds; `*target` as the local
@@ -121,7 +124,7 @@ def unquote(text: str) -> str:
 
 class _Def:
     __slots__ = ("node", "outer", "word", "name", "body", "receiver", "receiver_name", "start", "end",
-                 "eid", "kind", "qualname", "children", "is_scope", "trait", "entity_class")
+                 "eid", "kind", "qualname", "children", "is_scope", "trait", "entity_class", "doc", "name_node")
 
     def __init__(self, node, outer, word, name, body, receiver=None, receiver_name=None, is_scope=False, trait=None):
         self.node, self.outer, self.word, self.name, self.body = node, outer, word, name, body
@@ -130,6 +133,8 @@ class _Def:
         self.eid = self.kind = self.qualname = ""
         self.entity_class = ""  # qualname of the type `self` means inside
         self.children: list[tuple[int, int]] = []
+        self.doc: list[ts.Node] = []  # @doc nodes of its match
+        self.name_node: ts.Node | None = None
 
 
 class QueryExtractor:
@@ -155,11 +160,14 @@ class QueryExtractor:
         self.module = self.lang.module_name(self.path, root)
         mod_id = entity_id("module", self.path, self.module)
         defs: list[_Def] = []
-        refs: list[tuple[int, int, str, str, ts.Node]] = []  # (start, end, relation, target, node)
+        refs: list[tuple] = []  # (start, end, relation, target, node, start of the called name or -1)
         elide: list[ts.Node] = []
         comments: list[ts.Node] = []
         for _, caps in ts.QueryCursor(self.lang.query).matches(root):
             self._match(caps, defs, refs, elide, comments)
+        # A name being defined is no call of it (Elixir's `def f(x)`, Julia's `f(x) = ...` read as calls).
+        named_at = {d.name_node.start_byte for d in defs if d.name_node is not None}
+        refs = [r for r in refs if r[5] not in named_at]
         defs.sort(key=lambda d: (d.start, -d.end))
         self._nest(defs, mod_id)
         self._attach_refs(defs, refs, mod_id)
@@ -182,9 +190,11 @@ class QueryExtractor:
                     outer = outer.parent
                 body = one.get("body") or node.child_by_field_name("body")
                 receiver = one.get("receiver")
-                defs.append(_Def(node, outer, word, node_text(name), body,
-                                 node_text(receiver) if receiver is not None else None,
-                                 node_text(one["receiver.name"]) if "receiver.name" in one else None))
+                d = _Def(node, outer, word, node_text(name), body,
+                         node_text(receiver) if receiver is not None else None,
+                         node_text(one["receiver.name"]) if "receiver.name" in one else None)
+                d.doc, d.name_node = caps.get("doc", []), name
+                defs.append(d)
                 return
             if cap == "scope.impl":
                 typ = one.get("scope.type")
@@ -199,27 +209,27 @@ class QueryExtractor:
                     target = node_text(callee)
                     if "callee.object" in one:  # Java: `obj.m()` has no node for `obj.m`
                         target = f"{node_text(one['callee.object'])}.{target}"
-                    refs.append((node.start_byte, node.end_byte, "CALLS", target, node))
+                    refs.append((node.start_byte, node.end_byte, "CALLS", target, node, callee.start_byte))
                 return
             if cap in ("reference.inherits", "reference.implementation"):
                 name = one.get("name")
                 if name is not None:
-                    refs.append((node.start_byte, node.end_byte, "INHERITS", node_text(name), node))
+                    refs.append((node.start_byte, node.end_byte, "INHERITS", node_text(name), node, -1))
                 return
             if cap == "mutates":
                 target = one.get("target")
                 if target is not None:
-                    refs.append((node.start_byte, node.end_byte, "MUTATES", node_text(target), node))
+                    refs.append((node.start_byte, node.end_byte, "MUTATES", node_text(target), node, -1))
                 return
             if cap == "config":
                 key = one.get("key")
                 if key is not None:
-                    refs.append((node.start_byte, node.end_byte, "READS_CONFIG", "env:" + unquote(node_text(key)), node))
+                    refs.append((node.start_byte, node.end_byte, "READS_CONFIG", "env:" + unquote(node_text(key)), node, -1))
                 return
             if cap == "error":
                 typ = one.get("type")
                 if typ is not None:
-                    refs.append((node.start_byte, node.end_byte, "PROPAGATES_ERROR", node_text(typ), node))
+                    refs.append((node.start_byte, node.end_byte, "PROPAGATES_ERROR", node_text(typ), node, -1))
                 return
             if cap == "import":
                 for local, target in self.lang.bindings(self, node, one):
@@ -227,7 +237,7 @@ class QueryExtractor:
                         continue
                     if not local.startswith("\0"):  # "\0..." binds no name: `import './polyfill'`
                         self.imports[local] = target
-                    refs.append((node.start_byte, node.end_byte, "IMPORTS", target, node))
+                    refs.append((node.start_byte, node.end_byte, "IMPORTS", target, node, -1))
                 return
             if cap == "export":
                 for local, target in self.lang.exports(self, node, one):
@@ -291,7 +301,7 @@ class QueryExtractor:
         stack: list[_Def] = []
         di = 0
         selves: dict[str, str] = {}
-        for start, end, relation, target, node in refs:
+        for start, end, relation, target, node, _ in refs:
             while di < len(defs) and defs[di].start <= start:
                 while stack and stack[-1].end <= defs[di].start:
                     stack.pop()
@@ -351,6 +361,9 @@ class QueryExtractor:
             if d.is_scope:
                 continue
             start_row, doc = self._doc(d.outer, by_end)
+            if not doc and d.doc:  # the query's @doc: a docstring inside, or a comment the grammar nests
+                doc = clean_comment("\n".join(node_text(n) for n in d.doc)).strip().strip('"\'').strip()
+                start_row = min(start_row, min(n.start_point[0] for n in d.doc))
             end = d.outer.end_point[0] + 1 - (1 if d.outer.end_point[1] == 0 and d.outer.end_point[0] > d.outer.start_point[0] else 0)
             body = d.body
             head_end = body.start_byte if body is not None and body.start_byte > d.outer.start_byte else None
@@ -378,7 +391,7 @@ class QueryExtractor:
         if parent is not None and parent.type in self.lang.doc_parents and parent.named_children[0] == outer:
             outer = parent
         row = outer.start_point[0]
-        prev = outer.prev_named_sibling
+        prev = _before(outer)
         while prev is not None and prev.type in self.lang.attribute_types and prev.end_point[0] >= row - 1:
             row = prev.start_point[0]
             prev = prev.prev_named_sibling
@@ -436,13 +449,18 @@ class QueryExtractor:
         for d in defs:
             if d.kind in ("func", "method") and d.body is not None:
                 spans.append(_elision(d.body))
+            elif d.kind in ("func", "method") and self.lang.elide_unbodied and d.name_node is not None:
+                # no body known: the header through the end of the name's line, then `...`
+                head_end = self.data.find(b"\n", d.name_node.end_byte, d.outer.end_byte)
+                if head_end != -1:
+                    spans.append((head_end, d.outer.end_byte, " ..."))
         spans.extend(_elision(n) for n in elide)
-        doc_rows = set()
+        doc_rows = {n.start_byte for d in defs for n in d.doc}  # the query's @doc
         for d in defs:
             outer = d.outer
             if outer.parent is not None and outer.parent.type in self.lang.doc_parents and outer.parent.named_children[0] == outer:
                 outer = outer.parent
-            prev = outer.prev_named_sibling
+            prev = _before(outer)
             row = outer.start_point[0]
             while prev is not None and (prev.type in self.lang.comment_types or prev.type in self.lang.attribute_types) \
                     and prev.end_point[0] >= row - 1:
@@ -473,6 +491,16 @@ class QueryExtractor:
             blank = False
             lines.append(line)
         return "\n".join(lines).rstrip() + "\n"
+
+
+def _before(node: ts.Node) -> ts.Node | None:
+    """The node before `node`; for the first of a node that starts with it (Ruby's body_statement
+    inside a class, whose comments belong to the class), the node before that."""
+    prev = node.prev_named_sibling
+    while prev is None and node.parent is not None and node.parent.start_byte == node.start_byte:
+        node = node.parent
+        prev = node.prev_named_sibling
+    return prev
 
 
 def _elision(body: ts.Node) -> tuple[int, int, str]:

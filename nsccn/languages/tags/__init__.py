@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import importlib.resources
 from functools import lru_cache
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from tree_sitter import Language, Parser, Query, QueryCursor
+if TYPE_CHECKING:  # tree-sitter is imported where a grammar is loaded: the extension table is free
+    from tree_sitter import Language, Query
 
 # File extension -> grammar name in tree-sitter-language-pack. `.h` is read as C (a C++ header
 # with classes still yields its functions: the grammar recovers).
@@ -92,7 +93,16 @@ def query_text(lang: str) -> str:
 @lru_cache(maxsize=None)
 def load(lang: str) -> tuple[Language, Query]:
     """The grammar and compiled tags query of a language (once per process)."""
+    from tree_sitter import Query
+
     text = query_text(lang)
+    return grammar(lang), Query(grammar(lang), text)
+
+
+@lru_cache(maxsize=None)
+def grammar(lang: str) -> Language:
+    """The compiled grammar of a language with a tags query (once per process)."""
+    query_text(lang)  # a language without a tags query is refused here too
     try:
         from tree_sitter_language_pack import get_language
     except ImportError as exc:
@@ -101,11 +111,13 @@ def load(lang: str) -> tuple[Language, Query]:
         language = get_language(lang)
     except LookupError as exc:
         raise TagsError(f"no grammar for {lang!r} in tree-sitter-language-pack") from exc
-    return language, Query(language, text)
+    return language
 
 
 def tags(lang: str, source: bytes) -> Tags:
     """Definitions and references of `source` in language `lang`, sorted by position."""
+    from tree_sitter import Parser, QueryCursor
+
     language, query = load(lang)
     tree = Parser(language).parse(source)
     defs: dict[tuple, Definition] = {}
