@@ -278,16 +278,18 @@ def bm25_stream(store: Store, terms: list[str], limit: int = STREAM_DEPTH) -> li
 
 def file_bm25(store: Store, terms: list[str], limit: int = STREAM_DEPTH, code_only: bool = False) -> list[str]:
     """Files ranked by BM25 over their whole text (path weighted higher); `code_only` leaves out
-    files read as text (docs, data: not where a fix goes)."""
+    files read as text (docs, data: not where a fix goes). Text files have their own full-text
+    table, so they never move the scores of code files; both lists merge by score."""
     if not terms:
         return []
     match = _any_of(terms)
-    q = (
-        "SELECT i.path FROM files_fts f JOIN files i ON i.id = f.rowid "
-        + ("AND i.language != 'text' " if code_only else "")
-        + "WHERE files_fts MATCH ? ORDER BY bm25(files_fts, 3.0, 1.0) LIMIT ?"
-    )
-    return [p for (p,) in store.conn.execute(q, (match, limit))]
+    q = ("SELECT i.path, bm25({t}, 3.0, 1.0) FROM {t} f JOIN files i ON i.id = f.rowid "
+         "WHERE {t} MATCH ? ORDER BY bm25({t}, 3.0, 1.0) LIMIT ?")
+    rows = store.conn.execute(q.format(t="files_fts"), (match, limit)).fetchall()
+    if not code_only:
+        rows += store.conn.execute(q.format(t="text_fts"), (match, limit)).fetchall()
+        rows.sort(key=lambda r: r[1])
+    return [p for p, _ in rows[:limit]]
 
 
 def exact_stream(store: Store, analysis: QueryAnalysis, weights: dict[int, float] | None = None) -> list[int]:

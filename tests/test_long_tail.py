@@ -304,3 +304,22 @@ def test_shebang_scripts_and_dotfiles(tmp_path):
         assert langs == {".ci/run": "bash", "README": "text"}
         assert store.entity("func:.ci/run:ci_step") is not None
         assert store.entity("module:.ci/run:.ci/run") is not None
+
+
+def test_text_files_never_move_the_scores_of_code_files(tmp_path):
+    """Docs and data have their own full-text table: adding a README full of the query's words
+    leaves every code file's BM25 score (what localization and the ranker read) as it was."""
+    code = {"shop/cart.py": "def total(items):\n    return sum(i.price for i in items)\n",
+            "shop/tax.py": "def apply_tax(amount):\n    return amount * 1.2\n"}
+    scores = []
+    for name, extra in (("plain", {}), ("with_docs", {"README.md": "total price tax " * 50})):
+        root = write_repo(tmp_path / name, {**code, **extra})
+        index_repository(root)
+        with Store(root / ".nsccn" / "index.db", readonly=True) as store:
+            scores.append(store.conn.execute(
+                "SELECT i.path, bm25(files_fts, 3.0, 1.0) FROM files_fts f JOIN files i ON i.id = f.rowid "
+                "WHERE files_fts MATCH 'total OR price OR tax' ORDER BY i.path").fetchall())
+            if extra:
+                assert file_bm25(store, ["price"])[0] == "README.md"
+                assert "README.md" not in file_bm25(store, ["price"], code_only=True)
+    assert scores[0] == scores[1] and len(scores[0]) == 2

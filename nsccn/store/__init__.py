@@ -15,6 +15,7 @@ from pathlib import Path
 
 import apsw
 
+from nsccn.languages import TEXT
 from nsccn.model import ParsedFile
 from nsccn.private import open_private, private_dir
 from nsccn.store.schema import INHERITS_ID, SCHEMA_VERSION, migrate
@@ -196,6 +197,7 @@ class Store:
         c.execute("DELETE FROM edges WHERE ref BETWEEN ? AND ?", (first, last))
         c.execute("DELETE FROM refs WHERE rowid BETWEEN ? AND ?", (first, last))
         c.execute("DELETE FROM files_fts WHERE rowid=?", (file_id,))
+        c.execute("DELETE FROM text_fts WHERE rowid=?", (file_id,))
         c.execute("DELETE FROM files WHERE id=?", (file_id,))
 
     def intern(self, names: Iterable[str]) -> dict[str, int]:
@@ -237,7 +239,8 @@ class Store:
         )
         file_id = c.last_insert_rowid()
         terms = pf.terms if pf.terms is not None and len(pf.terms.entities) == len(pf.entities) else file_terms(pf)
-        c.execute("INSERT INTO files_fts(rowid, path, body) VALUES(?,?,?)", (file_id, terms.path, terms.body))
+        fts = "text_fts" if pf.language == TEXT else "files_fts"  # text never moves code's BM25 statistics
+        c.execute(f"INSERT INTO {fts}(rowid, path, body) VALUES(?,?,?)", (file_id, terms.path, terms.body))
         for e, (name, signature, docstring, body) in zip(pf.entities, terms.entities):
             c.execute(
                 "INSERT OR REPLACE INTO entities(id, kind, path, qualname, name, start_line, end_line, signature,"

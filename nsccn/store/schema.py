@@ -7,16 +7,16 @@ import sys
 
 import apsw
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # Schemas before 4 keep ids as text in edges and refs: no migration reads them, the index is rebuilt.
-REBUILD_BELOW = 4
+REBUILD_BELOW = 5
 
 INHERITS_ID = 4  # symbols.id of 'INHERITS', fixed by the schema
 
 # The tables an index run fills: dropped and made anew when an older index is rebuilt.
 INDEX_TABLES = (
     "files", "entities", "refs", "edges", "skeletons", "ranks", "symbols", "entities_fts", "files_fts",
-    "files_fts_ids",  # schemas 2-3
+    "text_fts", "files_fts_ids",  # (schemas 2-3 had files_fts_ids; 5 added text_fts)
 )
 
 INDEX_SCHEMA = """
@@ -111,6 +111,13 @@ INDEX_SCHEMA = """
     );
     -- BM25 over whole files ranks files better than their best entity alone; rowid = files.id.
     CREATE VIRTUAL TABLE files_fts USING fts5(
+        path, body,
+        content='', contentless_delete=1,
+        tokenize="unicode61 tokenchars '_'"
+    );
+    -- Files read as text (docs, data): their own table, so their words never change the BM25
+    -- statistics of code files (the learned ranker's features); rowid = files.id.
+    CREATE VIRTUAL TABLE text_fts USING fts5(
         path, body,
         content='', contentless_delete=1,
         tokenize="unicode61 tokenchars '_'"
