@@ -58,11 +58,12 @@ def cmd_index(args) -> int:
     if not args.pipeline:
         from nsccn.config import load_config
         from supervisor.addresses import running_pipeline
-        from supervisor.cli import busy_message
 
         config = load_config(root.resolve())
         info = running_pipeline(root.resolve(), config)
         if info is not None:  # its writer owns the index: a second writer would go behind its back
+            from supervisor.cli import busy_message  # (zmq and the supervisor: only when one runs)
+
             print(f"nsccn: {busy_message(info)}", file=sys.stderr)
             return EXIT_FAILED
         if not in_process:  # a small job costs less in this process than the actors' start

@@ -117,6 +117,23 @@ def is_binary(data: bytes) -> bool:
     return b"\0" in data[:8192]
 
 
+# Formats that are never text, skipped by name when scanned: read, they would be found binary on
+# every run (a skipped file is not remembered), which made a no-change run parse them again.
+BINARY_EXTENSIONS = frozenset((
+    ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".icns", ".webp", ".tif", ".tiff", ".psd",
+    ".pdf", ".zip", ".gz", ".tgz", ".bz2", ".xz", ".zst", ".7z", ".rar", ".tar", ".jar", ".war", ".whl",
+    ".egg", ".so", ".dylib", ".dll", ".exe", ".o", ".a", ".lib", ".obj", ".class", ".pyc", ".pyo", ".pyd",
+    ".wasm", ".bin", ".dat", ".db", ".sqlite", ".sqlite3", ".npy", ".npz", ".pkl", ".pickle", ".parquet",
+    ".woff", ".woff2", ".ttf", ".otf", ".eot", ".mp3", ".mp4", ".wav", ".ogg", ".flac", ".avi", ".mov",
+    ".mkv", ".webm", ".xls", ".xlsx", ".doc", ".docx", ".ppt", ".pptx", ".odt", ".ods",
+))
+
+
+def binary_by_name(name: str) -> bool:
+    dot = name.rfind(".")
+    return dot > 0 and name[dot:].lower() in BINARY_EXTENSIONS
+
+
 def _shebang_language(path: str) -> str | None:
     """The language a `#!` line names, for a file without an extension (`bin/serve`)."""
     try:
@@ -197,7 +214,11 @@ def scan_repository(root: Path, config: Config) -> ScanResult:
                 else:
                     walk(Path(entry.path), rel)
                 continue
-            if detect_language(entry.path, entry.name) not in wanted:
+            language = detect_language(entry.path, entry.name)
+            if language not in wanted:
+                continue
+            if language == TEXT and binary_by_name(entry.name):
+                result.skip("binary", rel)
                 continue
             try:
                 st = entry.stat(follow_symlinks=True)

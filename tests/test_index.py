@@ -201,3 +201,22 @@ def test_a_touched_file_leaves_no_full_resolution_behind(shop_repo):
     assert s.files_indexed == 0 and s.files_unchanged == len(SHOP)
     with Store(shop_repo / ".nsccn" / "index.db", readonly=True) as store:
         assert store.get_meta("resolve_pending") == "0"
+
+
+def test_binary_files_are_skipped_by_name_and_a_no_change_run_reads_nothing(tmp_path):
+    """An image is skipped when scanned (never read, never planned): before, a skipped file was
+    not remembered, so every no-change run read it again to find it binary."""
+    from nsccn.config import load_config
+    from nsccn.indexer import plan_changes
+    from nsccn.scan import scan_repository
+
+    root = write_repo(tmp_path / "r", {"app.py": "def main():\n    return 1\n"})
+    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + bytes(64))
+    (root / "blob.xyz").write_bytes(b"\0\1\2binary of an unknown kind")
+    first = index_repository(root)
+    assert first.skipped["binary"] == 2
+    config = load_config(root)
+    scan = scan_repository(root, config)
+    assert scan.skipped["binary"] == 1 and "logo.png" not in {f.path for f in scan.files}
+    with Store(config.db_path(root), readonly=True) as store:
+        assert [f.path for f in plan_changes(root, store, scan.files).to_parse] == ["blob.xyz"]
