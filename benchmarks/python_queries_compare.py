@@ -43,22 +43,6 @@ QUERIES = Path(__file__).parent / "python_queries"
 EXAMPLES = 10
 
 
-def absolute_module(ex: QueryExtractor, node: ts.Node) -> str:
-    """`from ..x import y` in `pkg/sub/mod.py` -> `pkg.x` (the walker's rule)."""
-    if node.type != "relative_import":
-        return node_text(node)
-    prefix = next((c for c in node.children if c.type == "import_prefix"), None)
-    dots = len(node_text(prefix)) if prefix is not None else 0
-    rest = next((c for c in node.named_children if c.type == "dotted_name"), None)
-    package = ex.module if ex.path.endswith("__init__.py") else ex.module.rpartition(".")[0]
-    parts = package.split(".") if package else []
-    if dots > 1:
-        parts = parts[: max(0, len(parts) - (dots - 1))]
-    if rest is not None:
-        parts.append(node_text(rest))
-    return ".".join(parts)
-
-
 class PythonQueries(QueryLanguage):
     """Python as a QueryLanguage: the .scm files above plus what they cannot say."""
 
@@ -102,7 +86,7 @@ class PythonQueries(QueryLanguage):
         module_node = node.child_by_field_name("module_name")
         if module_node is None:
             return out
-        base = absolute_module(ex, module_node)
+        base = walker.absolute_module(ex.path, ex.module, module_node)  # the walker's rule
         for item in node.named_children:
             if item == module_node:
                 continue

@@ -10,6 +10,8 @@ import msgspec
 # Entity kinds, in the id prefix: `{kind}:{path}:{qualname}`.
 KINDS = ("module", "class", "func", "method")
 
+TEXT = "text"  # the language of a file of no language we parse: its words are searchable, it is listed in the map
+
 RELATIONS = ("CALLS", "INHERITS", "IMPORTS", "MUTATES", "READS_CONFIG", "PROPAGATES_ERROR", "CONTAINS")
 
 

@@ -123,7 +123,7 @@ BINARY_EXTENSIONS = frozenset((
     ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".icns", ".webp", ".tif", ".tiff", ".psd",
     ".pdf", ".zip", ".gz", ".tgz", ".bz2", ".xz", ".zst", ".7z", ".rar", ".tar", ".jar", ".war", ".whl",
     ".egg", ".so", ".dylib", ".dll", ".exe", ".o", ".a", ".lib", ".obj", ".class", ".pyc", ".pyo", ".pyd",
-    ".wasm", ".bin", ".dat", ".db", ".sqlite", ".sqlite3", ".npy", ".npz", ".pkl", ".pickle", ".parquet",
+    ".wasm", ".bin", ".db", ".sqlite", ".sqlite3", ".npy", ".npz", ".pkl", ".pickle", ".parquet",
     ".woff", ".woff2", ".ttf", ".otf", ".eot", ".mp3", ".mp4", ".wav", ".ogg", ".flac", ".avi", ".mov",
     ".mkv", ".webm", ".xls", ".xlsx", ".doc", ".docx", ".ppt", ".pptx", ".odt", ".ods",
 ))

@@ -156,3 +156,17 @@ def pathological_traceback(size: int = 1 << 20, depth: int = 120) -> str:
         i += 1
     out.append('  File "/srv/app/billing/tax.py", line 7, in apply_tax\nValueError: negative amount\n')
     return "".join(out)
+
+
+def stop_group(proc) -> None:
+    """Stop a process started in its own session (`start_new_session=True`) and all it started."""
+    import os
+    import signal
+    import subprocess
+
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

@@ -5,13 +5,14 @@ imported when it answers (the wall time is measured by benchmarks/cli_latency.py
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from conftest import stop_group
 
 from nsccn.indexer import index_repository
 from test_mcp_server import make_repo
@@ -87,9 +88,4 @@ def test_search_asks_the_running_pipelines_embedder(repo_with_vectors):
         assert "vector" in answer["signals"] and answer["results"][0]["id"] == "func:acme/auth.py:validate_token"
         assert "zmq" in res["loaded"] and "onnxruntime" not in res["loaded"], res["loaded"]
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_group(proc)

@@ -11,15 +11,17 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
+
+from conftest import stop_group
 
 from test_mcp_server import make_repo
 
@@ -178,10 +180,5 @@ def test_procfile_runs_without_an_active_venv(tmp_path):
             assert time.monotonic() < deadline, (tmp_path / "honcho.log").read_text()[-3000:]
             time.sleep(0.5)
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_group(proc)
     assert "No module named" not in (tmp_path / "honcho.log").read_text()

@@ -15,6 +15,7 @@ import re
 
 from nsccn.languages.tags import EXTENSIONS as TAGS_EXTENSIONS
 from nsccn.languages.tags import LANGUAGES as TAGS_LANGUAGES
+from nsccn.model import TEXT  # a file of no language we parse
 
 # language name -> (module, attribute) of its QueryLanguage; "python" has its own walker
 _QUERY_LANGUAGES = {
@@ -32,7 +33,6 @@ EXTENSIONS = {
     ".go": "go", ".rs": "rust", ".java": "java",
     **TAGS_EXTENSIONS,  # the long tail: extension -> grammar with a tags query
 }
-TEXT = "text"  # a file of no language we parse: its words are searchable, it is listed in the map
 SHEBANGS = {"python": "python", "python3": "python", "node": "javascript", "nodejs": "javascript",
             "deno": "typescript", "bun": "typescript", "ts-node": "typescript",
             "sh": "bash", "bash": "bash", "ruby": "ruby", "php": "php", "lua": "lua", "Rscript": "r",

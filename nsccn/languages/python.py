@@ -68,6 +68,23 @@ def _text(node: ts.Node) -> str:
     return node.text.decode("utf-8", "replace")
 
 
+def absolute_module(path: str, module: str, node: ts.Node) -> str:
+    """The module an import names, relative imports made absolute: `from ..x import y` in
+    `pkg/sub/mod.py` (module `pkg.sub.mod`) -> `pkg.x`."""
+    if node.type != "relative_import":
+        return _text(node)
+    prefix = next((c for c in node.children if c.type == "import_prefix"), None)
+    dots = len(_text(prefix)) if prefix is not None else 0
+    rest = next((c for c in node.named_children if c.type == "dotted_name"), None)
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    parts = package.split(".") if package else []
+    if dots > 1:
+        parts = parts[: max(0, len(parts) - (dots - 1))]
+    if rest is not None:
+        parts.append(_text(rest))
+    return ".".join(parts)
+
+
 def _expr_name(node: ts.Node | None) -> str | None:
     """`a.b.c` for identifier/attribute chains, `super().m` for super calls, else None."""
     if node is None:
@@ -375,7 +392,7 @@ class PythonExtractor:
         module_node = node.child_by_field_name("module_name")
         if module_node is None:
             return
-        base = self._absolute_module(module_node)
+        base = absolute_module(self.path, self.module, module_node)
         names = [c for c in node.named_children if c != module_node]
         for item in names:
             if item.type == "wildcard_import":
@@ -397,20 +414,6 @@ class PythonExtractor:
         # Module-level imports win over function-local ones of the same name.
         if scope.kind == "module" or local not in self.imports:
             self.imports[local] = dotted
-
-    def _absolute_module(self, node: ts.Node) -> str:
-        if node.type != "relative_import":
-            return _text(node)
-        prefix = next((c for c in node.children if c.type == "import_prefix"), None)
-        dots = len(_text(prefix)) if prefix is not None else 0
-        rest = next((c for c in node.named_children if c.type == "dotted_name"), None)
-        package = self.module if self.path.endswith("__init__.py") else self.module.rpartition(".")[0]
-        parts = package.split(".") if package else []
-        if dots > 1:
-            parts = parts[: max(0, len(parts) - (dots - 1))]
-        if rest is not None:
-            parts.append(_text(rest))
-        return ".".join(parts)
 
     def _visit_assignment(self, node: ts.Node, scope: _Scope) -> None:
         left = node.child_by_field_name("left")

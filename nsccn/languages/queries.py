@@ -63,7 +63,7 @@ class QueryLanguage:
     signature_prefix: dict[str, str] = {}  # node type -> words its signature starts with (`type ` for a type_spec)
     builtins: frozenset[str] = frozenset()  # names resolved to `ext:builtins.X` when nothing else defines them
     elide_unbodied = False  # a function without a body keeps its header line only in the skeleton (tags queries)
-    implicit_self: tuple[str, ...] = ()  # call nodes whose bare name inside a class means `this.m()` (Java)  # the member a `new X()` call runs ("" when it is the class's own name)
+    implicit_self: tuple[str, ...] = ()  # call nodes whose bare name inside a class means `this.m()` (Java)
 
     def grammar(self):  # the tree-sitter language capsule
         raise NotImplementedError

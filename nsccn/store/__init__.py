@@ -15,8 +15,7 @@ from pathlib import Path
 
 import apsw
 
-from nsccn.languages import TEXT
-from nsccn.model import ParsedFile
+from nsccn.model import TEXT, ParsedFile
 from nsccn.private import open_private, private_dir
 from nsccn.store.schema import INHERITS_ID, SCHEMA_VERSION, migrate
 from nsccn.store.terms import file_terms
