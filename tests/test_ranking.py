@@ -248,3 +248,37 @@ def test_vector_features_when_the_index_has_vectors(ranked_repo):
     assert 1 <= f["best_vector_rank"] < 1000
     ranks = [dict(zip(FUNCTION_FEATURES, row))["vector_rank"] for row in cands.function_rows]
     assert all(not math.isnan(r) for r in ranks) and min(ranks) == 1
+
+
+def test_a_model_that_never_read_vectors_ranks_without_them(ranked_repo):
+    """The index has vectors, the model was trained where they were always missing: it never learned
+    what a vector rank means, so the vector stream's candidates would join scored blind (on 51
+    held-out dev reports they cost file@5 90.2 -> 86.3). They stay out; a model that splits on
+    vector features gets them."""
+    index_repository(ranked_repo, workers=1, embed=True)
+    blind, led = synthetic_records(40), synthetic_records(40, seed=1)
+    for r in blind:
+        for rows, col in ((r["file_rows"], FILE_FEATURES.index("best_vector_rank")),
+                          (r["function_rows"], FUNCTION_FEATURES.index("vector_rank"))):
+            for row in rows:
+                row[col] = float("nan")
+    for r in led:  # the vector stream ranks the right candidate first, nothing else says so
+        gold_file, gold_fn = r["file_labels"].index(1), r["function_labels"].index(1)
+        for rows, col, gold in ((r["file_rows"], FILE_FEATURES.index("best_vector_rank"), gold_file),
+                                (r["function_rows"], FUNCTION_FEATURES.index("vector_rank"), gold_fn)):
+            for i, row in enumerate(rows):
+                row[col] = 1.0 if i == gold else 2.0 + i
+                row[FUNCTION_FEATURES.index("name_called") if rows is r["function_rows"]
+                    else FILE_FEATURES.index("path_mentioned")] = 0.0
+    a, b = fit(blind, rounds=10), fit(led, rounds=10)
+    assert not a.reads("vectors") and b.reads("vectors")
+    query = "values are turned into text wrongly for tables of rows"
+    with Store(ranked_repo / ".nsccn" / "index.db", readonly=True) as store:
+        fusion, vector = ranking.featurize(store, query)
+        assert vector  # the index answers vector queries
+        with_vec, without = (candidates(store, query, fusion, v) for v in (vector, None))
+        assert set(with_vec.functions) > set(without.functions)  # vector-only candidates exist here
+        assert ranking.localize(store, query, ranker=a).functions == \
+            ranking.localize(store, query, ranker=a, use_vectors=False).functions
+        assert set(ranking.localize(store, query, ranker=b).functions) > \
+            set(ranking.localize(store, query, ranker=b, use_vectors=False).functions)

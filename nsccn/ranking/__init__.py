@@ -150,6 +150,13 @@ class Ranker:
     source: str = ""  # the file it came from
     disabled: frozenset[str] = frozenset()  # feature groups left out (ablations): their features are missing
 
+    def reads(self, group: str) -> bool:
+        """Whether any tree splits on a feature of `group` (`GROUPS`): a model trained where that
+        evidence was always missing never learned what it means."""
+        used = {FILE_FEATURES[i] for i in np.unique(self.files.feature) if i >= 0}
+        used |= {FUNCTION_FEATURES[i] for i in np.unique(self.functions.feature) if i >= 0}
+        return not used.isdisjoint(GROUPS[group]) and group not in self.disabled
+
     def score(self, cands: Candidates) -> tuple[np.ndarray, np.ndarray]:
         fx = _mask(np.asarray(cands.file_rows, dtype=np.float64).reshape(-1, len(FILE_FEATURES)), FILE_FEATURES,
                    self.disabled)
@@ -270,7 +277,8 @@ def localize(store: Store, query: str, limit: int = 50, embedder=None, ranker: R
     if ranker is None:
         return fusion_only(store, query, limit=limit, embedder=embedder, rrf_k=rrf_k)
     started = time.perf_counter()
-    fusion, vector = featurize(store, query, embedder=embedder, use_vectors=use_vectors, rrf_k=rrf_k)
+    fusion, vector = featurize(store, query, embedder=embedder, use_vectors=use_vectors and ranker.reads("vectors"),
+                               rrf_k=rrf_k)
     files, functions = ranker.rank(store, fusion, vector, query)
     return Localization(files[:limit], functions[:limit], time.perf_counter() - started)
 
@@ -290,7 +298,8 @@ def search(store: Store, query: str, limit: int, ranker: Ranker, kinds: tuple[st
     relevance stays positive for MMR (`search.diversify`)."""
     from nsccn.search import Hit
 
-    fusion, vector = featurize(store, query, embedder=embedder, use_vectors=use_vectors, rrf_k=rrf_k)
+    fusion, vector = featurize(store, query, embedder=embedder, use_vectors=use_vectors and ranker.reads("vectors"),
+                               rrf_k=rrf_k)
     cands = candidates(store, query, fusion, vector)
     _, fn_scores = ranker.score(cands)
     ordered = order(cands.functions, fn_scores, [])
