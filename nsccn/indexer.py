@@ -11,14 +11,12 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from nsccn.config import Config, ensure_index_dir, load_config
 from nsccn.extract import TOO_DEEP, content_hash, parse_file
 from nsccn.model import ParsedFile
-from nsccn.resolve import resolve_affected, resolve_all
 from nsccn.scan import FileInfo, ScanResult, read_source, scan_repository
 from nsccn.store import WRITER_CACHE_MIB, IndexMissing, Store
 
@@ -183,6 +181,8 @@ def index_repository(
             changed_paths.update(p.path for p in batch)
             summary.files_indexed += len(batch)
         if changed_paths or interrupted:
+            from nsccn.resolve import resolve_affected, resolve_all  # only a run that wrote needs it
+
             if not known or interrupted:  # a first build, or a repair after a crash
                 resolve_all(store)
             else:
@@ -229,5 +229,7 @@ def _parse_all(
         for job in jobs:
             yield job[1], parse_one(*job)
         return
+    from concurrent.futures import ProcessPoolExecutor  # multiprocessing: only for a pool
+
     with ProcessPoolExecutor(max_workers=workers) as pool:
         yield from pool.map(_parse_star, jobs, chunksize=16)
