@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nsccn.config import Config, ensure_index_dir, load_config
-from nsccn.extract import TOO_DEEP, content_hash, parse_file
 from nsccn.model import ParsedFile
 from nsccn.scan import FileInfo, ScanResult, read_source, scan_repository
 from nsccn.store import WRITER_CACHE_MIB, IndexMissing, Store
@@ -92,6 +91,8 @@ def files_to_parse(root: Path, db_path: Path, scan: ScanResult) -> int:
 
 def parse_one(root: str, info: FileInfo, max_size: int, known_hash: str | None) -> ParsedFile | str | None:
     """A ParsedFile, the string reason the file was skipped, or None when its content is unchanged."""
+    from nsccn.extract import content_hash, parse_file  # the parse: only a run with files to parse
+
     data, reason = read_source(Path(root), info.path, max_size)
     if data is None:
         return reason
@@ -166,6 +167,8 @@ def index_repository(
                 summary.files_unchanged += 1
                 continue
             if result.deep_lines:  # indexed, less a region too deeply nested to walk
+                from nsccn.extract import TOO_DEEP
+
                 summary.skipped[TOO_DEEP] += 1
                 summary.skipped_examples.setdefault(TOO_DEEP, info.path)
             batch.append(result)

@@ -64,9 +64,7 @@ class Writer(Actor):
 
     def run(self) -> None:
         spec = self.spec
-        # PageRank's module pulls in the tokenizer (a second of imports): warm it up while the
-        # first files are being parsed, not when the bulk is done.
-        threading.Thread(target=_warm_imports, daemon=True).start()
+        self.warmed = False  # PageRank's imports: see BulkStart
         with self.busy("opening index"):
             self.store = Store(spec.db_path, cache_mib=WRITER_CACHE_MIB)
         inbox = self.socket(zmq.PULL, bind=self.addrs.writer)
@@ -160,6 +158,7 @@ class Writer(Actor):
     def _has_idle_work(self, now: float) -> bool:
         return (
             (self.needs_resolve and not self.bulk_active)
+            or self._completion_due()  # not after a 200 ms wait: a no-change run waits on it
             or (self.ranks_due is not None and now >= self.ranks_due and self.ranks_job is None)
             or (self.ranks_job is not None and not self.ranks_job.is_alive())
             or bool(
@@ -218,6 +217,12 @@ class Writer(Actor):
             self.bulk_gen = msg.generation
             self.bulk_files_seen = msg.files_seen or self.bulk_files_seen
             self.log.info("bulk %d started: %d paths to check", msg.generation, msg.total)
+            if msg.total and not self.warmed:
+                # PageRank's module pulls in the tokenizer (a second of imports): warm it up while
+                # the first files are being parsed, not when the bulk is done; a run with nothing
+                # to parse (most `nsccn index` runs) never needs it.
+                self.warmed = True
+                threading.Thread(target=_warm_imports, daemon=True).start()
         elif isinstance(msg, BulkDone):
             if self.batch:
                 self._flush()
@@ -427,10 +432,13 @@ class Writer(Actor):
 
     # -- completion --------------------------------------------------------------------------------
 
-    def _maybe_complete(self) -> None:
+    def _completion_due(self) -> bool:
         if self.bulk_active or self.bulk_gen < 0 or self.completed_gen == self.bulk_gen or self.needs_resolve:
-            return
-        if self.spec.embed and (self.model is None or self._embedding()):
+            return False
+        return not (self.spec.embed and (self.model is None or self._embedding()))
+
+    def _maybe_complete(self) -> None:
+        if not self._completion_due():
             return
         self.completed_gen = self.bulk_gen
         self._update_history()
