@@ -64,8 +64,9 @@ class Plan:
     unchanged: int
 
 
-def plan_changes(root: Path, store: Store, files: list[FileInfo]) -> Plan:
-    known = store.file_states()
+def plan_changes(root: Path, store: Store, files: list[FileInfo], known: dict | None = None) -> Plan:
+    """`known`: the store's file_states(), when the caller has them already."""
+    known = store.file_states() if known is None else known
     to_parse: list[FileInfo] = []
     unchanged = 0
     for f in files:
@@ -134,8 +135,8 @@ def index_repository(
     summary.skipped_examples.update(scan.skipped_examples)
     summary.warnings = list(scan.warnings)
     with Store(db_path, cache_mib=WRITER_CACHE_MIB) as store:
-        plan = plan_changes(root, store, scan.files)
         known = store.file_states()
+        plan = plan_changes(root, store, scan.files, known)
         # A run that died between writing files and resolving their references leaves this set:
         # the next run re-resolves everything instead of trusting half-made edges.
         interrupted = store.get_meta("resolve_pending") == "1"
