@@ -29,8 +29,6 @@ def _print_json(data) -> None:
 
 
 def cmd_index(args) -> int:
-    from nsccn.indexer import index_repository
-
     root = Path(args.path)
     if not root.is_dir():
         print(f"nsccn: {root} is not a directory", file=sys.stderr)
@@ -80,6 +78,8 @@ def cmd_index(args) -> int:
             scan = scan_repository(root.resolve(), config)
             in_process = files_to_parse(root.resolve(), config.db_path(root.resolve()), scan) < PIPELINE_FROM_FILES
     if in_process:
+        from nsccn.indexer import index_repository
+
         summary = index_repository(root, config=config, workers=args.workers, progress=progress,
                                    embed=args.embed, embed_progress=embed_progress, scan=scan)
         summary.seconds = time.perf_counter() - started  # the scan made here included

@@ -13,11 +13,14 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nsccn.config import Config, ensure_index_dir, load_config
 from nsccn.model import ParsedFile
-from nsccn.scan import FileInfo, ScanResult, read_source, scan_repository
 from nsccn.store import WRITER_CACHE_MIB, IndexMissing, Store
+
+if TYPE_CHECKING:  # the scan (pathspec) is imported by the runs that scan, not by the pipeline's CLI
+    from nsccn.scan import FileInfo, ScanResult
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +96,7 @@ def files_to_parse(root: Path, db_path: Path, scan: ScanResult) -> int:
 def parse_one(root: str, info: FileInfo, max_size: int, known_hash: str | None) -> ParsedFile | str | None:
     """A ParsedFile, the string reason the file was skipped, or None when its content is unchanged."""
     from nsccn.extract import content_hash, parse_file  # the parse: only a run with files to parse
+    from nsccn.scan import read_source
 
     data, reason = read_source(Path(root), info.path, max_size)
     if data is None:
@@ -129,7 +133,10 @@ def index_repository(
         ensure_index_dir(root, config)  # 0700, never through a symlink the repository carries
     db_path = Path(db_path) if db_path else config.db_path(root)
     summary = IndexSummary(str(root), str(db_path))
-    scan = scan or scan_repository(root, config)
+    if scan is None:
+        from nsccn.scan import scan_repository
+
+        scan = scan_repository(root, config)
     summary.files_seen = len(scan.files)
     summary.skipped.update(scan.skipped)
     summary.skipped_examples.update(scan.skipped_examples)

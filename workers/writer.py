@@ -21,11 +21,10 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
 import zmq
 
-from nsccn.embed import text_hash
 from nsccn.extract import TOO_DEEP
 from nsccn.messages import (
     BulkDone,
@@ -43,10 +42,11 @@ from nsccn.messages import (
     Vectors,
 )
 from nsccn.resolve import resolve_affected, resolve_all
-from nsccn.semantic import EMBEDDABLE_SQL as _EMBEDDABLE, TEXT_COLUMNS, texts_of_rows
-from nsccn.store import WRITER_CACHE_MIB, Store
-from nsccn.vectors import VectorStore
+from nsccn.store import EMBEDDABLE_SQL as _EMBEDDABLE, TEXT_COLUMNS, WRITER_CACHE_MIB, Store
 from workers.base import Actor, actor_main
+
+if TYPE_CHECKING:  # numpy and the vector table: imported once a model is known (an index run without
+    from nsccn.vectors import VectorStore  # vectors, most of them, starts without them)
 
 BULK_BATCH = 256  # files per transaction during the initial scan...
 BULK_BATCH_LINES = 20_000  # ...or this many lines parsed: what a batch holds in memory, whatever the files' size
@@ -491,6 +491,8 @@ class Writer(Actor):
                 self.outstanding.clear()
             self.model = info
             return
+        from nsccn.vectors import VectorStore
+
         with self.busy("checking vectors"):
             self.vs = VectorStore(self.store.conn)
             remodeled = self.vs.ensure_model(info.model_id, info.dim)
@@ -522,6 +524,8 @@ class Writer(Actor):
 
     def _texts(self, ids: list[str]) -> dict[str, str]:
         """entity id -> the text to embed (as nsccn.semantic.wanted_texts), for existing ids."""
+        from nsccn.semantic import texts_of_rows
+
         out = {}
         for i in range(0, len(ids), 500):
             chunk = ids[i : i + 500]
@@ -541,11 +545,15 @@ class Writer(Actor):
             return {}
         self.sweep = rows[-1][0]
         self.swept += len(rows)
+        from nsccn.semantic import texts_of_rows
+
         return texts_of_rows((r[1:] for r in rows), self.model.max_chars)
 
     def _dispatch_embeds(self) -> None:
         """Fill the embedder's window: check entities against the cache (which serves an
         unchanged text without the model), send the rest in jobs of `embed_batch`."""
+        from nsccn.embed import text_hash
+
         batch = self.spec.embed_batch
         rounds = 0
         while len(self.outstanding) < self.spec.embed_window and rounds < 8:
@@ -577,6 +585,10 @@ class Writer(Actor):
             self.send(self.to_embedder, EmbedJob(job=self.job_seq, items=items))
 
     def _store_vectors(self, msg: Vectors) -> None:
+        import numpy as np
+
+        from nsccn.embed import text_hash
+
         entry = self.outstanding.pop(msg.job, None)
         if self.model is None or msg.model_id != self.model.model_id or msg.dim != self.model.dim:
             self.drop(f"vectors of model {msg.model_id}/{msg.dim}, the index holds {self.model and self.model.model_id}")
