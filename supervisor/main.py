@@ -162,6 +162,7 @@ class Supervisor:
         self.exit_code = 0
         self.failure: str | None = None
         self.complete: IndexComplete | None = None
+        self.parsers_due = mode != "index"  # an index run's parsers wait for the watcher's scan to find work
         self.started_at = time.time()
         self._signals: list[int] = []
         self.ctx = zmq.Context()
@@ -179,7 +180,6 @@ class Supervisor:
             # _drain_inbox): with nothing to parse, their start would be most of the run's cost.
             lazy = self.mode == "index" and name.startswith("parser-")
             self.slots[name] = Slot(name=name, kind=name.split("-")[0], next_start=None if lazy else 0.0)
-        self.parsers_due = self.mode != "index"
 
     def _spec(self, slot: Slot) -> ActorSpec:
         return ActorSpec(
