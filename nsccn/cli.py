@@ -12,11 +12,14 @@ import sys
 import time
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from nsccn import __version__
 from nsccn.config import ConfigError
-from nsccn.navigator import Navigator, NavigatorError
 from nsccn.private import PrivatePathError
-from nsccn.store import IndexMissing
+
+if TYPE_CHECKING:  # the query stack (search, graph, ranking) is imported only by the commands that query
+    from nsccn.navigator import Navigator
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_INDEX = 0, 1, 2, 3
 
@@ -26,8 +29,6 @@ def _print_json(data) -> None:
 
 
 def cmd_index(args) -> int:
-    from nsccn.indexer import index_repository
-
     root = Path(args.path)
     if not root.is_dir():
         print(f"nsccn: {root} is not a directory", file=sys.stderr)
@@ -37,9 +38,11 @@ def cmd_index(args) -> int:
     def progress(done: int, total: int) -> None:
         nonlocal bar
         if bar is None:
+            if args.json or not sys.stderr.isatty():  # tqdm would disable itself: spare its import
+                return
             from tqdm import tqdm  # a run with nothing to parse does without
 
-            bar = tqdm(total=total, unit="file", desc="parsing", disable=args.json or None, file=sys.stderr)
+            bar = tqdm(total=total, unit="file", desc="parsing", file=sys.stderr)
         bar.update(1)
 
     ebar = None
@@ -47,13 +50,15 @@ def cmd_index(args) -> int:
     def embed_progress(done: int, total: int) -> None:
         nonlocal ebar
         if ebar is None:
+            if args.json or not sys.stderr.isatty():
+                return
             from tqdm import tqdm
 
-            ebar = tqdm(total=total, unit="entity", desc="embedding", disable=args.json or None, file=sys.stderr)
+            ebar = tqdm(total=total, unit="entity", desc="embedding", file=sys.stderr)
         ebar.n = done
         ebar.refresh()
 
-    in_process, scan = args.in_process, None
+    in_process, scan, config = args.in_process, None, None
     started = time.perf_counter()
     if not args.pipeline:
         from nsccn.config import load_config
@@ -73,8 +78,10 @@ def cmd_index(args) -> int:
             scan = scan_repository(root.resolve(), config)
             in_process = files_to_parse(root.resolve(), config.db_path(root.resolve()), scan) < PIPELINE_FROM_FILES
     if in_process:
-        summary = index_repository(root, workers=args.workers, progress=progress, embed=args.embed,
-                                   embed_progress=embed_progress, scan=scan)
+        from nsccn.indexer import index_repository
+
+        summary = index_repository(root, config=config, workers=args.workers, progress=progress,
+                                   embed=args.embed, embed_progress=embed_progress, scan=scan)
         summary.seconds = time.perf_counter() - started  # the scan made here included
     else:  # the actor pipeline (supervisor/): parser pool, single writer, embedder
         from supervisor.cli import pipeline_index
@@ -130,6 +137,8 @@ def cmd_search(nav: Navigator, args) -> dict:
 
 def _report_text(args) -> str:
     """The bug report: the argument, a file (--file), or standard input (`-`, or nothing given)."""
+    from nsccn.navigator import NavigatorError
+
     if args.file:
         try:
             return Path(args.file).read_text(encoding="utf-8", errors="replace")
@@ -540,6 +549,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not args.needs_nav:
             return args.func(args)
+        from nsccn.navigator import Navigator, NavigatorError
+        from nsccn.store import IndexMissing
+
         given = Path(args.root).resolve()
         root = find_root(given)  # from a subdirectory: the enclosing repository's index
         args.here = given.relative_to(root) if root != given else None

@@ -11,16 +11,16 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nsccn.config import Config, ensure_index_dir, load_config
-from nsccn.extract import TOO_DEEP, content_hash, parse_file
 from nsccn.model import ParsedFile
-from nsccn.resolve import resolve_affected, resolve_all
-from nsccn.scan import FileInfo, ScanResult, read_source, scan_repository
 from nsccn.store import WRITER_CACHE_MIB, IndexMissing, Store
+
+if TYPE_CHECKING:  # the scan (pathspec) is imported by the runs that scan, not by the pipeline's CLI
+    from nsccn.scan import FileInfo, ScanResult
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +67,9 @@ class Plan:
     unchanged: int
 
 
-def plan_changes(root: Path, store: Store, files: list[FileInfo]) -> Plan:
-    known = store.file_states()
+def plan_changes(root: Path, store: Store, files: list[FileInfo], known: dict | None = None) -> Plan:
+    """`known`: the store's file_states(), when the caller has them already."""
+    known = store.file_states() if known is None else known
     to_parse: list[FileInfo] = []
     unchanged = 0
     for f in files:
@@ -94,6 +95,9 @@ def files_to_parse(root: Path, db_path: Path, scan: ScanResult) -> int:
 
 def parse_one(root: str, info: FileInfo, max_size: int, known_hash: str | None) -> ParsedFile | str | None:
     """A ParsedFile, the string reason the file was skipped, or None when its content is unchanged."""
+    from nsccn.extract import content_hash, parse_file  # the parse: only a run with files to parse
+    from nsccn.scan import read_source
+
     data, reason = read_source(Path(root), info.path, max_size)
     if data is None:
         return reason
@@ -129,14 +133,17 @@ def index_repository(
         ensure_index_dir(root, config)  # 0700, never through a symlink the repository carries
     db_path = Path(db_path) if db_path else config.db_path(root)
     summary = IndexSummary(str(root), str(db_path))
-    scan = scan or scan_repository(root, config)
+    if scan is None:
+        from nsccn.scan import scan_repository
+
+        scan = scan_repository(root, config)
     summary.files_seen = len(scan.files)
     summary.skipped.update(scan.skipped)
     summary.skipped_examples.update(scan.skipped_examples)
     summary.warnings = list(scan.warnings)
     with Store(db_path, cache_mib=WRITER_CACHE_MIB) as store:
-        plan = plan_changes(root, store, scan.files)
         known = store.file_states()
+        plan = plan_changes(root, store, scan.files, known)
         # A run that died between writing files and resolving their references leaves this set:
         # the next run re-resolves everything instead of trusting half-made edges.
         interrupted = store.get_meta("resolve_pending") == "1"
@@ -168,6 +175,8 @@ def index_repository(
                 summary.files_unchanged += 1
                 continue
             if result.deep_lines:  # indexed, less a region too deeply nested to walk
+                from nsccn.extract import TOO_DEEP
+
                 summary.skipped[TOO_DEEP] += 1
                 summary.skipped_examples.setdefault(TOO_DEEP, info.path)
             batch.append(result)
@@ -183,6 +192,8 @@ def index_repository(
             changed_paths.update(p.path for p in batch)
             summary.files_indexed += len(batch)
         if changed_paths or interrupted:
+            from nsccn.resolve import resolve_affected, resolve_all  # only a run that wrote needs it
+
             if not known or interrupted:  # a first build, or a repair after a crash
                 resolve_all(store)
             else:
@@ -229,5 +240,7 @@ def _parse_all(
         for job in jobs:
             yield job[1], parse_one(*job)
         return
+    from concurrent.futures import ProcessPoolExecutor  # multiprocessing: only for a pool
+
     with ProcessPoolExecutor(max_workers=workers) as pool:
         yield from pool.map(_parse_star, jobs, chunksize=16)

@@ -6,6 +6,7 @@ Nothing here is fatal: every file that cannot be indexed is skipped and counted 
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections import Counter
 from dataclasses import dataclass, field
@@ -61,6 +62,38 @@ def compile_patterns(lines: list[str], source: str, warnings: list[str]) -> path
     return pathspec.GitIgnoreSpec.from_lines(good) if good else None
 
 
+_GROUP = re.compile(r"\(\?P<(\w+)>")
+
+
+class Patterns:
+    """A compiled ignore file: `spec.match_file`, behind one regular expression that is the union
+    of its patterns. Most paths match none of them, and one search of the union then answers for
+    all (pathspec otherwise tries every pattern in Python). Only a path the union finds goes to
+    the spec, which decides (negations, directory patterns), so the answers are the spec's."""
+
+    __slots__ = ("spec", "_union")
+
+    def __init__(self, spec: pathspec.GitIgnoreSpec):
+        self.spec = spec
+        self._union = None
+        regexes = [p.regex for p in spec.patterns if p.include is not None]
+        if regexes and all(isinstance(r, re.Pattern) and r.flags == re.UNICODE for r in regexes):
+            # Each pattern names its directory group alike: renamed per pattern, the union compiles.
+            # (A rename inside a character class only adds characters to it: still a superset.)
+            alternatives = (_GROUP.sub(lambda m, i=i: f"(?P<{m.group(1)}_{i}>", r.pattern) for i, r in enumerate(regexes))
+            try:
+                self._union = re.compile("|".join(f"(?:{a})" for a in alternatives))
+            except re.error:  # a pattern the union cannot hold: the spec alone answers
+                self._union = None
+        elif not regexes:  # only blank lines and comments
+            self._union = re.compile(r"(?!)")
+
+    def match(self, path: str) -> bool:
+        if self._union is not None and self._union.search(path) is None:
+            return False
+        return self.spec.match_file(path)
+
+
 class IgnoreRules:
     """`.gitignore` files (nested ones apply below their directory), defaults and configured patterns.
 
@@ -70,8 +103,9 @@ class IgnoreRules:
         self.root = root
         self.config = config
         self.warnings: list[str] = []
-        self.extra = compile_patterns(config.ignore_patterns, "config.json ignore_patterns", self.warnings)
-        self._specs: dict[str, pathspec.GitIgnoreSpec | None] = {}
+        extra = compile_patterns(config.ignore_patterns, "config.json ignore_patterns", self.warnings)
+        self.extra = Patterns(extra) if extra is not None else None
+        self._specs: dict[str, Patterns | None] = {}
         idx = index_dir(root, config)
         self.index_rel = None
         try:
@@ -79,7 +113,11 @@ class IgnoreRules:
         except ValueError:
             pass
 
-    def _spec_for(self, rel_dir: str) -> pathspec.GitIgnoreSpec | None:
+    def no_gitignore(self, rel_dir: str) -> None:
+        """The directory's listing has no `.gitignore`: no need to try to open one."""
+        self._specs.setdefault(rel_dir, None)
+
+    def _spec_for(self, rel_dir: str) -> Patterns | None:
         if rel_dir not in self._specs:
             spec = None
             if self.config.use_gitignore:
@@ -91,25 +129,27 @@ class IgnoreRules:
                         self.warnings.append(f"{rel}: not read ({exc})")
                 else:
                     spec = compile_patterns(data.decode("utf-8", "replace").splitlines(), rel, self.warnings)
-            self._specs[rel_dir] = spec
+            self._specs[rel_dir] = Patterns(spec) if spec is not None else None
         return self._specs[rel_dir]
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
+        parts = rel.split("/")
+        return self.ignored_below(rel, is_dir, ["/".join(parts[:i]) for i in range(len(parts))])
+
+    def ignored_below(self, rel: str, is_dir: bool, ancestors: list[str]) -> bool:
+        """`ignored`, given the path's ancestor directories, root first ("", "a", "a/b" for
+        a/b/c): the scan keeps that list per directory instead of making it per path."""
         name = rel.rsplit("/", 1)[-1]
         if is_dir and (name in DEFAULT_IGNORED_DIRS or name.endswith(".egg-info") or rel == self.index_rel):
             return True
         probe = rel + "/" if is_dir else rel
-        if self.extra is not None and self.extra.match_file(probe):
+        if self.extra is not None and self.extra.match(probe):
             return True
-        # Each ancestor's .gitignore sees the path relative to itself.
-        parts = rel.split("/")
-        for i in range(len(parts)):
-            base = "/".join(parts[:i])
-            spec = self._spec_for(base)
-            if spec is not None:
-                sub = "/".join(parts[i:]) + ("/" if is_dir else "")
-                if spec.match_file(sub):
-                    return True
+        # Each ancestor's .gitignore sees the path relative to itself; each is read when first needed.
+        for base in ancestors:
+            spec = self._specs[base] if base in self._specs else self._spec_for(base)
+            if spec is not None and spec.match(probe[len(base) + 1:] if base else probe):
+                return True
         return False
 
 
@@ -171,12 +211,16 @@ def scan_repository(root: Path, config: Config) -> ScanResult:
     # lead to is indexed under its own path, whichever name sorts first.
     linked_dirs: list[tuple[Path, str]] = []
 
-    def walk(dir_path: Path, rel_dir: str) -> None:
-        try:
-            real = os.path.realpath(dir_path)
-        except OSError:
-            result.skip("unreadable", rel_dir or ".")
-            return
+    def walk(dir_path: Path, rel_dir: str, real: str | None = None, ancestors: list[str] | None = None) -> None:
+        if real is None:  # the root, or a directory symlink: a subdirectory's is its parent's + name
+            try:
+                real = os.path.realpath(dir_path)
+            except OSError:
+                result.skip("unreadable", rel_dir or ".")
+                return
+        if ancestors is None:
+            parts = rel_dir.split("/") if rel_dir else []
+            ancestors = ["/".join(parts[:i]) for i in range(len(parts) + 1)]
         if real in seen_dirs:
             parent = os.path.realpath(dir_path.parent)
             if parent == real or parent.startswith(real + os.sep):
@@ -190,6 +234,8 @@ def scan_repository(root: Path, config: Config) -> ScanResult:
         except OSError:
             result.skip("unreadable", rel_dir or ".")
             return
+        if not any(e.name == ".gitignore" for e in entries):
+            rules.no_gitignore(rel_dir)
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             try:
@@ -198,7 +244,7 @@ def scan_repository(root: Path, config: Config) -> ScanResult:
             except OSError:
                 result.skip("unreadable", rel)
                 continue
-            if rules.ignored(rel, is_dir):
+            if rules.ignored_below(rel, is_dir, ancestors):
                 continue
             if is_link:
                 target = os.path.realpath(entry.path)
@@ -212,7 +258,7 @@ def scan_repository(root: Path, config: Config) -> ScanResult:
                 if is_link:
                     linked_dirs.append((Path(entry.path), rel))
                 else:
-                    walk(Path(entry.path), rel)
+                    walk(Path(entry.path), rel, os.path.join(real, entry.name), [*ancestors, rel])
                 continue
             language = detect_language(entry.path, entry.name)
             if language not in wanted:

@@ -11,13 +11,10 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from nsccn.embed import FALLBACK_MODEL, embedding_text, load_bundled_query_embedder, load_embedder, text_hash
-from nsccn.store import Store
+from nsccn.store import EMBEDDABLE_SQL, TEXT_COLUMNS, Store
 from nsccn.vectors import VectorStore
 
-# Which entities get a vector, as SQL over `entities`: a module without a docstring has nothing
-# its members don't say better. The pipeline's writer selects with the same predicate.
-EMBEDDABLE_SQL = "(kind IN ('func', 'method', 'class') OR (kind = 'module' AND docstring != ''))"
-TEXT_COLUMNS = "id, path, qualname, signature, docstring, body_head"
+__all__ = ["EMBEDDABLE_SQL", "TEXT_COLUMNS"]  # (defined with the store, which the writer reads without numpy)
 # Texts per embed_documents call of `embed_index` (vectors are written after each).
 EMBED_CHUNK = 256
 

@@ -27,12 +27,15 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from nsccn.config import Config, index_dir
-from nsccn.messages import Addresses
 from nsccn.private import open_private, private_dir, write_private
+
+if TYPE_CHECKING:  # the messages are imported where sockets are made, not by `nsccn index`'s check
+    from nsccn.messages import Addresses
 
 SOCKETS = ("control", "supervisor", "watcher", "jobs", "writer", "embedder", "query")
 MAX_IPC_PATH = 100  # sun_path holds 108 bytes with the NUL; keep a margin
@@ -70,12 +73,16 @@ def prepare_run_dir(d: Path) -> Path:
 
 
 def tcp_addresses(host: str, base_port: int) -> Addresses:
+    from nsccn.messages import Addresses
+
     return Addresses(**{name: f"tcp://{host}:{base_port + i}" for i, name in enumerate(SOCKETS)})
 
 
 def addresses(root: Path, config: Config) -> Addresses:
     if config.pipeline.transport == "tcp":
         return tcp_addresses(config.pipeline.host, config.pipeline.base_port)
+    from nsccn.messages import Addresses
+
     d = run_dir(root, config)
     return Addresses(**{name: f"ipc://{d / (name + '.sock')}" for name in SOCKETS})
 

@@ -162,6 +162,7 @@ class Supervisor:
         self.exit_code = 0
         self.failure: str | None = None
         self.complete: IndexComplete | None = None
+        self.parsers_due = mode != "index"  # an index run's parsers wait for the watcher's scan to find work
         self.started_at = time.time()
         self._signals: list[int] = []
         self.ctx = zmq.Context()
@@ -175,7 +176,10 @@ class Supervisor:
         if self.embed:
             kinds.append("embedder")
         for name in kinds:
-            self.slots[name] = Slot(name=name, kind=name.split("-")[0])
+            # An index run starts its parsers once the watcher's scan has found work (see
+            # _drain_inbox): with nothing to parse, their start would be most of the run's cost.
+            lazy = self.mode == "index" and name.startswith("parser-")
+            self.slots[name] = Slot(name=name, kind=name.split("-")[0], next_start=None if lazy else 0.0)
 
     def _spec(self, slot: Slot) -> ActorSpec:
         return ActorSpec(
@@ -413,6 +417,12 @@ class Supervisor:
             if k in COUNTERS and isinstance(v, (int, float)):
                 slot.banked[k] = slot.banked.get(k, 0) + v
 
+    def _start_parsers(self) -> None:
+        self.parsers_due = True
+        for slot in self.slots.values():
+            if slot.kind == "parser" and slot.proc is None and slot.next_start is None:
+                slot.next_start = 0.0
+
     def _slot_for(self, name: str, kind: str, pid: int) -> Slot | None:
         slot = self.slots.get(name)
         if slot is None and self.mode == "monitor":
@@ -442,6 +452,8 @@ class Supervisor:
                 if slot is not None:
                     slot.hb = msg
                     slot.last_hb = time.monotonic()
+                    if not self.parsers_due and msg.kind == "watcher" and msg.stats.get("bulk_total"):
+                        self._start_parsers()
                     slot.state = msg.state if msg.busy is None else f"busy: {msg.busy}"
                     slot.peak_rss_kb = max(slot.peak_rss_kb, msg.rss_kb)
                     if msg.last_error:
@@ -635,7 +647,11 @@ class Supervisor:
         order = {k: i for i, k in enumerate(STOP_ORDER)}
         live.sort(key=lambda s: order.get(s.kind, 0))
         # Everyone but the writer first, then the writer (it commits what it holds on the way out).
-        for group in ([s for s in live if s.kind != "writer"], [s for s in live if s.kind == "writer"]):
+        # A finished index run has nothing in flight: all at once, without waiting on the others.
+        groups = [[s for s in live if s.kind != "writer"], [s for s in live if s.kind == "writer"]]
+        if self.mode == "index" and self.complete is not None:
+            groups = [live]
+        for group in groups:
             for slot in group:
                 try:
                     slot.proc.terminate()

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from conftest import SHOP
+from nsccn.store import Store
 
 
 def nsccn(*args, cwd=None):
@@ -161,3 +162,26 @@ def test_index_runs_small_jobs_in_process_and_the_pipeline_on_request(shop_repo)
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout)
     assert summary["files_indexed"] == 1 and summary["pipeline"]["actors"]
+
+
+def test_a_pipeline_run_with_nothing_to_parse_starts_no_parser(shop_repo):
+    """The supervisor of an index run starts the parsers once the watcher's scan has found work:
+    with nothing changed, only the watcher and the writer run (their start is the run's cost)."""
+    r = nsccn("index", str(shop_repo), "--pipeline", "--workers", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    actors = json.loads(r.stdout)["pipeline"]["actors"]
+    assert [len(actors[p]["exits"]) for p in ("parser-0", "parser-1")] == [1, 1]  # a first build parses
+    r = nsccn("index", str(shop_repo), "--pipeline", "--workers", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    actors = summary["pipeline"]["actors"]
+    assert summary["files_indexed"] == 0 and summary["files_unchanged"] == len(SHOP)
+    assert actors["parser-0"]["exits"] == actors["parser-1"]["exits"] == []
+    assert len(actors["watcher"]["exits"]) == len(actors["writer"]["exits"]) == 1
+    (shop_repo / "shop" / "extra.py").write_text("def extra():\n    return 1\n")
+    r = nsccn("index", str(shop_repo), "--pipeline", "--workers", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["files_indexed"] == 1 and summary["pipeline"]["actors"]["parser-0"]["exits"]
+    with Store(shop_repo / ".nsccn" / "index.db", readonly=True) as store:
+        assert store.entity("func:shop/extra.py:extra") is not None

@@ -89,3 +89,30 @@ def test_search_asks_the_running_pipelines_embedder(repo_with_vectors):
         assert "zmq" in res["loaded"] and "onnxruntime" not in res["loaded"], res["loaded"]
     finally:
         stop_group(proc)
+
+
+# What `nsccn index` must not import: the query stack, a process pool, the progress bar (stderr is
+# no terminal here: tqdm would disable itself), the pipeline's messages, vectors.
+NOT_FOR_INDEX = ("nsccn.navigator", "nsccn.search", "nsccn.graph", "multiprocessing", "concurrent.futures.process",
+                 "tqdm", "nsccn.messages", "zmq")
+INDEX_PROBE = PROBE.replace(repr(HEAVY), repr(NOT_FOR_INDEX + ("numpy", "nsccn.resolve", "nsccn.extract")))
+
+
+def test_index_loads_only_what_the_index_run_needs(tmp_path):
+    repo = make_repo(tmp_path / "acme_repo", index=False)
+    index_repository(repo, workers=1)
+
+    def index() -> dict:
+        r = subprocess.run([sys.executable, "-c", INDEX_PROBE, "index", str(repo), "--workers", "2"],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr[-3000:]
+        res = json.loads(r.stdout.splitlines()[-1])
+        assert res["rc"] == 0, (res, r.stderr[-2000:])
+        return res
+
+    res = index()  # nothing changed: no parse, no resolution, no PageRank
+    assert "0 parsed" in res["out"] and res["loaded"] == []
+    (repo / "acme" / "auth.py").write_text((repo / "acme" / "auth.py").read_text() + "\ndef added():\n    return 1\n")
+    res = index()  # one file: parsed and resolved here (and PageRank, a fifth of this small tree changed)
+    assert "1 parsed" in res["out"] and "nsccn.resolve" in res["loaded"]
+    assert not {"nsccn.navigator", "multiprocessing", "tqdm", "nsccn.messages", "zmq"} & set(res["loaded"])

@@ -201,6 +201,10 @@ class Actor:
             self.busy_label = None
             self.tick()
 
+    def beat_now(self) -> None:
+        """Send a heartbeat now rather than at the next interval: news the supervisor acts on."""
+        self._hb_wake.set()
+
     def heartbeat_stats(self) -> dict:
         """Override to add live counters (called from the heartbeat thread)."""
         return dict(self.stats)
@@ -253,7 +257,9 @@ class Actor:
                     os._exit(1)
             if final:
                 break
-            final = self._hb_stop.wait(self.spec.heartbeat_s)  # on the way out: one last beat
+            self._hb_wake.wait(self.spec.heartbeat_s)
+            self._hb_wake.clear()
+            final = self._hb_stop.is_set()  # on the way out: one last beat
         sock.close(linger=300)  # let the last beat (final counters) reach the supervisor
 
     def _on_signal(self, signum, frame) -> None:
@@ -288,6 +294,7 @@ class Actor:
             with contextlib.suppress(OSError):
                 os.nice(self.spec.nice)
         self._hb_stop = threading.Event()
+        self._hb_wake = threading.Event()  # set to beat now (stop sets it too)
         self._hb_thread = threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True)
         self._hb_thread.start()
         code = 0
@@ -304,6 +311,7 @@ class Actor:
             except Exception:
                 self.log.exception("close failed")
             self._hb_stop.set()
+            self._hb_wake.set()
             self._hb_thread.join(timeout=2)
             for s in self._sockets:
                 s.close(0)

@@ -168,6 +168,7 @@ class Watcher(Actor):
             ),
         )
         self.dispatcher.add(to_check)
+        self.beat_now()  # bulk_total: an index run's supervisor starts the parsers only when there are jobs
         self.log.info(
             "initial scan: %d files, %d to check, %d unchanged, skipped %s",
             len(scan.files), len(to_check), unchanged, dict(scan.skipped),

@@ -21,11 +21,10 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
 import zmq
 
-from nsccn.embed import text_hash
 from nsccn.extract import TOO_DEEP
 from nsccn.messages import (
     BulkDone,
@@ -43,10 +42,11 @@ from nsccn.messages import (
     Vectors,
 )
 from nsccn.resolve import resolve_affected, resolve_all
-from nsccn.semantic import EMBEDDABLE_SQL as _EMBEDDABLE, TEXT_COLUMNS, texts_of_rows
-from nsccn.store import WRITER_CACHE_MIB, Store
-from nsccn.vectors import VectorStore
+from nsccn.store import EMBEDDABLE_SQL as _EMBEDDABLE, TEXT_COLUMNS, WRITER_CACHE_MIB, Store
 from workers.base import Actor, actor_main
+
+if TYPE_CHECKING:  # numpy and the vector table: imported once a model is known (an index run without
+    from nsccn.vectors import VectorStore  # vectors, most of them, starts without them)
 
 BULK_BATCH = 256  # files per transaction during the initial scan...
 BULK_BATCH_LINES = 20_000  # ...or this many lines parsed: what a batch holds in memory, whatever the files' size
@@ -64,9 +64,7 @@ class Writer(Actor):
 
     def run(self) -> None:
         spec = self.spec
-        # PageRank's module pulls in the tokenizer (a second of imports): warm it up while the
-        # first files are being parsed, not when the bulk is done.
-        threading.Thread(target=_warm_imports, daemon=True).start()
+        self.warmed = False  # PageRank's imports: see BulkStart
         with self.busy("opening index"):
             self.store = Store(spec.db_path, cache_mib=WRITER_CACHE_MIB)
         inbox = self.socket(zmq.PULL, bind=self.addrs.writer)
@@ -160,6 +158,7 @@ class Writer(Actor):
     def _has_idle_work(self, now: float) -> bool:
         return (
             (self.needs_resolve and not self.bulk_active)
+            or self._completion_due()  # not after a 200 ms wait: a no-change run waits on it
             or (self.ranks_due is not None and now >= self.ranks_due and self.ranks_job is None)
             or (self.ranks_job is not None and not self.ranks_job.is_alive())
             or bool(
@@ -218,6 +217,12 @@ class Writer(Actor):
             self.bulk_gen = msg.generation
             self.bulk_files_seen = msg.files_seen or self.bulk_files_seen
             self.log.info("bulk %d started: %d paths to check", msg.generation, msg.total)
+            if msg.total and not self.warmed:
+                # PageRank's module pulls in the tokenizer (a second of imports): warm it up while
+                # the first files are being parsed, not when the bulk is done; a run with nothing
+                # to parse (most `nsccn index` runs) never needs it.
+                self.warmed = True
+                threading.Thread(target=_warm_imports, daemon=True).start()
         elif isinstance(msg, BulkDone):
             if self.batch:
                 self._flush()
@@ -427,10 +432,13 @@ class Writer(Actor):
 
     # -- completion --------------------------------------------------------------------------------
 
-    def _maybe_complete(self) -> None:
+    def _completion_due(self) -> bool:
         if self.bulk_active or self.bulk_gen < 0 or self.completed_gen == self.bulk_gen or self.needs_resolve:
-            return
-        if self.spec.embed and (self.model is None or self._embedding()):
+            return False
+        return not (self.spec.embed and (self.model is None or self._embedding()))
+
+    def _maybe_complete(self) -> None:
+        if not self._completion_due():
             return
         self.completed_gen = self.bulk_gen
         self._update_history()
@@ -483,6 +491,8 @@ class Writer(Actor):
                 self.outstanding.clear()
             self.model = info
             return
+        from nsccn.vectors import VectorStore
+
         with self.busy("checking vectors"):
             self.vs = VectorStore(self.store.conn)
             remodeled = self.vs.ensure_model(info.model_id, info.dim)
@@ -514,6 +524,8 @@ class Writer(Actor):
 
     def _texts(self, ids: list[str]) -> dict[str, str]:
         """entity id -> the text to embed (as nsccn.semantic.wanted_texts), for existing ids."""
+        from nsccn.semantic import texts_of_rows
+
         out = {}
         for i in range(0, len(ids), 500):
             chunk = ids[i : i + 500]
@@ -533,11 +545,15 @@ class Writer(Actor):
             return {}
         self.sweep = rows[-1][0]
         self.swept += len(rows)
+        from nsccn.semantic import texts_of_rows
+
         return texts_of_rows((r[1:] for r in rows), self.model.max_chars)
 
     def _dispatch_embeds(self) -> None:
         """Fill the embedder's window: check entities against the cache (which serves an
         unchanged text without the model), send the rest in jobs of `embed_batch`."""
+        from nsccn.embed import text_hash
+
         batch = self.spec.embed_batch
         rounds = 0
         while len(self.outstanding) < self.spec.embed_window and rounds < 8:
@@ -569,6 +585,10 @@ class Writer(Actor):
             self.send(self.to_embedder, EmbedJob(job=self.job_seq, items=items))
 
     def _store_vectors(self, msg: Vectors) -> None:
+        import numpy as np
+
+        from nsccn.embed import text_hash
+
         entry = self.outstanding.pop(msg.job, None)
         if self.model is None or msg.model_id != self.model.model_id or msg.dim != self.model.dim:
             self.drop(f"vectors of model {msg.model_id}/{msg.dim}, the index holds {self.model and self.model.model_id}")

@@ -27,6 +27,10 @@ COUNTS_KEY = "counts"  # meta: Store.counts() as JSON, deleted by every write th
 # dirty pages made a third of the writer's memory (benchmarks/results/index-speed/writer_cache.md).
 WRITER_CACHE_MIB = 16
 ENTITY_COLUMNS = "id, kind, path, qualname, name, start_line, end_line, signature, docstring, decorators, parent"
+# Which entities get a vector, as SQL over `entities`: a module without a docstring has nothing
+# its members don't say better (nsccn.semantic and the pipeline's writer select with it).
+EMBEDDABLE_SQL = "(kind IN ('func', 'method', 'class') OR (kind = 'module' AND docstring != ''))"
+TEXT_COLUMNS = "id, path, qualname, signature, docstring, body_head"  # what an entity's embedded text is made of
 
 
 class IndexMissing(FileNotFoundError):
