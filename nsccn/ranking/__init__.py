@@ -271,7 +271,8 @@ def _has_vectors(store: Store) -> bool:
 
 def localize(store: Store, query: str, limit: int = 50, embedder=None, ranker: Ranker | None = None,
              rrf_k: int = RRF_K, use_vectors: bool = True) -> Localization:
-    """Localization as users get it: the learned ranker over every signal the index has."""
+    """Localization as users get it: the learned ranker over every signal the index has and the model
+    reads (the vector stream only for a model whose trees split on vector features)."""
     from nsccn.search import localize as fusion_only
 
     if ranker is None:
