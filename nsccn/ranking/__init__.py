@@ -14,6 +14,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -150,12 +151,16 @@ class Ranker:
     source: str = ""  # the file it came from
     disabled: frozenset[str] = frozenset()  # feature groups left out (ablations): their features are missing
 
+    @cached_property
+    def split_features(self) -> frozenset[str]:
+        """The features any tree splits on (asked once per query: computed once per model)."""
+        return frozenset({FILE_FEATURES[i] for i in np.unique(self.files.feature) if i >= 0}
+                         | {FUNCTION_FEATURES[i] for i in np.unique(self.functions.feature) if i >= 0})
+
     def reads(self, group: str) -> bool:
         """Whether any tree splits on a feature of `group` (`GROUPS`): a model trained where that
         evidence was always missing never learned what it means."""
-        used = {FILE_FEATURES[i] for i in np.unique(self.files.feature) if i >= 0}
-        used |= {FUNCTION_FEATURES[i] for i in np.unique(self.functions.feature) if i >= 0}
-        return not used.isdisjoint(GROUPS[group]) and group not in self.disabled
+        return not self.split_features.isdisjoint(GROUPS[group]) and group not in self.disabled
 
     def score(self, cands: Candidates) -> tuple[np.ndarray, np.ndarray]:
         fx = _mask(np.asarray(cands.file_rows, dtype=np.float64).reshape(-1, len(FILE_FEATURES)), FILE_FEATURES,
