@@ -28,6 +28,8 @@ DEFAULT_SIGNALS = ALL_SIGNALS
 RRF_K = 60
 # FTS5 column weights: name, path, signature, docstring, body.
 BM25_WEIGHTS = (6.0, 3.0, 3.0, 1.0, 1.0)
+FILE_WEIGHTS = (3.0, 1.0)  # whole files: path, body
+FILE_BM25_WEIGHTS = ", ".join(map(str, FILE_WEIGHTS))
 MAX_QUERY_TERMS = 64
 # FTS5's bm25() sums over the phrases of a query, so a term listed twice weighs twice: a word the
 # report repeats is what it is about. Capped so one word said ten times cannot drown the rest.
@@ -268,6 +270,9 @@ def _any_of(terms: list[str]) -> str:
 def bm25_stream(store: Store, terms: list[str], limit: int = STREAM_DEPTH) -> list[int]:
     if not terms:
         return []
+    found = store.bm25_matches("entities_fts", terms)
+    if found is not None:  # FTS5's own scores and order, from the postings (nsccn.store.bm25)
+        return found.rowids[found.order(found.scores(BM25_WEIGHTS))[:limit]].tolist()
     match = _any_of(terms)
     q = (
         "SELECT rowid FROM entities_fts WHERE entities_fts MATCH ? "
@@ -282,14 +287,25 @@ def file_bm25(store: Store, terms: list[str], limit: int = STREAM_DEPTH, code_on
     table, so they never move the scores of code files; both lists merge by score."""
     if not terms:
         return []
-    match = _any_of(terms)
-    q = ("SELECT i.path, bm25({t}, 3.0, 1.0) FROM {t} f JOIN files i ON i.id = f.rowid "
-         "WHERE {t} MATCH ? ORDER BY bm25({t}, 3.0, 1.0) LIMIT ?")
-    rows = store.conn.execute(q.format(t="files_fts"), (match, limit)).fetchall()
+    rows = _file_bm25_rows(store, "files_fts", terms, limit)
     if not code_only:
-        rows += store.conn.execute(q.format(t="text_fts"), (match, limit)).fetchall()
+        rows += _file_bm25_rows(store, "text_fts", terms, limit)
         rows.sort(key=lambda r: r[1])
     return [p for p, _ in rows[:limit]]
+
+
+def _file_bm25_rows(store: Store, table: str, terms: list[str], limit: int) -> list[tuple[str, float]]:
+    """(path, bm25) of a whole-file table's best `limit` files, best first."""
+    found = store.bm25_matches(table, terms)
+    if found is None:
+        q = (f"SELECT i.path, bm25({table}, {FILE_BM25_WEIGHTS}) FROM {table} f JOIN files i ON i.id = f.rowid "
+             f"WHERE {table} MATCH ? ORDER BY bm25({table}, {FILE_BM25_WEIGHTS}) LIMIT ?")
+        return store.conn.execute(q, (_any_of(terms), limit)).fetchall()
+    scores = found.scores(FILE_WEIGHTS)
+    best = found.order(scores)[:limit]
+    ids = found.rowids[best].tolist()
+    paths = dict(store.conn.execute(f"SELECT id, path FROM files WHERE id IN ({','.join('?' * len(ids))})", ids))
+    return [(paths[i], s) for i, s in zip(ids, scores[best].tolist()) if i in paths]
 
 
 def exact_stream(store: Store, analysis: QueryAnalysis, weights: dict[int, float] | None = None) -> list[int]:
@@ -595,6 +611,9 @@ def _in_file_bm25(store: Store, terms: list[str], paths: list[str]) -> dict[str,
     """path -> its functions, methods and classes matching the query, best BM25 first."""
     if not terms or not paths:
         return {}
+    found = store.bm25_matches("entities_fts", terms)
+    if found is not None:
+        return _in_file_from(store, found, paths)
     match = _any_of(terms)
     q = (
         "SELECT e.id, e.path FROM entities_fts JOIN entities e ON e.rowid = entities_fts.rowid "
@@ -604,6 +623,21 @@ def _in_file_bm25(store: Store, terms: list[str], paths: list[str]) -> dict[str,
     )
     out: dict[str, list[str]] = defaultdict(list)
     for eid, path in store.conn.execute(q, (match, *paths)):
+        out[path].append(eid)
+    return out
+
+
+def _in_file_from(store: Store, found, paths: list[str]) -> dict[str, list[str]]:
+    """`_in_file_bm25` from rows already matched: the files' entities, scored, best first."""
+    scores = dict(zip(found.rowids.tolist(), found.scores(BM25_WEIGHTS).tolist()))
+    rows = sorted(
+        (scores[rowid], rowid, eid, path) for rowid, eid, path in store.conn.execute(
+            f"SELECT rowid, id, path FROM entities WHERE path IN ({','.join('?' * len(paths))}) "
+            "AND kind IN ('func', 'method', 'class')", paths)
+        if rowid in scores
+    )
+    out: dict[str, list[str]] = defaultdict(list)
+    for _, _, eid, path in rows:
         out[path].append(eid)
     return out
 

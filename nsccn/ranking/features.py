@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from nsccn import history
 from nsccn.model import split_entity_id
-from nsccn.search import BM25_WEIGHTS, Fusion, _any_of, _indexed_suffix_matches, is_test_path, outermost_functions
+from nsccn.search import BM25_WEIGHTS, FILE_BM25_WEIGHTS, FILE_WEIGHTS, Fusion, _any_of, _indexed_suffix_matches, is_test_path, outermost_functions
 from nsccn.store import Store
 from nsccn.text import split_identifier
 
@@ -127,6 +127,11 @@ def _query_features(query: str, fusion: Fusion) -> list[float]:
             float(_TESTY_QUERY.search(query) is not None)]
 
 
+def _one_hot(weights: tuple[float, ...]) -> list[tuple[float, ...]]:
+    """One weight vector per column: that column's weight, 0 elsewhere (BM25 of one column)."""
+    return [tuple(w if i == j else 0.0 for i, w in enumerate(weights)) for j in range(len(weights))]
+
+
 def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | None = None,
                history_before: int | None = None) -> Candidates:
     """The candidate files and functions of a query with one feature row each (FILE_FEATURES,
@@ -207,9 +212,14 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
             f"WHERE e.path IN ({marks}) GROUP BY e.path", file_list)
     }
     file_bm25_score: dict[str, float] = {}
-    if fusion.terms:
+    found = store.bm25_matches("files_fts", fusion.terms) if fusion.terms else None
+    if found is not None:  # FTS5's scores from the postings (nsccn.store.bm25): the same numbers
+        scores = dict(zip(found.rowids.tolist(), found.scores(FILE_WEIGHTS).tolist()))
+        file_bm25_score = {path: -scores[fid] for fid, path in c.execute(
+            f"SELECT id, path FROM files WHERE path IN ({marks})", file_list) if fid in scores}
+    elif fusion.terms:
         file_bm25_score = dict(c.execute(
-            "SELECT i.path, -bm25(files_fts, 3.0, 1.0) FROM files_fts f JOIN files i ON i.id = f.rowid "
+            f"SELECT i.path, -bm25(files_fts, {FILE_BM25_WEIGHTS}) FROM files_fts f JOIN files i ON i.id = f.rowid "
             f"WHERE files_fts MATCH ? AND i.path IN ({marks})", (_any_of(fusion.terms), *file_list)))
     # Identifiers of the query defined in each file, each weighted 1/sqrt(number of its definitions).
     idents_in: dict[str, int] = defaultdict(int)
@@ -317,12 +327,15 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
     fn_ids = [f for f in fn_ids if f in rows]
     rowids = [rows[f][0] for f in fn_ids]
     col_bm25: dict[int, tuple[float, ...]] = {}
-    if fusion.terms and rowids:
-        cols = []
-        for j in range(5):
-            w = ["0"] * 5
-            w[j] = str(BM25_WEIGHTS[j])
-            cols.append(f"-bm25(entities_fts, {', '.join(w)})")
+    found = store.bm25_matches("entities_fts", fusion.terms) if fusion.terms and rowids else None
+    if found is not None:
+        at = {rid: i for i, rid in enumerate(found.rowids.tolist())}
+        per_column = [found.scores(w).tolist() for w in _one_hot(BM25_WEIGHTS)]
+        for rid in rowids:
+            if rid in at:
+                col_bm25[rid] = tuple(-s[at[rid]] for s in per_column)
+    elif fusion.terms and rowids:
+        cols = [f"-bm25(entities_fts, {', '.join(map(str, w))})" for w in _one_hot(BM25_WEIGHTS)]
         for rid, *vals in c.execute(
             f"SELECT rowid, {', '.join(cols)} FROM entities_fts WHERE entities_fts MATCH ? "
             # `+rowid`: filter the one full-text scan; a bare `rowid IN` makes FTS5 run the whole

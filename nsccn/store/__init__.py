@@ -86,6 +86,8 @@ class Store:
         self.path = Path(db_path)
         self.readonly = readonly
         self._files_by_name: tuple[tuple[int, int], dict[str, list[str]]] | None = None
+        self._postings: dict = {}  # full-text table -> its nsccn.store.bm25.Postings
+        self._last_match: dict[str, tuple] = {}  # full-text table -> (query and index version, its Matches)
         if readonly:
             if not self.path.exists():
                 raise IndexMissing(f"no index at {self.path}: run `nsccn index` first")
@@ -430,6 +432,27 @@ class Store:
                 by_name.setdefault(p.rsplit("/", 1)[-1].lower(), []).append(p)
             cached = self._files_by_name = (version, by_name)
         return cached[1]
+
+    def bm25_matches(self, table: str, terms: list[str]):
+        """The rows of a full-text table matching any of `terms`, ready to score with FTS5's bm25
+        (`nsccn.store.bm25.Matches`), or None where FTS5 must answer. The last answer is kept:
+        one query's stream, in-file ranking and features read the same rows."""
+        from nsccn.store import bm25  # numpy: only for queries, never for `nsccn index`
+
+        key = (tuple(terms), self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes())
+        last = self._last_match.get(table)
+        if last is not None and last[0] == key:
+            return last[1]
+        found = bm25.postings(self.conn, table, self._postings).match(terms)
+        self._last_match[table] = (key, found)
+        return found
+
+    def drop_query_caches(self) -> None:
+        """Forget what queries keep (postings, row lengths, file names): the next query reads the
+        index as a fresh process does (benchmarks measure the first query with it)."""
+        self._postings.clear()
+        self._last_match.clear()
+        self._files_by_name = None
 
     def skeleton(self, path: str) -> tuple[str, str] | None:
         row = self.conn.execute("SELECT skeleton, content_hash FROM skeletons WHERE path=?", (path,)).fetchone()

@@ -1,0 +1,177 @@
+"""FTS5's bm25() over many OR'd terms, computed with numpy from the index's own postings.
+
+A bug report's query is 30-60 terms OR'd together; on a large repository it matches nearly every
+row (a package's name is in every path), and FTS5 then runs its bm25() row by row: most of a
+localization's time. The same number is a few array operations once each term's postings are in
+hand. This module reads them through `fts5vocab` (instance), the row lengths from the table's
+`_docsize`, the row count and total length from its averages record, and follows
+`fts5Bm25Function` (sqlite/ext/fts5/fts5_aux.c) operation by operation, so the scores are FTS5's
+own to the last bit (a test compares every matching row with FTS5's). Where that cannot be
+promised (a term the tokenizer would split) the caller gets None and asks FTS5; column weights
+must be whole numbers (a row's weighted frequency is then exact whatever the order of its sum).
+
+Postings and row lengths are cached per connection until the index changes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import apsw
+import numpy as np
+
+K1, B = 1.2, 0.75  # fts5_aux.c's constants
+# A term stored exactly as written: one token of `unicode61 tokenchars '_'` (lower case ASCII).
+_ONE_TOKEN = re.compile(r"[a-z0-9_]+\Z")
+CACHE_INSTANCES = 4_000_000  # postings kept per table (~16 bytes each)
+
+
+def _varints(blob: bytes) -> list[int]:
+    """SQLite's varints (big-endian 7-bit groups, a 9th byte of 8 bits), as FTS5 stores sizes."""
+    out, value, n = [], 0, 0
+    for byte in blob:
+        n += 1
+        if n == 9:
+            out.append((value << 8) | byte)
+            value, n = 0, 0
+        elif byte & 0x80:
+            value = (value << 7) | (byte & 0x7F)
+        else:
+            out.append((value << 7) | byte)
+            value, n = 0, 0
+    return out
+
+
+def _row_lengths(blobs: list[bytes], n_columns: int) -> np.ndarray:
+    """Each row's tokens over all its columns, from `_docsize` blobs (a varint per column),
+    decoded with array operations: a row-by-row loop costs 70 ms on a large repository."""
+    buf = np.frombuffer(b"".join(blobs), dtype=np.uint8)
+    last = buf < 0x80  # the last byte of a varint (sizes never need the 9-byte form)
+    if int(last.sum()) != len(blobs) * n_columns:
+        return np.asarray([float(sum(_varints(b))) for b in blobs])
+    varint = np.concatenate(([0], np.cumsum(last)[:-1]))  # which varint each byte belongs to
+    after = np.flatnonzero(last)[varint] - np.arange(len(buf))  # bytes after it in its varint
+    values = np.bincount(varint, weights=(buf & 0x7F) * np.power(128.0, after), minlength=len(blobs) * n_columns)
+    return values.reshape(len(blobs), n_columns).sum(axis=1)
+
+
+@dataclass
+class Matches:
+    """The rows matching any of a query's terms, and per term how often it occurs in each column."""
+
+    rowids: np.ndarray  # int64, ascending
+    doc_len: np.ndarray  # float64 per row: its tokens over all columns (FTS5's D)
+    phrases: list[tuple[float, np.ndarray, np.ndarray]]  # per query phrase, in order: idf, rows, counts
+    avgdl: float
+    _scored: dict = field(default_factory=dict, repr=False)
+
+    def scores(self, weights: tuple[float, ...]) -> np.ndarray:
+        """FTS5's `bm25(table, *weights)` of every matching row (negative: lower is better)."""
+        key = tuple(map(float, weights))
+        if key not in self._scored:
+            self._scored[key] = self._score(key)
+        return self._scored[key]
+
+    def _score(self, weights: tuple[float, ...]) -> np.ndarray:
+        if not all(x.is_integer() for x in weights):
+            raise ValueError(f"column weights {weights}: only whole numbers keep the scores FTS5's own")
+        w = np.asarray(weights, dtype=np.float64)
+        score = np.zeros(len(self.rowids))
+        norm = K1 * (1 - B + B * self.doc_len / self.avgdl)
+        for idf, rows, counts in self.phrases:
+            freq = counts @ w  # whole-number weights: the sum is exact in any order
+            score[rows] += idf * ((freq * (K1 + 1.0)) / (freq + norm[rows]))
+        return -1.0 * score
+
+    def order(self, scores: np.ndarray) -> np.ndarray:
+        """Positions best first, as `ORDER BY bm25(...)` returns them (ties by rowid)."""
+        return np.lexsort((self.rowids, scores))
+
+
+class Postings:
+    """One FTS5 table's statistics and postings, read from the index and cached."""
+
+    def __init__(self, conn: apsw.Connection, table: str):
+        self.conn, self.table = conn, table
+        self.columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+        self._version: tuple[int, int] | None = None
+        self._terms: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._held = 0
+
+    def _current(self) -> None:
+        version = (self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes())
+        if version == self._version:
+            return
+        self._terms.clear()
+        self._held = 0
+        (avg,) = self.conn.execute(f"SELECT block FROM {self.table}_data WHERE id = 1").fetchone()
+        sizes = _varints(avg)
+        self.n_rows, total = sizes[0], sum(sizes[1 : 1 + len(self.columns)])
+        self.avgdl = float(total) / float(self.n_rows) if self.n_rows else 0.0
+        rows = self.conn.execute(f"SELECT id, sz FROM {self.table}_docsize ORDER BY id").fetchall()
+        self.ids = np.asarray([r[0] for r in rows], dtype=np.int64)
+        self.lens = _row_lengths([r[1] for r in rows], len(self.columns))
+        self._version = version
+
+    def _postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rowids, per-column counts) of one term, rowids ascending and distinct."""
+        hit = self._terms.get(term)
+        if hit is not None:
+            self._terms.move_to_end(term)
+            return hit
+        cases = " ".join(f"WHEN '{c}' THEN {i}" for i, c in enumerate(self.columns))
+        docs, cols = self.conn.execute(
+            f"SELECT group_concat(doc), group_concat(CASE col {cases} END) FROM temp.{self._vocab()} WHERE term = ?",
+            (term,)).fetchone()
+        if not docs:
+            found = (np.zeros(0, dtype=np.int64), np.zeros((0, len(self.columns))))
+        else:
+            d = np.asarray(docs.split(","), dtype=np.int64)
+            c = np.asarray(cols.split(","), dtype=np.int64)
+            rows, at = np.unique(d, return_inverse=True)
+            counts = np.zeros((len(rows), len(self.columns)))
+            np.add.at(counts, (at, c), 1.0)
+            found = (rows, counts)
+        self._terms[term] = found
+        self._held += len(found[0]) * (1 + len(self.columns))
+        while self._held > CACHE_INSTANCES and len(self._terms) > 1:
+            _, (r, _c) = self._terms.popitem(last=False)
+            self._held -= len(r) * (1 + len(self.columns))
+        return found
+
+    def _vocab(self) -> str:
+        name = f"{self.table}_instances"
+        self.conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING fts5vocab(main, {self.table}, instance)")
+        return name
+
+    def match(self, terms: list[str]) -> Matches | None:
+        """The rows matching any of `terms` (OR), or None where FTS5 must answer instead."""
+        if not all(_ONE_TOKEN.match(t) for t in terms):
+            return None
+        self._current()
+        if not self.n_rows:
+            return Matches(np.zeros(0, dtype=np.int64), np.zeros(0), [], 0.0)
+        found = {t: self._postings(t) for t in dict.fromkeys(terms)}
+        rowids = np.unique(np.concatenate([r for r, _ in found.values()] or [np.zeros(0, dtype=np.int64)]))
+        doc_len = self.lens[np.searchsorted(self.ids, rowids)]
+        phrases = []
+        for term in terms:
+            rows, counts = found[term]
+            if not len(rows):
+                continue
+            n_hit = len(rows)
+            idf = math.log((self.n_rows - n_hit + 0.5) / (n_hit + 0.5))
+            phrases.append((idf if idf > 0.0 else 1e-6, np.searchsorted(rowids, rows), counts))
+        return Matches(rowids, doc_len, phrases, self.avgdl)
+
+
+def postings(conn: apsw.Connection, table: str, cache: dict) -> Postings:
+    """The table's Postings for this connection, kept in `cache` (one per Store)."""
+    p = cache.get(table)
+    if p is None:
+        p = cache[table] = Postings(conn, table)
+    return p
+
