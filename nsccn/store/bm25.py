@@ -154,12 +154,16 @@ class Postings:
         """The rows matching any of `terms` (OR), or None where FTS5 must answer instead."""
         if not all(_ONE_TOKEN.match(t) for t in terms):
             return None
-        self._current()
-        if not self.n_rows:
-            return Matches(np.zeros(0, dtype=np.int64), np.zeros(0), [], 0.0)
-        found = {t: self._postings(t) for t in dict.fromkeys(terms)}
+        with self.conn:  # one snapshot: a writer's commit between two reads would mix two indexes
+            self._current()
+            if not self.n_rows:
+                return Matches(np.zeros(0, dtype=np.int64), np.zeros(0), [], 0.0)
+            found = {t: self._postings(t) for t in dict.fromkeys(terms)}
         rowids = np.unique(np.concatenate([r for r, _ in found.values()] or [np.zeros(0, dtype=np.int64)]))
-        doc_len = self.lens[np.searchsorted(self.ids, rowids)]
+        at = np.searchsorted(self.ids, rowids)
+        if len(rowids) and (at[-1] >= len(self.ids) or np.any(self.ids[at] != rowids)):
+            return None  # a row without its length: never seen in a consistent index; FTS5 answers
+        doc_len = self.lens[at]
         phrases = []
         for term in terms:
             rows, counts = found[term]
