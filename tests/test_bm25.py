@@ -104,3 +104,20 @@ def test_weights_that_are_not_whole_numbers_are_refused(package_repo: Path):
         found = store.bm25_matches("entities_fts", ["store"])
         with pytest.raises(ValueError, match="whole numbers"):
             found.scores((0.3, 1.0, 1.0, 1.0, 1.0))
+
+
+def test_tables_never_written_or_emptied_answer_nothing(tmp_path: Path):
+    # A repository of code only: its text table was never written to (an empty averages record).
+    repo = tmp_path / "code_only"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "orders.py").write_text("def total(order):\n    return sum(order)\n")
+    index_repository(repo, workers=1)
+    with Store(repo / ".nsccn" / "index.db", readonly=True) as store:
+        assert store.bm25_matches("text_fts", ["total"]).rowids.tolist() == []
+        assert file_bm25(store, ["total", "order"]) == ["pkg/orders.py"]  # code and text merged
+    # Every row deleted again.
+    (repo / "pkg" / "orders.py").unlink()
+    index_repository(repo, workers=1)
+    with Store(repo / ".nsccn" / "index.db", readonly=True) as store:
+        assert store.bm25_matches("files_fts", ["total"]).rowids.tolist() == []
+        assert bm25_stream(store, ["total"]) == []

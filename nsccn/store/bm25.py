@@ -26,7 +26,9 @@ import numpy as np
 K1, B = 1.2, 0.75  # fts5_aux.c's constants
 # A term stored exactly as written: one token of `unicode61 tokenchars '_'` (lower case ASCII).
 _ONE_TOKEN = re.compile(r"[a-z0-9_]+\Z")
-CACHE_INSTANCES = 4_000_000  # postings kept per table (~16 bytes each)
+# Postings kept per table and connection (the MCP server reads through up to 8 connections):
+# sympy's common terms and a few reports' worth of the rest.
+CACHE_BYTES = 8 << 20
 
 
 def _varints(blob: bytes) -> list[int]:
@@ -49,6 +51,8 @@ def _row_lengths(blobs: bytes, n_rows: int, n_columns: int) -> np.ndarray:
     """Each row's tokens over all its columns, from its `_docsize` blob (a varint per column),
     all rows' blobs one after another: decoded with array operations (a loop over 28k rows
     costs 70 ms)."""
+    if not blobs:
+        return np.zeros(n_rows)
     buf = np.frombuffer(blobs, dtype=np.uint8)
     last = buf < 0x80  # the last byte of a varint (sizes never need the 9-byte form)
     if int(last.sum()) != n_rows * n_columns:
@@ -83,7 +87,7 @@ class Matches:
         score = np.zeros(len(self.rowids))
         norm = K1 * (1 - B + B * self.doc_len / self.avgdl)
         for idf, rows, counts in self.phrases:
-            freq = counts @ w  # whole-number weights: the sum is exact in any order
+            freq = counts @ w  # whole-number weights: the sum is exact in any order (float64 result)
             score[rows] += idf * ((freq * (K1 + 1.0)) / (freq + norm[rows]))
         return -1.0 * score
 
@@ -101,6 +105,7 @@ class Postings:
         self._version: tuple[int, int] | None = None
         self._terms: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._held = 0
+        self._has_vocab = False
 
     def _current(self) -> None:
         version = (self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes())
@@ -109,14 +114,14 @@ class Postings:
         self._terms.clear()
         self._held = 0
         (avg,) = self.conn.execute(f"SELECT block FROM {self.table}_data WHERE id = 1").fetchone()
-        sizes = _varints(avg)
+        sizes = _varints(avg) or [0]  # a table never written to has an empty record
         self.n_rows, total = sizes[0], sum(sizes[1 : 1 + len(self.columns)])
         self.avgdl = float(total) / float(self.n_rows) if self.n_rows else 0.0
         # One string each, parsed by numpy: 28k rows fetched one by one cost four times as much.
-        ids, sizes = self.conn.execute(
+        ids, blobs = self.conn.execute(
             f"SELECT group_concat(id), group_concat(hex(sz), '') FROM {self.table}_docsize").fetchone()
         self.ids = np.fromstring(ids or "", dtype=np.int64, sep=",")
-        self.lens = _row_lengths(bytes.fromhex(sizes or ""), len(self.ids), len(self.columns))
+        self.lens = _row_lengths(bytes.fromhex(blobs or ""), len(self.ids), len(self.columns))
         if np.any(np.diff(self.ids) <= 0):  # a rowid table is read in rowid order; never assumed
             by_id = np.argsort(self.ids, kind="stable")
             self.ids, self.lens = self.ids[by_id], self.lens[by_id]
@@ -136,18 +141,20 @@ class Postings:
             (term,)).fetchone()
         key = np.fromstring(keys or "", dtype=np.int64, sep=",")
         rows, at = np.unique(key // n, return_inverse=True)
-        counts = np.bincount(at * n + key % n, minlength=len(rows) * n).reshape(len(rows), n).astype(np.float64)
+        counts = np.bincount(at * n + key % n, minlength=len(rows) * n).reshape(len(rows), n).astype(np.int32)
         found = (rows, counts)
         self._terms[term] = found
-        self._held += len(found[0]) * (1 + len(self.columns))
-        while self._held > CACHE_INSTANCES and len(self._terms) > 1:
-            _, (r, _c) = self._terms.popitem(last=False)
-            self._held -= len(r) * (1 + len(self.columns))
+        self._held += rows.nbytes + counts.nbytes
+        while self._held > CACHE_BYTES and len(self._terms) > 1:
+            _, (old_rows, old_counts) = self._terms.popitem(last=False)
+            self._held -= old_rows.nbytes + old_counts.nbytes
         return found
 
     def _vocab(self) -> str:
         name = f"{self.table}_instances"
-        self.conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING fts5vocab(main, {self.table}, instance)")
+        if not self._has_vocab:
+            self.conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING fts5vocab(main, {self.table}, instance)")
+            self._has_vocab = True
         return name
 
     def match(self, terms: list[str]) -> Matches | None:
