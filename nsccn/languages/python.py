@@ -38,6 +38,12 @@ _FRAMES_PER_LEVEL = 4
 # Left-nested chains (`'a' + 'b' + ... ` a thousand terms long, which CPython compiles) are walked
 # in a loop, not recursively: they cost no nesting.
 _CHAIN_TYPES = frozenset(("binary_operator", "boolean_operator"))
+# Leaves (and a string's literal parts) from which the walk takes nothing: skipped without a call.
+# A string's expressions are in its `interpolation` children, which are walked.
+_INERT_TYPES = frozenset(
+    "integer float true false none ellipsis comment string_start string_content string_end "
+    "escape_sequence escape_interpolation type_conversion line_continuation".split()
+)
 
 
 @lru_cache(maxsize=1)
@@ -68,6 +74,11 @@ def _text(node: ts.Node) -> str:
     return node.text.decode("utf-8", "replace")
 
 
+def _source_text(src: bytes, node: ts.Node) -> str:
+    """`_text` for the walk's hot paths: slicing the parsed bytes costs half of `node.text`."""
+    return src[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+
 def absolute_module(path: str, module: str, node: ts.Node) -> str:
     """The module an import names, relative imports made absolute: `from ..x import y` in
     `pkg/sub/mod.py` (module `pkg.sub.mod`) -> `pkg.x`."""
@@ -85,21 +96,26 @@ def absolute_module(path: str, module: str, node: ts.Node) -> str:
     return ".".join(parts)
 
 
-def _expr_name(node: ts.Node | None) -> str | None:
-    """`a.b.c` for identifier/attribute chains, `super().m` for super calls, else None."""
+def _expr_name(node: ts.Node | None, src: bytes | None = None) -> str | None:
+    """`a.b.c` for identifier/attribute chains, `super().m` for super calls, else None (`src`:
+    the bytes the tree was parsed from, a faster way to the names' text)."""
     if node is None:
         return None
     parts: list[str] = []
+    text = _text if src is None else (lambda n: _source_text(src, n))
     while node.type == "attribute":  # a loop: a chain can be thousands of attributes long
         obj = node.child_by_field_name("object")
         attr = node.child_by_field_name("attribute")
         if obj is None or attr is None:
             return None
-        parts.append(_text(attr))
+        parts.append(text(attr))
         node = obj
-    if node.type == "identifier":
-        head = _text(node)
-    elif parts and node.type == "call":
+    t = node.type
+    if t == "identifier":
+        if not parts:
+            return text(node)
+        head = text(node)
+    elif parts and t == "call":
         fn = node.child_by_field_name("function")
         if fn is None or fn.type != "identifier" or fn.text != b"super":
             return None
@@ -163,6 +179,7 @@ class PythonExtractor:
         self._entity_fields: dict[str, dict] = {}
         self._depth = 0
         self._max_depth = MAX_NESTING
+        self._src = data  # the bytes the walked tree was parsed from
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -171,8 +188,8 @@ class PythonExtractor:
         tree = parser().parse(self.data)
         if tree.root_node.has_error:
             self._collect_errors(tree.root_node)
-            recovered = blank_broken_definitions(self.data)
-            tree = parser().parse(recovered)
+            self._src = blank_broken_definitions(self.data)
+            tree = parser().parse(self._src)
         root = tree.root_node
         mod_id = entity_id("module", self.path, self.module or "__init__")
         doc = self._docstring(root)
@@ -255,19 +272,66 @@ class PythonExtractor:
             return
         self._visit_expr(node, scope)
 
-    def _visit_expr(self, node: ts.Node, scope: _Scope) -> None:
-        """Calls, config reads and body terms inside any expression or statement."""
+    def _visit_expr(self, node: ts.Node, scope: _Scope, t: str | None = None) -> None:
+        """Calls, config reads and body terms inside any expression or statement (`t`: the
+        node's type when the caller has it)."""
         if self._depth >= self._max_depth:
             self._too_deep(node)
             return
+        if t is None:
+            t = node.type
         self._depth += 1
         try:
-            if node.type in _CHAIN_TYPES:
+            if t == "call":
+                name = _expr_name(node.child_by_field_name("function"), self._src)
+                if name is not None:
+                    self._call(name, node, scope)
+            elif t in _CHAIN_TYPES:
                 self._visit_chain(node, scope)
-            else:
-                self._visit_expr_node(node, scope)
+                return
+            elif t == "attribute":
+                self._visit_attribute(node, scope)
+                return
+            elif t == "identifier":
+                self._identifier(node, scope)
+                return
+            elif t == "string":
+                value = _string_value(node)
+                if value and len(value) < 300:
+                    scope.terms.extend(_WORD.findall(value))
+            elif t == "subscript":
+                self._config_subscript(node, scope)
+            self._visit_nodes(node.named_children, scope)
         finally:
             self._depth -= 1
+
+    def _visit_nodes(self, nodes, scope: _Scope) -> None:
+        """Each node one level below the current depth. The hot loop of the walk (millions of
+        nodes on a large repository): leaves that can hold nothing and identifiers are handled
+        here, without a call per node, each still under the depth guard."""
+        max_depth = self._max_depth
+        terms = scope.terms
+        src = self._src
+        for child in nodes:
+            t = child.type
+            if t in _INERT_TYPES or t == "identifier":
+                if self._depth >= max_depth:
+                    self._too_deep(child)
+                elif t == "identifier":
+                    ident = src[child.start_byte : child.end_byte].decode("utf-8", "replace")
+                    terms.append(ident)
+                    if _UPPER_CONST.match(ident) and not _is_store_target(child):
+                        self._ref(scope, "READS_CONFIG", ident, child)
+            elif t in _STATEMENT_TYPES:
+                self._visit(child, scope)
+            else:
+                self._visit_expr(child, scope, t)
+
+    def _identifier(self, node: ts.Node, scope: _Scope) -> None:
+        ident = _text(node)
+        scope.terms.append(ident)
+        if _UPPER_CONST.match(ident) and not _is_store_target(node):
+            self._ref(scope, "READS_CONFIG", ident, node)
 
     def _visit_chain(self, node: ts.Node, scope: _Scope) -> None:
         """`a + b + c ...`: down the left spine in a loop, each operand at this same depth."""
@@ -279,45 +343,22 @@ class PythonExtractor:
             operands.extend(reversed(children[1:]))
             node = children[0]
         operands.append(node)
-        for child in reversed(operands):
-            self._visit(child, scope) if child.type in _STATEMENT_TYPES else self._visit_expr(child, scope)
+        self._visit_nodes(reversed(operands), scope)
 
-    def _visit_expr_node(self, node: ts.Node, scope: _Scope) -> None:
-        t = node.type
-        if t == "call":
-            fn = node.child_by_field_name("function")
-            name = _expr_name(fn)
-            if name is not None:
-                self._call(name, node, scope)
-        elif t == "subscript":
-            self._config_subscript(node, scope)
-        elif t == "attribute":
-            self._config_attribute(node, scope)
-            obj, attr = node.child_by_field_name("object"), node.child_by_field_name("attribute")
-            if attr is not None:
-                ident = _text(attr)
-                scope.terms.append(ident)
-                # `mod.CONST` may be a constant of another module of ours; the resolver decides.
-                dotted = _expr_name(node) if _UPPER_CONST.match(ident) else None  # O(chain): only when needed
-                if dotted and not _is_store_target(node):
-                    parent = node.parent
-                    if not (parent is not None and parent.type == "call" and parent.child_by_field_name("function") == node):
-                        self._ref(scope, "READS_CONFIG", dotted, node)
-            if obj is not None:
-                self._visit(obj, scope) if obj.type in _STATEMENT_TYPES else self._visit_expr(obj, scope)
-            return
-        elif t == "identifier":
-            ident = _text(node)
+    def _visit_attribute(self, node: ts.Node, scope: _Scope) -> None:
+        self._config_attribute(node, scope)
+        obj, attr = node.child_by_field_name("object"), node.child_by_field_name("attribute")
+        if attr is not None:
+            ident = _source_text(self._src, attr)
             scope.terms.append(ident)
-            if _UPPER_CONST.match(ident) and not _is_store_target(node):
-                self._ref(scope, "READS_CONFIG", ident, node)
-            return
-        elif t == "string":
-            value = _string_value(node)
-            if value and len(value) < 300:
-                scope.terms.extend(_WORD.findall(value))
-        for child in node.named_children:
-            self._visit(child, scope) if child.type in _STATEMENT_TYPES else self._visit_expr(child, scope)
+            # `mod.CONST` may be a constant of another module of ours; the resolver decides.
+            dotted = _expr_name(node) if _UPPER_CONST.match(ident) else None  # O(chain): only when needed
+            if dotted and not _is_store_target(node):
+                parent = node.parent
+                if not (parent is not None and parent.type == "call" and parent.child_by_field_name("function") == node):
+                    self._ref(scope, "READS_CONFIG", dotted, node)
+        if obj is not None:
+            self._visit_nodes((obj,), scope)
 
     def _visit_definition(self, node: ts.Node, scope: _Scope, outer: ts.Node, decorators: list[str]) -> None:
         name_node = node.child_by_field_name("name")

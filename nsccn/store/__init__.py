@@ -154,11 +154,11 @@ class Store:
         parsed = list(parsed)
         with self.conn:
             self._counts_changed()
-            sym = self.intern(_ref_strings(parsed))
+            sym, ends = self._intern_refs(parsed)
             for pf in parsed:
                 before = self._symbols(pf.path)
                 self._delete_file_rows(pf.path)
-                self._insert_file(pf, now, sym)
+                self._insert_file(pf, now, sym, ends)
                 affected |= _changed_names(before, _symbols_of(pf))
         return affected
 
@@ -217,11 +217,28 @@ class Store:
                 ids[name] = c.last_insert_rowid()
         return ids
 
+    def _intern_refs(self, parsed: list[ParsedFile]) -> tuple[dict[str, int], dict[str, tuple[int, int]]]:
+        """symbols.id of every string the refs of these files name, and of each target its
+        (tail, head) ids: computed once per distinct target, not once per reference."""
+        names: set[str] = set()
+        targets: set[str] = set()
+        for pf in parsed:
+            for r in pf.refs:
+                names.update((r.source, r.relation, r.scope))
+                targets.add(r.target)
+        split = {t: (_tail(t), _head(t)) for t in targets}
+        names |= targets
+        for tail, head in split.values():
+            names.add(tail)
+            names.add(head)
+        sym = self.intern(names)
+        return sym, {t: (sym[tail], sym[head]) for t, (tail, head) in split.items()}
+
     def symbol(self, name: str) -> int | None:
         row = self.conn.execute("SELECT id FROM symbols WHERE name=?", (name,)).fetchone()
         return row[0] if row else None
 
-    def _insert_file(self, pf: ParsedFile, now: float, sym: dict[str, int]) -> None:
+    def _insert_file(self, pf: ParsedFile, now: float, sym: dict[str, int], ends: dict[str, tuple[int, int]]) -> None:
         c = self.conn
         c.execute(
             "INSERT INTO files(path, language, content_hash, size, mtime, line_count, module, imports, module_globals,"
@@ -272,8 +289,7 @@ class Store:
         c.executemany(
             "INSERT INTO refs(file, source, relation, target, line, scope, tail, head) VALUES(?,?,?,?,?,?,?,?)",
             (
-                (file_id, sym[r.source], sym[r.relation], sym[r.target], r.line, sym[r.scope],
-                 sym[_tail(r.target)], sym[_head(r.target)])
+                (file_id, sym[r.source], sym[r.relation], sym[r.target], r.line, sym[r.scope], *ends[r.target])
                 for r in pf.refs
             ),
         )
@@ -493,18 +509,6 @@ def _nth_of_ref(edges: list[tuple]) -> Iterator[int]:
         n = n + 1 if e[7] == last else 0
         last = e[7]
         yield n
-
-
-def _ref_strings(parsed: list[ParsedFile]) -> Iterator[str]:
-    """Every string the refs of these files name: what `_insert_file` looks up in symbols."""
-    for pf in parsed:
-        for r in pf.refs:
-            yield r.source
-            yield r.relation
-            yield r.target
-            yield r.scope
-            yield _tail(r.target)
-            yield _head(r.target)
 
 
 def _tail(target: str) -> str:
