@@ -29,6 +29,8 @@ MUTATING_METHODS = frozenset(
     "append extend insert remove pop popitem clear update add discard setdefault sort reverse "
     "appendleft extendleft rotate __setitem__ __delitem__ write".split()
 )
+_ENV_CALLS = frozenset(("os.getenv", "os.environ.get", "environ.get", "getenv", "os.environ.setdefault"))
+_CONFIG_GETTERS = frozenset(("get", "getint", "getboolean"))
 DOCSTRING_SKELETON_LINES = 6  # a skeleton keeps a docstring's summary, not its examples
 # Syntax nested deeper than this (500 nested calls, 400 nested defs: generated or hostile code) is
 # not walked: its region is named in `deep_lines`, everything around it is kept. The walk recurses
@@ -40,6 +42,8 @@ _FRAMES_PER_LEVEL = 4
 _CHAIN_TYPES = frozenset(("binary_operator", "boolean_operator"))
 # Leaves (and a string's literal parts) from which the walk takes nothing: skipped without a call.
 # A string's expressions are in its `interpolation` children, which are walked.
+# The nodes `_visit_expr` treats apart; it walks any other node's children and nothing more.
+_EXPR_TYPES = frozenset(("call", "attribute", "identifier", "string", "subscript")) | _CHAIN_TYPES
 _INERT_TYPES = frozenset(
     "integer float true false none ellipsis comment string_start string_content string_end "
     "escape_sequence escape_interpolation type_conversion line_continuation".split()
@@ -102,19 +106,18 @@ def _expr_name(node: ts.Node | None, src: bytes | None = None) -> str | None:
     if node is None:
         return None
     parts: list[str] = []
-    text = _text if src is None else (lambda n: _source_text(src, n))
     while node.type == "attribute":  # a loop: a chain can be thousands of attributes long
         obj = node.child_by_field_name("object")
         attr = node.child_by_field_name("attribute")
         if obj is None or attr is None:
             return None
-        parts.append(text(attr))
+        parts.append(_text(attr) if src is None else _source_text(src, attr))
         node = obj
     t = node.type
     if t == "identifier":
+        head = _text(node) if src is None else _source_text(src, node)
         if not parts:
-            return text(node)
-        head = text(node)
+            return head
     elif parts and t == "call":
         fn = node.child_by_field_name("function")
         if fn is None or fn.type != "identifier" or fn.text != b"super":
@@ -270,7 +273,7 @@ class PythonExtractor:
         if t == "except_clause":
             self._visit_except(node, scope)
             return
-        self._visit_expr(node, scope)
+        self._visit_expr(node, scope, t)
 
     def _visit_expr(self, node: ts.Node, scope: _Scope, t: str | None = None) -> None:
         """Calls, config reads and body terms inside any expression or statement (`t`: the
@@ -283,7 +286,11 @@ class PythonExtractor:
         self._depth += 1
         try:
             if t == "call":
-                name = _expr_name(node.child_by_field_name("function"), self._src)
+                fn = node.child_by_field_name("function")
+                if fn is not None and fn.type == "identifier":  # most calls: no chain to follow
+                    name = _source_text(self._src, fn)
+                else:
+                    name = _expr_name(fn, self._src)
                 if name is not None:
                     self._call(name, node, scope)
             elif t in _CHAIN_TYPES:
@@ -324,8 +331,16 @@ class PythonExtractor:
                         self._ref(scope, "READS_CONFIG", ident, child)
             elif t in _STATEMENT_TYPES:
                 self._visit(child, scope)
-            else:
+            elif t in _EXPR_TYPES:
                 self._visit_expr(child, scope, t)
+            elif self._depth >= max_depth:
+                self._too_deep(child)
+            else:  # what `_visit_expr` does with any other node, without its call
+                self._depth += 1
+                try:
+                    self._visit_nodes(child.named_children, scope)
+                finally:
+                    self._depth -= 1
 
     def _identifier(self, node: ts.Node, scope: _Scope) -> None:
         ident = _text(node)
@@ -530,14 +545,15 @@ class PythonExtractor:
             scope.except_types.pop()
 
     def _call(self, name: str, node: ts.Node, scope: _Scope) -> None:
-        scope.terms.extend(p for p in name.split(".") if p != "super()")
         parts = name.split(".")
+        scope.terms.extend(parts[1:] if parts[0] == "super()" else parts)  # only the head can be super()
         line = node.start_point[0] + 1
-        args = node.child_by_field_name("arguments")
-        if name in ("os.getenv", "os.environ.get", "environ.get", "getenv", "os.environ.setdefault"):
+        if name in _ENV_CALLS:
+            args = node.child_by_field_name("arguments")
             key = _string_value(args.named_children[0]) if args is not None and args.named_children else None
             self._ref(scope, "READS_CONFIG", f"env:{key or '?'}", None, line)
-        elif len(parts) >= 2 and _CONFIG_NAMES.search(parts[-2]) and parts[-1] in ("get", "getint", "getboolean"):
+        elif len(parts) >= 2 and parts[-1] in _CONFIG_GETTERS and _CONFIG_NAMES.search(parts[-2]):
+            args = node.child_by_field_name("arguments")
             key = _string_value(args.named_children[0]) if args is not None and args.named_children else None
             self._ref(scope, "READS_CONFIG", f"config:{'.'.join(parts[:-1])}[{key or '?'}]", None, line)
         if len(parts) >= 3 and parts[0] in ("self", "cls") and parts[-1] in MUTATING_METHODS and scope.class_qualname:
