@@ -35,8 +35,13 @@ def _terms(ident: str) -> tuple[str, ...]:
 def index_terms(text: str, unique: bool = True) -> str:
     """Text for the FTS index: every identifier whole (lower case) and split into its parts.
     `unique=False` keeps repetitions, so BM25 sees term frequency."""
-    terms = chain.from_iterable(map(_terms, _IDENT.findall(text)))
+    terms = term_list(text)
     return " ".join(dict.fromkeys(terms) if unique else terms)
+
+
+def term_list(text: str) -> list[str]:
+    """The terms of `index_terms(text, unique=False)`, in order, as a list."""
+    return list(chain.from_iterable(map(_terms, _IDENT.findall(text))))
 
 
 def identifiers(text: str) -> list[str]:
