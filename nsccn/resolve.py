@@ -343,15 +343,34 @@ def _add_bases(resolver: Resolver, inherits: list[tuple]) -> None:
 
 def _edges_of(resolver: Resolver, refs: list[tuple]) -> list[tuple]:
     edges: list[tuple] = []
+    # A function names the same thing many times (sympy: 668k references, 169k distinct within
+    # their file). With the bases fixed, resolving is a pure function of the reference, so each
+    # distinct one is resolved once; the memo holds one file's (refs come ordered by file).
+    memo: dict[tuple, list[tuple[str, float, str]]] = {}
+    memo_path = None
     for ref in refs:
         rowid, path, source, relation, target, line, scope = ref
-        seen = set()
-        for tid, conf, how in resolver.resolve(path, source, relation, target, scope):
-            if tid == source and relation != "CALLS" or tid in seen:
-                continue
-            seen.add(tid)
+        if path != memo_path:
+            memo.clear()
+            memo_path = path
+        key = (source, relation, target, scope)
+        targets = memo.get(key)
+        if targets is None:
+            targets = memo[key] = _targets(resolver, path, source, relation, target, scope)
+        for tid, conf, how in targets:
             edges.append((source, tid, relation, conf, how, line, path, rowid))
     return edges
+
+
+def _targets(resolver: Resolver, path: str, source: str, relation: str, target: str, scope: str) -> list[tuple]:
+    """(target id, confidence, resolution) of one reference's edges: no self-edge but a call, no repeat."""
+    out, seen = [], set()
+    for tid, conf, how in resolver.resolve(path, source, relation, target, scope):
+        if tid == source and relation != "CALLS" or tid in seen:
+            continue
+        seen.add(tid)
+        out.append((tid, conf, how))
+    return out
 
 
 def resolve_all(store: Store) -> int:

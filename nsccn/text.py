@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from itertools import chain
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
@@ -23,21 +24,24 @@ def split_identifier(ident: str) -> list[str]:
     return list(_split(ident))
 
 
+@lru_cache(maxsize=1 << 18)
+def _terms(ident: str) -> tuple[str, ...]:
+    """An identifier's index terms: itself in lower case, then its parts when they differ."""
+    low = ident.lower()
+    parts = _split(ident)
+    return (low, *parts) if parts != (low,) else (low,)
+
+
 def index_terms(text: str, unique: bool = True) -> str:
     """Text for the FTS index: every identifier whole (lower case) and split into its parts.
     `unique=False` keeps repetitions, so BM25 sees term frequency."""
-    out: list[str] = []
-    seen: set[str] = set()
-    for ident in _IDENT.findall(text):
-        low = ident.lower()
-        parts = _split(ident)
-        for term in (low, *parts) if parts != (low,) else (low,):
-            if unique:
-                if term in seen:
-                    continue
-                seen.add(term)
-            out.append(term)
-    return " ".join(out)
+    terms = term_list(text)
+    return " ".join(dict.fromkeys(terms) if unique else terms)
+
+
+def term_list(text: str) -> list[str]:
+    """The terms of `index_terms(text, unique=False)`, in order, as a list."""
+    return list(chain.from_iterable(map(_terms, _IDENT.findall(text))))
 
 
 def identifiers(text: str) -> list[str]:

@@ -177,3 +177,17 @@ def helper():
     assert "compute(job)" not in skel and "return 42" not in skel
     assert "def helper():\n    ..." in skel
     compile(skel, "s.py", "exec")  # a skeleton is valid Python
+
+
+def test_the_walk_finds_calls_and_names_inside_f_strings_and_skips_the_literal_parts():
+    """The walk skips a string's literal parts, numbers and comments, but not an f-string's
+    interpolations, nor those nested in a format specifier."""
+    src = b'''def show(x):
+    # a comment naming nothing()
+    return f"{compute(x)!r:>{width(x.NAME)}} {{not_a_call()}} \\n" + "plain(1)" + str(3 + 0.5)
+'''
+    pf = parse_file("pkg/fmt.py", src)
+    refs = {(r.relation, r.target) for r in pf.refs if r.source == "func:pkg/fmt.py:show"}
+    assert refs == {("CALLS", "compute"), ("CALLS", "width"), ("CALLS", "str"), ("READS_CONFIG", "x.NAME")}
+    terms = ids(pf)["func:pkg/fmt.py:show"].body_terms.split()
+    assert terms == ["x", "compute", "width", "NAME", "plain", "str"]  # an f-string gives no words of its own

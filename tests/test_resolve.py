@@ -107,3 +107,38 @@ def test_src_layout_canonical_module_names(tmp_path):
     index_repository(repo, workers=1)
     with Store(repo / ".nsccn/index.db", readonly=True) as store:
         assert edges_of(store, "func:tests/test_core.py:test_f", "CALLS") == {"func:src/pkg/core.py:f": (1.0, "import")}
+
+
+def test_one_name_resolves_per_caller_and_every_use_keeps_its_line(tmp_path):
+    """Resolution answers each distinct reference of a file once and reuses the answer: the same
+    bare name from two callers in one file must still resolve by each caller's own scope."""
+    from conftest import write_repo
+    from nsccn.indexer import index_repository
+    from nsccn.store import Store
+
+    root = write_repo(tmp_path / "repo", {"pkg/__init__.py": "", "pkg/m.py": """
+        def helper():
+            pass
+
+        def a():
+            def helper():
+                pass
+            helper()
+            helper()
+
+        def b():
+            helper()
+            helper()
+    """})
+    index_repository(root, workers=1)
+    store = Store(root / ".nsccn" / "index.db", readonly=True)
+    try:
+        def calls(source):
+            return sorted((e.target, e.resolution, e.line) for e in store.edges_from(source, ["CALLS"]))
+
+        assert calls("func:pkg/m.py:a") == [("func:pkg/m.py:a.helper", "same_scope", 7),
+                                            ("func:pkg/m.py:a.helper", "same_scope", 8)]
+        assert calls("func:pkg/m.py:b") == [("func:pkg/m.py:helper", "same_module", 11),
+                                            ("func:pkg/m.py:helper", "same_module", 12)]
+    finally:
+        store.close()

@@ -21,7 +21,7 @@ from nsccn.model import Entity, Ref, entity_id
 
 EXTENSIONS = (".py", ".pyi")
 
-_UPPER_CONST = re.compile(r"^_?[A-Z][A-Z0-9_]*[A-Z0-9]$")
+_UPPER_CONST = re.compile(r"^_?[A-Z][A-Z0-9_]*[A-Z0-9]$")  # matches only where str.isupper(), a cheaper test first
 _CONFIG_NAMES = re.compile(r"(^|_)(settings|config|conf|cfg|configuration|options)$", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Methods that change the object they are called on: `self.items.append(x)` mutates self.items.
@@ -29,6 +29,8 @@ MUTATING_METHODS = frozenset(
     "append extend insert remove pop popitem clear update add discard setdefault sort reverse "
     "appendleft extendleft rotate __setitem__ __delitem__ write".split()
 )
+_ENV_CALLS = frozenset(("os.getenv", "os.environ.get", "environ.get", "getenv", "os.environ.setdefault"))
+_CONFIG_GETTERS = frozenset(("get", "getint", "getboolean"))
 DOCSTRING_SKELETON_LINES = 6  # a skeleton keeps a docstring's summary, not its examples
 # Syntax nested deeper than this (500 nested calls, 400 nested defs: generated or hostile code) is
 # not walked: its region is named in `deep_lines`, everything around it is kept. The walk recurses
@@ -38,6 +40,14 @@ _FRAMES_PER_LEVEL = 4
 # Left-nested chains (`'a' + 'b' + ... ` a thousand terms long, which CPython compiles) are walked
 # in a loop, not recursively: they cost no nesting.
 _CHAIN_TYPES = frozenset(("binary_operator", "boolean_operator"))
+# Leaves (and a string's literal parts) from which the walk takes nothing: skipped without a call.
+# A string's expressions are in its `interpolation` children, which are walked.
+# The nodes `_visit_expr` treats apart; it walks any other node's children and nothing more.
+_EXPR_TYPES = frozenset(("call", "attribute", "identifier", "string", "subscript")) | _CHAIN_TYPES
+_INERT_TYPES = frozenset(
+    "integer float true false none ellipsis comment string_start string_content string_end "
+    "escape_sequence escape_interpolation type_conversion line_continuation".split()
+)
 
 
 @lru_cache(maxsize=1)
@@ -68,6 +78,11 @@ def _text(node: ts.Node) -> str:
     return node.text.decode("utf-8", "replace")
 
 
+def _source_text(src: bytes, node: ts.Node) -> str:
+    """`_text` for the walk's hot paths: slicing the parsed bytes costs half of `node.text`."""
+    return src[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+
 def absolute_module(path: str, module: str, node: ts.Node) -> str:
     """The module an import names, relative imports made absolute: `from ..x import y` in
     `pkg/sub/mod.py` (module `pkg.sub.mod`) -> `pkg.x`."""
@@ -85,8 +100,9 @@ def absolute_module(path: str, module: str, node: ts.Node) -> str:
     return ".".join(parts)
 
 
-def _expr_name(node: ts.Node | None) -> str | None:
-    """`a.b.c` for identifier/attribute chains, `super().m` for super calls, else None."""
+def _expr_name(node: ts.Node | None, src: bytes | None = None) -> str | None:
+    """`a.b.c` for identifier/attribute chains, `super().m` for super calls, else None (`src`:
+    the bytes the tree was parsed from, a faster way to the names' text)."""
     if node is None:
         return None
     parts: list[str] = []
@@ -95,11 +111,14 @@ def _expr_name(node: ts.Node | None) -> str | None:
         attr = node.child_by_field_name("attribute")
         if obj is None or attr is None:
             return None
-        parts.append(_text(attr))
+        parts.append(_text(attr) if src is None else _source_text(src, attr))
         node = obj
-    if node.type == "identifier":
-        head = _text(node)
-    elif parts and node.type == "call":
+    t = node.type
+    if t == "identifier":
+        head = _text(node) if src is None else _source_text(src, node)
+        if not parts:
+            return head
+    elif parts and t == "call":
         fn = node.child_by_field_name("function")
         if fn is None or fn.type != "identifier" or fn.text != b"super":
             return None
@@ -163,6 +182,7 @@ class PythonExtractor:
         self._entity_fields: dict[str, dict] = {}
         self._depth = 0
         self._max_depth = MAX_NESTING
+        self._src = data  # the bytes the walked tree was parsed from
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -171,8 +191,8 @@ class PythonExtractor:
         tree = parser().parse(self.data)
         if tree.root_node.has_error:
             self._collect_errors(tree.root_node)
-            recovered = blank_broken_definitions(self.data)
-            tree = parser().parse(recovered)
+            self._src = blank_broken_definitions(self.data)
+            tree = parser().parse(self._src)
         root = tree.root_node
         mod_id = entity_id("module", self.path, self.module or "__init__")
         doc = self._docstring(root)
@@ -253,21 +273,80 @@ class PythonExtractor:
         if t == "except_clause":
             self._visit_except(node, scope)
             return
-        self._visit_expr(node, scope)
+        self._visit_expr(node, scope, t)
 
-    def _visit_expr(self, node: ts.Node, scope: _Scope) -> None:
-        """Calls, config reads and body terms inside any expression or statement."""
+    def _visit_expr(self, node: ts.Node, scope: _Scope, t: str | None = None) -> None:
+        """Calls, config reads and body terms inside any expression or statement (`t`: the
+        node's type when the caller has it)."""
         if self._depth >= self._max_depth:
             self._too_deep(node)
             return
+        if t is None:
+            t = node.type
         self._depth += 1
         try:
-            if node.type in _CHAIN_TYPES:
+            if t == "call":
+                fn = node.child_by_field_name("function")
+                if fn is not None and fn.type == "identifier":  # most calls: no chain to follow
+                    name = _source_text(self._src, fn)
+                else:
+                    name = _expr_name(fn, self._src)
+                if name is not None:
+                    self._call(name, node, scope)
+            elif t in _CHAIN_TYPES:
                 self._visit_chain(node, scope)
-            else:
-                self._visit_expr_node(node, scope)
+                return
+            elif t == "attribute":
+                self._visit_attribute(node, scope)
+                return
+            elif t == "identifier":
+                self._identifier(node, scope)
+                return
+            elif t == "string":
+                value = _string_value(node)
+                if value and len(value) < 300:
+                    scope.terms.extend(_WORD.findall(value))
+            elif t == "subscript":
+                self._config_subscript(node, scope)
+            self._visit_nodes(node.named_children, scope)
         finally:
             self._depth -= 1
+
+    def _visit_nodes(self, nodes, scope: _Scope) -> None:
+        """Each node one level below the current depth. The hot loop of the walk (millions of
+        nodes on a large repository): leaves that can hold nothing and identifiers are handled
+        here, without a call per node, each still under the depth guard."""
+        max_depth = self._max_depth
+        terms = scope.terms
+        src = self._src
+        for child in nodes:
+            t = child.type
+            if t in _INERT_TYPES or t == "identifier":
+                if self._depth >= max_depth:
+                    self._too_deep(child)
+                elif t == "identifier":
+                    ident = src[child.start_byte : child.end_byte].decode("utf-8", "replace")
+                    terms.append(ident)
+                    if ident.isupper() and _UPPER_CONST.match(ident) and not _is_store_target(child):
+                        self._ref(scope, "READS_CONFIG", ident, child)
+            elif t in _STATEMENT_TYPES:
+                self._visit(child, scope)
+            elif t in _EXPR_TYPES:
+                self._visit_expr(child, scope, t)
+            elif self._depth >= max_depth:
+                self._too_deep(child)
+            else:  # what `_visit_expr` does with any other node, without its call
+                self._depth += 1
+                try:
+                    self._visit_nodes(child.named_children, scope)
+                finally:
+                    self._depth -= 1
+
+    def _identifier(self, node: ts.Node, scope: _Scope) -> None:
+        ident = _text(node)
+        scope.terms.append(ident)
+        if _UPPER_CONST.match(ident) and not _is_store_target(node):
+            self._ref(scope, "READS_CONFIG", ident, node)
 
     def _visit_chain(self, node: ts.Node, scope: _Scope) -> None:
         """`a + b + c ...`: down the left spine in a loop, each operand at this same depth."""
@@ -279,45 +358,23 @@ class PythonExtractor:
             operands.extend(reversed(children[1:]))
             node = children[0]
         operands.append(node)
-        for child in reversed(operands):
-            self._visit(child, scope) if child.type in _STATEMENT_TYPES else self._visit_expr(child, scope)
+        self._visit_nodes(reversed(operands), scope)
 
-    def _visit_expr_node(self, node: ts.Node, scope: _Scope) -> None:
-        t = node.type
-        if t == "call":
-            fn = node.child_by_field_name("function")
-            name = _expr_name(fn)
-            if name is not None:
-                self._call(name, node, scope)
-        elif t == "subscript":
-            self._config_subscript(node, scope)
-        elif t == "attribute":
-            self._config_attribute(node, scope)
-            obj, attr = node.child_by_field_name("object"), node.child_by_field_name("attribute")
-            if attr is not None:
-                ident = _text(attr)
-                scope.terms.append(ident)
-                # `mod.CONST` may be a constant of another module of ours; the resolver decides.
-                dotted = _expr_name(node) if _UPPER_CONST.match(ident) else None  # O(chain): only when needed
-                if dotted and not _is_store_target(node):
-                    parent = node.parent
-                    if not (parent is not None and parent.type == "call" and parent.child_by_field_name("function") == node):
-                        self._ref(scope, "READS_CONFIG", dotted, node)
-            if obj is not None:
-                self._visit(obj, scope) if obj.type in _STATEMENT_TYPES else self._visit_expr(obj, scope)
-            return
-        elif t == "identifier":
-            ident = _text(node)
+    def _visit_attribute(self, node: ts.Node, scope: _Scope) -> None:
+        self._config_attribute(node, scope)
+        obj, attr = node.child_by_field_name("object"), node.child_by_field_name("attribute")
+        if attr is not None:
+            ident = _source_text(self._src, attr)
             scope.terms.append(ident)
-            if _UPPER_CONST.match(ident) and not _is_store_target(node):
-                self._ref(scope, "READS_CONFIG", ident, node)
-            return
-        elif t == "string":
-            value = _string_value(node)
-            if value and len(value) < 300:
-                scope.terms.extend(_WORD.findall(value))
-        for child in node.named_children:
-            self._visit(child, scope) if child.type in _STATEMENT_TYPES else self._visit_expr(child, scope)
+            # `mod.CONST` may be a constant of another module of ours; the resolver decides.
+            upper = ident.isupper() and _UPPER_CONST.match(ident)
+            dotted = _expr_name(node) if upper else None  # O(chain): only when needed
+            if dotted and not _is_store_target(node):
+                parent = node.parent
+                if not (parent is not None and parent.type == "call" and parent.child_by_field_name("function") == node):
+                    self._ref(scope, "READS_CONFIG", dotted, node)
+        if obj is not None:
+            self._visit_nodes((obj,), scope)
 
     def _visit_definition(self, node: ts.Node, scope: _Scope, outer: ts.Node, decorators: list[str]) -> None:
         name_node = node.child_by_field_name("name")
@@ -489,14 +546,15 @@ class PythonExtractor:
             scope.except_types.pop()
 
     def _call(self, name: str, node: ts.Node, scope: _Scope) -> None:
-        scope.terms.extend(p for p in name.split(".") if p != "super()")
         parts = name.split(".")
+        scope.terms.extend(parts[1:] if parts[0] == "super()" else parts)  # only the head can be super()
         line = node.start_point[0] + 1
-        args = node.child_by_field_name("arguments")
-        if name in ("os.getenv", "os.environ.get", "environ.get", "getenv", "os.environ.setdefault"):
+        if name in _ENV_CALLS:
+            args = node.child_by_field_name("arguments")
             key = _string_value(args.named_children[0]) if args is not None and args.named_children else None
             self._ref(scope, "READS_CONFIG", f"env:{key or '?'}", None, line)
-        elif len(parts) >= 2 and _CONFIG_NAMES.search(parts[-2]) and parts[-1] in ("get", "getint", "getboolean"):
+        elif len(parts) >= 2 and parts[-1] in _CONFIG_GETTERS and _CONFIG_NAMES.search(parts[-2]):
+            args = node.child_by_field_name("arguments")
             key = _string_value(args.named_children[0]) if args is not None and args.named_children else None
             self._ref(scope, "READS_CONFIG", f"config:{'.'.join(parts[:-1])}[{key or '?'}]", None, line)
         if len(parts) >= 3 and parts[0] in ("self", "cls") and parts[-1] in MUTATING_METHODS and scope.class_qualname:
@@ -612,7 +670,8 @@ def code_lines(data: bytes, node: ts.Node, end: int | None = None) -> list[tuple
     line that held only a comment is dropped."""
     end = node.end_byte if end is None else end
     pieces, at = [], node.start_byte
-    for a, b in _comments(node, end):
+    # Every comment starts with `#`: without one in the bytes there is no comment to look for.
+    for a, b in _comments(node, end) if b"#" in data[at:end] else ():
         pieces.append(data[at:a])
         at = b
     pieces.append(data[at:end])

@@ -11,6 +11,8 @@ import os
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import repeat
+from operator import attrgetter
 from pathlib import Path
 
 import apsw
@@ -156,11 +158,11 @@ class Store:
         parsed = list(parsed)
         with self.conn:
             self._counts_changed()
-            sym = self.intern(_ref_strings(parsed))
+            sym, tails, heads = self._intern_refs(parsed)
             for pf in parsed:
                 before = self._symbols(pf.path)
                 self._delete_file_rows(pf.path)
-                self._insert_file(pf, now, sym)
+                self._insert_file(pf, now, sym, tails, heads)
                 affected |= _changed_names(before, _symbols_of(pf))
         return affected
 
@@ -210,20 +212,37 @@ class Store:
         c = self.conn
         wanted = list(set(names))
         ids: dict[str, int] = {}
-        for i in range(0, len(wanted), 500):
-            chunk = wanted[i : i + 500]
-            ids.update(c.execute(f"SELECT name, id FROM symbols WHERE name IN ({','.join('?' * len(chunk))})", chunk))
-        for name in wanted:
-            if name not in ids:
-                c.execute("INSERT INTO symbols(name) VALUES(?)", (name,))
-                ids[name] = c.last_insert_rowid()
+        self._select_symbols(wanted, ids)
+        new = [name for name in wanted if name not in ids]
+        if new:  # one statement for all (a cold index adds ~100k names), then their ids read back
+            c.executemany("INSERT INTO symbols(name) VALUES(?)", zip(new))
+            self._select_symbols(new, ids)
         return ids
+
+    def _select_symbols(self, names: list[str], ids: dict[str, int]) -> None:
+        for i in range(0, len(names), 500):
+            chunk = names[i : i + 500]
+            ids.update(self.conn.execute(f"SELECT name, id FROM symbols WHERE name IN ({','.join('?' * len(chunk))})", chunk))
+
+    def _intern_refs(self, parsed: list[ParsedFile]) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+        """symbols.id of every string the refs of these files name, and of each target the ids
+        of its tail and head: split once per distinct target, not once per reference."""
+        names: set[str] = set()
+        targets: set[str] = set()
+        for pf in parsed:  # column by column, the per-reference work in C
+            names.update(map(_SOURCE, pf.refs), map(_RELATION, pf.refs), map(_SCOPE, pf.refs))
+            targets.update(map(_TARGET, pf.refs))
+        tails = {t: _tail(t) for t in targets}
+        heads = {t: _head(t) for t in targets}
+        sym = self.intern(names.union(targets, tails.values(), heads.values()))
+        return sym, {t: sym[n] for t, n in tails.items()}, {t: sym[n] for t, n in heads.items()}
 
     def symbol(self, name: str) -> int | None:
         row = self.conn.execute("SELECT id FROM symbols WHERE name=?", (name,)).fetchone()
         return row[0] if row else None
 
-    def _insert_file(self, pf: ParsedFile, now: float, sym: dict[str, int]) -> None:
+    def _insert_file(self, pf: ParsedFile, now: float, sym: dict[str, int], tails: dict[str, int],
+                     heads: dict[str, int]) -> None:
         c = self.conn
         c.execute(
             "INSERT INTO files(path, language, content_hash, size, mtime, line_count, module, imports, module_globals,"
@@ -271,13 +290,12 @@ class Store:
                 (rowid, name, terms.path, signature, docstring, body),
             )
         first = c.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM refs").fetchone()[0]
+        ids, targets = sym.__getitem__, list(map(_TARGET, pf.refs))
         c.executemany(
             "INSERT INTO refs(file, source, relation, target, line, scope, tail, head) VALUES(?,?,?,?,?,?,?,?)",
-            (
-                (file_id, sym[r.source], sym[r.relation], sym[r.target], r.line, sym[r.scope],
-                 sym[_tail(r.target)], sym[_head(r.target)])
-                for r in pf.refs
-            ),
+            zip(repeat(file_id), map(ids, map(_SOURCE, pf.refs)), map(ids, map(_RELATION, pf.refs)), map(ids, targets),
+                map(_LINE, pf.refs), map(ids, map(_SCOPE, pf.refs)), map(tails.__getitem__, targets),
+                map(heads.__getitem__, targets)),
         )
         last = c.execute("SELECT COALESCE(MAX(rowid), 0) FROM refs").fetchone()[0]
         if last >= first:  # one writer, one statement: the file's refs took consecutive rowids
@@ -348,10 +366,16 @@ class Store:
         """Insert edges, each (source, target, relation, confidence, resolution, line, path, ref),
         inside the caller's transaction."""
         self._counts_changed()
-        sym = self.intern(n for e in edges for n in (e[0], e[1], e[2], e[4]))
+        if not edges:
+            return
+        # Column by column: the per-edge work stays in C (hundreds of thousands of edges a bulk).
+        source, target, relation, confidence, resolution, line, _, ref = zip(*edges)
+        sym = self.intern(set(source).union(target, relation, resolution))
+        ids = sym.__getitem__
         self.conn.executemany(
             "INSERT INTO edges(ref, n, source, relation, target, confidence, resolution, line) VALUES(?,?,?,?,?,?,?,?)",
-            ((e[7], n, sym[e[0]], sym[e[2]], sym[e[1]], e[3], sym[e[4]], e[5]) for e, n in zip(edges, _nth_of_ref(edges))),
+            zip(ref, _nth_of_ref(edges), map(ids, source), map(ids, relation), map(ids, target), confidence,
+                map(ids, resolution), line),
         )
 
     def replace_edges(self, ref_ids: Iterable[int] | None, edges: Iterable[tuple]) -> None:
@@ -518,16 +542,7 @@ def _nth_of_ref(edges: list[tuple]) -> Iterator[int]:
         yield n
 
 
-def _ref_strings(parsed: list[ParsedFile]) -> Iterator[str]:
-    """Every string the refs of these files name: what `_insert_file` looks up in symbols."""
-    for pf in parsed:
-        for r in pf.refs:
-            yield r.source
-            yield r.relation
-            yield r.target
-            yield r.scope
-            yield _tail(r.target)
-            yield _head(r.target)
+_SOURCE, _RELATION, _TARGET, _LINE, _SCOPE = (attrgetter(f) for f in ("source", "relation", "target", "line", "scope"))
 
 
 def _tail(target: str) -> str:

@@ -1,0 +1,93 @@
+#!/usr/bin/env python
+"""CPU of a cold `nsccn index`: this checkout (A) against another (B), interleaved A B A B.
+
+    python benchmarks/index_cpu.py TREE --vs OTHER_PYTHON [--python A_PYTHON] [--rounds 3]
+        [--mode in-process|pipeline ...] [--out DIR --label NAME]
+
+Each run is a fresh process on a fresh, empty index directory (`NSCCN_INDEX_DIR`), so both sides
+parse, resolve and rank the whole tree. `in-process` is `nsccn index TREE --in-process --workers
+1` (the library in one process: its CPU is the work itself); `pipeline` is `nsccn index TREE
+--pipeline` (the actors, two parsers). CPU is user + sys of the whole process tree (getrusage of
+the waited-for children, `benchmarks/proctree.py`); the ratios A/B are taken round by round, so a
+shared machine's drift cancels out, and the load average is reported with them.
+
+--vs: the interpreter of another checkout's virtual environment (its nsccn, e.g. main's).
+Both sides write the same schema; compare their indexes with `benchmarks/index_identity.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from proctree import run_tree  # noqa: E402
+
+MODES = {"in-process": ["--in-process", "--workers", "1"], "pipeline": ["--pipeline"]}
+
+
+def command(python: str, tree: Path, mode: str) -> list[str]:
+    # -P: the working directory (maybe another checkout) never shadows the interpreter's own nsccn
+    return [python, "-P", "-m", "nsccn.cli", "index", str(tree), *MODES[mode]]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    ap.add_argument("tree")
+    ap.add_argument("--vs", metavar="OTHER_PYTHON", required=True, help="another checkout's interpreter (side B)")
+    ap.add_argument("--python", default=sys.executable, help="side A's interpreter (default: this one)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--mode", nargs="+", default=["in-process"], choices=tuple(MODES))
+    ap.add_argument("--out", help="a directory for LABEL.json and LABEL.md")
+    ap.add_argument("--label", default="index_cpu")
+    args = ap.parse_args()
+    tree = Path(args.tree).resolve()
+    sides = {"A": args.python, "B": args.vs}
+    runs: list[dict] = []
+    work = Path(tempfile.mkdtemp(prefix="nsccn-index-cpu-"))
+    try:
+        for rnd in range(args.rounds):
+            for mode in args.mode:
+                for side, python in sides.items():
+                    ix = work / f"{side}-{mode}-{rnd}"
+                    load = os.getloadavg()[0]
+                    r = run_tree(command(python, tree, mode), env={**os.environ, "NSCCN_INDEX_DIR": str(ix)})
+                    if r.returncode != 0:
+                        raise SystemExit(f"side {side} failed: {r.stderr.strip().splitlines()[-1:]}")
+                    runs.append({"round": rnd, "mode": mode, "side": side, "cpu_s": round(r.cpu_s, 2),
+                                 "wall_s": round(r.wall_s, 2), "load_before": round(load, 1)})
+                    print(f"round {rnd} {mode:10} {side}: cpu {r.cpu_s:6.2f} s  wall {r.wall_s:6.2f} s  load {load:.1f}",
+                          flush=True)
+                    shutil.rmtree(ix, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    lines = [f"# Cold `nsccn index` CPU, A ({sides['A']}) vs B ({sides['B']}), interleaved", "",
+             f"{tree}, {args.rounds} rounds; load average {min(r['load_before'] for r in runs)}"
+             f"-{max(r['load_before'] for r in runs)} before the runs", "",
+             "| mode | A CPU s (median) | B CPU s (median) | A/B CPU, median (min-max) | A wall s | B wall s |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for mode in args.mode:
+        a = [r for r in runs if r["mode"] == mode and r["side"] == "A"]
+        b = [r for r in runs if r["mode"] == mode and r["side"] == "B"]
+        ratios = [x["cpu_s"] / y["cpu_s"] for x, y in zip(a, b)]
+        med = statistics.median
+        lines.append(f"| {mode} | {med(r['cpu_s'] for r in a):.2f} | {med(r['cpu_s'] for r in b):.2f} | "
+                     f"{med(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f}) | "
+                     f"{med(r['wall_s'] for r in a):.2f} | {med(r['wall_s'] for r in b):.2f} |")
+    print("\n".join(lines))
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"{args.label}.json").write_text(json.dumps({"tree": str(tree), "sides": sides, "runs": runs}, indent=1))
+        (out / f"{args.label}.md").write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
