@@ -162,7 +162,10 @@ class Postings:
         if not all(_ONE_TOKEN.match(t) for t in terms):
             return None
         with self.conn:  # one snapshot: a writer's commit between two reads would mix two indexes
-            self._current()
+            try:
+                self._current()
+            except ValueError:  # sizes stored in a form this reader does not know: FTS5 answers
+                return None
             if not self.n_rows:
                 return Matches(np.zeros(0, dtype=np.int64), np.zeros(0), [], 0.0)
             found = {t: self._postings(t) for t in dict.fromkeys(terms)}
