@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 from nsccn import history
 from nsccn.model import split_entity_id
-from nsccn.search import BM25_WEIGHTS, FILE_BM25_WEIGHTS, FILE_WEIGHTS, Fusion, _any_of, _indexed_suffix_matches, is_test_path, outermost_functions
+from nsccn.search import (BM25_WEIGHTS, FILE_BM25_WEIGHTS, FILE_WEIGHTS, Fusion, _any_of, _indexed_suffix_matches,
+                          is_test_path, outermost_functions)
 from nsccn.store import Store
 from nsccn.text import split_identifier
 
