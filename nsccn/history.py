@@ -16,7 +16,9 @@ import os
 import re
 import subprocess
 import tempfile
+import threading
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -186,29 +188,79 @@ def update_history(store: Store, gitdir: Path | None, head: str = "HEAD", max_co
     """Bring the stored history to `head`: only commits not seen yet are read; if `head` does not
     descend from what is stored (a checkout moved back, a rebase), the history is rebuilt.
     Without git (no gitdir, no such commit) the history is left as it is."""
+    update = read_update(gitdir, store.get_meta("history_head"), head, max_commits)
+    return apply_update(store, update, max_commits)
+
+
+@dataclass
+class HistoryUpdate:
+    """What git said, not yet stored: the commits after `since` up to `sha` (`since` None: all)."""
+
+    known: str | None  # the stored head this was read against
+    sha: str | None = None
+    since: str | None = None
+    rebuilt: bool = False
+    commits: list[Commit] | None = None  # None: nothing to store (no git, or already at `sha`)
+
+
+def read_update(gitdir: Path | None, known: str | None, head: str = "HEAD",
+                max_commits: int = MAX_COMMITS) -> HistoryUpdate:
+    """The git half of `update_history`: reads git, never the store (safe in a thread)."""
     if gitdir is None:
-        return HistorySummary(None)
+        return HistoryUpdate(known)
     sha = resolve_head(Path(gitdir), head)
-    if sha is None:
-        return HistorySummary(None)
-    known = store.get_meta("history_head")
-    if known == sha:
-        return HistorySummary(sha, kept=_count(store))
-    since = known
-    rebuilt = False
+    if sha is None or known == sha:
+        return HistoryUpdate(known, sha)
+    since, rebuilt = known, False
     if known is not None:
         try:
             _git(Path(gitdir), "merge-base", "--is-ancestor", known, sha)
         except RuntimeError:
             since, rebuilt = None, True
-    commits = read_commits(Path(gitdir), sha, since, max_commits)
+    return HistoryUpdate(known, sha, since, rebuilt, read_commits(Path(gitdir), sha, since, max_commits))
+
+
+def apply_update(store: Store, update: HistoryUpdate, max_commits: int = MAX_COMMITS) -> HistorySummary:
+    """The store half of `update_history`: writes what `read_update` read."""
+    if update.sha is None:
+        return HistorySummary(None)
+    if update.commits is None:
+        return HistorySummary(update.sha, kept=_count(store))
     with store.conn:
-        if since is None:
+        if update.since is None:
             _clear(store)
-        _insert(store, commits)
+        _insert(store, update.commits)
         _prune(store, max_commits)
-        store.set_meta("history_head", sha)
-    return HistorySummary(sha, added=len(commits), rebuilt=rebuilt, kept=_count(store))
+        store.set_meta("history_head", update.sha)
+    return HistorySummary(update.sha, added=len(update.commits), rebuilt=update.rebuilt, kept=_count(store))
+
+
+def start_update(store: Store, root: Path, max_commits: int = MAX_COMMITS) -> Callable[[Store], HistorySummary]:
+    """Begin `update_for_root`'s git reading now, in a thread (git runs in its own process), so
+    an index run's own work hides it; the returned function waits for it and stores it. If the
+    stored history moved meanwhile, or git failed, it does the whole update then, as
+    `update_for_root` would."""
+    known = store.get_meta("history_head")
+    gitdir = git_dir_of(root)
+    box: dict = {}
+
+    def read() -> None:
+        try:
+            box["update"] = read_update(gitdir, known, "HEAD", max_commits)
+        except (RuntimeError, OSError, ValueError) as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=read, name="history-read", daemon=True)
+    thread.start()
+
+    def finish(target: Store) -> HistorySummary:
+        thread.join()
+        update = box.get("update")
+        if update is None or target.get_meta("history_head") != known:
+            return update_for_root(target, root, max_commits=max_commits)
+        return apply_update(target, update, max_commits)
+
+    return finish
 
 
 def _count(store: Store) -> int:

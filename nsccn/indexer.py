@@ -150,6 +150,11 @@ def index_repository(
         if plan.to_parse or plan.to_delete:
             store.set_meta("resolve_pending", "1")
         summary.files_unchanged = plan.unchanged
+        history = None
+        if config.history and plan.to_parse:  # git reads the history while the files are parsed
+            from nsccn.history import start_update
+
+            history = start_update(store, root, max_commits=config.history_max_commits)
         changed_paths: set[str] = set()
         names: set[str] = set()
         if plan.to_delete:
@@ -211,7 +216,9 @@ def index_repository(
             store.set_meta("last_indexed", str(time.time()))
         elif plan.to_parse:  # only touched (same content, new mtime): nothing to resolve after all
             store.set_meta("resolve_pending", "0")
-        if config.history:
+        if history is not None:
+            summary.history_commits = history(store).kept
+        elif config.history:
             from nsccn.history import update_for_root
 
             summary.history_commits = update_for_root(store, root, max_commits=config.history_max_commits).kept

@@ -162,3 +162,39 @@ def test_the_pipeline_reads_the_history_too(history_repo):
     assert out["history_commits"] == 3 and "learned ranker" in out["ranking"]
     with Store(root / ".nsccn" / "index.db", readonly=True) as store:
         assert store.get_meta("history_head") == shas[-1]
+
+
+def _history_rows(store: Store) -> list[tuple]:
+    return store.conn.execute(
+        "SELECT cm.sha, cm.time, cm.is_fix, cc.path, cc.name FROM commit_changes cc "
+        "JOIN commits cm ON cm.rowid = cc.commit_id ORDER BY 1, 4, 5").fetchall()
+
+
+def test_history_read_early_in_a_thread_stores_what_the_plain_update_stores(history_repo, tmp_path):
+    root, shas = history_repo
+    with Store(tmp_path / "plain.db") as plain, Store(tmp_path / "early.db") as early:
+        history.update_for_root(plain, root)
+        finish = history.start_update(early, root)  # git reads while the caller does other work
+        summary = finish(early)
+        assert summary.head == shas[-1] and summary.added == 3
+        assert _history_rows(early) == _history_rows(plain)
+        # Another commit: read early, against the stored head, it adds just that one.
+        commit(root, {"app/util.py": "def helper():\n    return 2\n"}, "Fix helper's value", 1_600_259_200)
+        finish = history.start_update(early, root)
+        assert finish(early).added == 1
+        history.update_for_root(plain, root)
+        assert _history_rows(early) == _history_rows(plain)
+
+
+def test_history_read_early_is_read_again_when_the_stored_history_moved_meanwhile(history_repo, tmp_path):
+    root, shas = history_repo
+    git(root, "checkout", "-q", "-b", "side", shas[0])
+    side = commit(root, {"app/side.py": "def side():\n    return 0\n"}, "A commit on another branch", 1_600_100_000)
+    git(root, "checkout", "-q", "main")
+    with Store(tmp_path / "h.db") as store:
+        history.update_history(store, root, shas[0])
+        finish = history.start_update(store, root)  # main's commits, read against the first commit
+        history.update_history(store, root, side)  # ... but the stored history moves to the branch
+        summary = finish(store)
+        assert summary.head == shas[-1]
+        assert {sha for (sha,) in store.conn.execute("SELECT sha FROM commits")} == set(shas)  # not the branch's

@@ -65,6 +65,7 @@ class Writer(Actor):
     def run(self) -> None:
         spec = self.spec
         self.warmed = False  # PageRank's imports: see BulkStart
+        self.history_read = None  # a bulk's history, being read by git (nsccn.history.start_update)
         with self.busy("opening index"):
             self.store = Store(spec.db_path, cache_mib=WRITER_CACHE_MIB)
         inbox = self.socket(zmq.PULL, bind=self.addrs.writer)
@@ -223,6 +224,8 @@ class Writer(Actor):
                 # to parse (most `nsccn index` runs) never needs it.
                 self.warmed = True
                 threading.Thread(target=_warm_imports, daemon=True).start()
+            if msg.total and self.history_read is None:
+                self._start_history()
         elif isinstance(msg, BulkDone):
             if self.batch:
                 self._flush()
@@ -459,17 +462,35 @@ class Writer(Actor):
         )
         self.log.info("index complete: %s", counts)
 
-    def _update_history(self) -> None:
-        """The repository's git history, as the library indexer keeps it (only new commits)."""
+    def _history_config(self):
         from nsccn.config import load_config
-        from nsccn.history import update_for_root
 
         try:
             config = load_config(Path(self.spec.root))
         except ValueError:
+            return None
+        return config if config.history else None
+
+    def _start_history(self) -> None:
+        """Let git read the history while the bulk is parsed (its own process, the other core)."""
+        from nsccn.history import start_update
+
+        config = self._history_config()
+        if config is not None:
+            self.history_read = start_update(self.store, Path(self.spec.root), max_commits=config.history_max_commits)
+
+    def _update_history(self) -> None:
+        """The repository's git history, as the library indexer keeps it (only new commits)."""
+        from nsccn.history import update_for_root
+
+        finish, self.history_read = self.history_read, None
+        config = self._history_config()
+        if config is None:
             return
-        if config.history:
-            with self.busy("reading git history"):
+        with self.busy("reading git history"):
+            if finish is not None:
+                finish(self.store)
+            else:
                 update_for_root(self.store, Path(self.spec.root), max_commits=config.history_max_commits)
 
     def _phase(self) -> str:
