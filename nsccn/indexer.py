@@ -150,11 +150,6 @@ def index_repository(
         if plan.to_parse or plan.to_delete:
             store.set_meta("resolve_pending", "1")
         summary.files_unchanged = plan.unchanged
-        history = None
-        if config.history and plan.to_parse:  # git reads the history while the files are parsed
-            from nsccn.history import start_update
-
-            history = start_update(store, root, max_commits=config.history_max_commits)
         changed_paths: set[str] = set()
         names: set[str] = set()
         if plan.to_delete:
@@ -196,6 +191,12 @@ def index_repository(
             names |= store.write_files(batch)
             changed_paths.update(p.path for p in batch)
             summary.files_indexed += len(batch)
+        history = None
+        if config.history and plan.to_parse:
+            # Resolution below runs on one core: git reads the history on the other meanwhile.
+            from nsccn.history import start_update
+
+            history = start_update(store, root, max_commits=config.history_max_commits)
         if changed_paths or interrupted:
             from nsccn.resolve import resolve_affected, resolve_all  # only a run that wrote needs it
 

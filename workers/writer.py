@@ -224,8 +224,6 @@ class Writer(Actor):
                 # to parse (most `nsccn index` runs) never needs it.
                 self.warmed = True
                 threading.Thread(target=_warm_imports, daemon=True).start()
-            if msg.total and self.history_read is None:
-                self._start_history()
         elif isinstance(msg, BulkDone):
             if self.batch:
                 self._flush()
@@ -233,6 +231,8 @@ class Writer(Actor):
             self.bulk_gen = msg.generation
             self.needs_resolve = self.needs_resolve or bool(self.resolve_paths) or self.resolve_full
             self.log.info("bulk %d done: %d paths", msg.generation, msg.total)
+            if self.needs_resolve and self.history_read is None:
+                self._start_history()
         elif isinstance(msg, Hello):
             pass
         else:
@@ -472,7 +472,8 @@ class Writer(Actor):
         return config if config.history else None
 
     def _start_history(self) -> None:
-        """Let git read the history while the bulk is parsed (its own process, the other core)."""
+        """Let git read the history while this process resolves the bulk's references: resolution
+        runs on one core, git (its own process) on the other."""
         from nsccn.history import start_update
 
         config = self._history_config()
