@@ -629,13 +629,11 @@ def _in_file_bm25(store: Store, terms: list[str], paths: list[str]) -> dict[str,
 
 def _in_file_from(store: Store, found, paths: list[str]) -> dict[str, list[str]]:
     """`_in_file_bm25` from rows already matched: the files' entities, scored, best first."""
-    scores = dict(zip(found.rowids.tolist(), found.scores(BM25_WEIGHTS).tolist()))
-    rows = sorted(
-        (scores[rowid], rowid, eid, path) for rowid, eid, path in store.conn.execute(
-            f"SELECT rowid, id, path FROM entities WHERE path IN ({','.join('?' * len(paths))}) "
-            "AND kind IN ('func', 'method', 'class')", paths)
-        if rowid in scores
-    )
+    listed = store.conn.execute(
+        f"SELECT rowid, id, path FROM entities WHERE path IN ({','.join('?' * len(paths))}) "
+        "AND kind IN ('func', 'method', 'class')", paths).fetchall()
+    scores = found.scores_of([r[0] for r in listed], BM25_WEIGHTS)
+    rows = sorted((scores[rowid], rowid, eid, path) for rowid, eid, path in listed if rowid in scores)
     out: dict[str, list[str]] = defaultdict(list)
     for _, _, eid, path in rows:
         out[path].append(eid)

@@ -91,6 +91,15 @@ def test_the_streams_give_fts5s_answers(package_repo: Path):
             assert file_bm25(store, terms, limit=10, code_only=True) == files
 
 
+def test_scores_of_some_rows_are_the_same_lookups(package_repo: Path):
+    with Store(package_repo / ".nsccn" / "index.db", readonly=True) as store:
+        found = store.bm25_matches("entities_fts", _terms(QUERIES[0]))
+        every = dict(zip(found.rowids.tolist(), found.scores(BM25_WEIGHTS).tolist()))
+        asked = found.rowids.tolist()[::3] + [0, -5, max(every) + 1]  # and rows that do not match
+        assert found.scores_of(asked, BM25_WEIGHTS) == {r: every[r] for r in asked if r in every}
+        assert found.scores_of([], BM25_WEIGHTS) == {}
+
+
 def test_a_term_the_tokenizer_would_split_goes_to_fts5(package_repo: Path):
     with Store(package_repo / ".nsccn" / "index.db", readonly=True) as store:
         assert store.bm25_matches("entities_fts", ["bm25", "Store"]) is None  # upper case: FTS5 folds it

@@ -330,11 +330,9 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
     col_bm25: dict[int, tuple[float, ...]] = {}
     found = store.bm25_matches("entities_fts", fusion.terms) if fusion.terms and rowids else None
     if found is not None:
-        at = {rid: i for i, rid in enumerate(found.rowids.tolist())}
-        per_column = [found.scores(w).tolist() for w in _one_hot(BM25_WEIGHTS)]
-        for rid in rowids:
-            if rid in at:
-                col_bm25[rid] = tuple(-s[at[rid]] for s in per_column)
+        per_column = [found.scores_of(rowids, w) for w in _one_hot(BM25_WEIGHTS)]
+        for rid in per_column[0]:
+            col_bm25[rid] = tuple(-s[rid] for s in per_column)
     elif fusion.terms and rowids:
         cols = [f"-bm25(entities_fts, {', '.join(map(str, w))})" for w in _one_hot(BM25_WEIGHTS)]
         for rid, *vals in c.execute(

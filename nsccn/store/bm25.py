@@ -91,6 +91,13 @@ class Matches:
             score[rows] += idf * ((freq * (K1 + 1.0)) / (freq + norm[rows]))
         return -1.0 * score
 
+    def scores_of(self, rowids: list[int], weights: tuple[float, ...]) -> dict[int, float]:
+        """rowid -> FTS5's bm25 for those of `rowids` that match (a lookup, not a dict of all rows)."""
+        want = np.asarray(rowids, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.rowids, want), max(0, len(self.rowids) - 1))
+        hit = (self.rowids[at] == want) if len(self.rowids) else np.zeros(len(want), dtype=bool)
+        return dict(zip(want[hit].tolist(), self.scores(weights)[at[hit]].tolist()))
+
     def order(self, scores: np.ndarray) -> np.ndarray:
         """Positions best first, as `ORDER BY bm25(...)` returns them (ties by rowid)."""
         return np.lexsort((self.rowids, scores))
