@@ -21,7 +21,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nsccn.search import BM25_WEIGHTS, FILE_WEIGHTS, _any_of, analyze_query  # noqa: E402
 from nsccn.store import Store  # noqa: E402
-from nsccn.store.bm25 import Postings  # noqa: E402
 
 WEIGHTINGS = {
     "entities_fts": [BM25_WEIGHTS, (6.0, 0.0, 0.0, 0.0, 0.0), (0.0, 3.0, 0.0, 0.0, 0.0), (1.0, 1.0, 1.0, 1.0, 1.0)],
@@ -41,10 +40,9 @@ def main() -> int:
     checked = differ = misordered = 0
     with Store(args.db, readonly=True) as store:
         for table, weightings in WEIGHTINGS.items():
-            postings = Postings(store.conn, table)
             for report in reports:
                 terms = analyze_query(report).weighted_terms()
-                found = postings.match(terms) if terms else None
+                found = store.bm25_matches(table, terms) if terms else None
                 if found is None:
                     continue
                 for weights in weightings:

@@ -49,7 +49,7 @@ def entity_rows(tree: Path, cache: Path | None) -> list[list[str]]:
     if cache and cache.exists():
         return json.loads(cache.read_text())["rows"]
     from nsccn.indexer import index_repository
-    from nsccn.semantic import EMBEDDABLE_SQL, TEXT_COLUMNS
+    from nsccn.store import EMBEDDABLE_SQL, TEXT_COLUMNS
     from nsccn.store import Store
 
     with tempfile.TemporaryDirectory(prefix="nsccn-embed-bench-") as tmp:

@@ -11,7 +11,6 @@ import json
 import sys
 import time
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from nsccn import __version__

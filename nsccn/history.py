@@ -11,6 +11,7 @@ patterns switched on per extension, so no language is special-cased here.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -196,7 +197,6 @@ def update_history(store: Store, gitdir: Path | None, head: str = "HEAD", max_co
 class HistoryUpdate:
     """What git said, not yet stored: the commits after `since` up to `sha` (`since` None: all)."""
 
-    known: str | None  # the stored head this was read against
     sha: str | None = None
     since: str | None = None
     rebuilt: bool = False
@@ -207,17 +207,17 @@ def read_update(gitdir: Path | None, known: str | None, head: str = "HEAD",
                 max_commits: int = MAX_COMMITS) -> HistoryUpdate:
     """The git half of `update_history`: reads git, never the store (safe in a thread)."""
     if gitdir is None:
-        return HistoryUpdate(known)
+        return HistoryUpdate()
     sha = resolve_head(Path(gitdir), head)
     if sha is None or known == sha:
-        return HistoryUpdate(known, sha)
+        return HistoryUpdate(sha)
     since, rebuilt = known, False
     if known is not None:
         try:
             _git(Path(gitdir), "merge-base", "--is-ancestor", known, sha)
         except RuntimeError:
             since, rebuilt = None, True
-    return HistoryUpdate(known, sha, since, rebuilt, read_commits(Path(gitdir), sha, since, max_commits))
+    return HistoryUpdate(sha, since, rebuilt, read_commits(Path(gitdir), sha, since, max_commits))
 
 
 def apply_update(store: Store, update: HistoryUpdate, max_commits: int = MAX_COMMITS) -> HistorySummary:
@@ -242,13 +242,12 @@ def start_update(store: Store, root: Path, max_commits: int = MAX_COMMITS) -> Ca
     `update_for_root` would."""
     known = store.get_meta("history_head")
     gitdir = git_dir_of(root)
-    box: dict = {}
+    box: dict[str, HistoryUpdate] = {}
 
     def read() -> None:
-        try:
+        # A git that fails leaves nothing here: `finish` then runs the whole update, which logs why.
+        with contextlib.suppress(RuntimeError, OSError, ValueError):
             box["update"] = read_update(gitdir, known, "HEAD", max_commits)
-        except (RuntimeError, OSError, ValueError) as exc:
-            box["error"] = exc
 
     thread = threading.Thread(target=read, name="history-read", daemon=True)
     thread.start()

@@ -14,7 +14,6 @@ from nsccn.embed import FALLBACK_MODEL, embedding_text, load_bundled_query_embed
 from nsccn.store import EMBEDDABLE_SQL, TEXT_COLUMNS, Store
 from nsccn.vectors import VectorStore
 
-__all__ = ["EMBEDDABLE_SQL", "TEXT_COLUMNS"]  # (defined with the store, which the writer reads without numpy)
 # Texts per embed_documents call of `embed_index` (vectors are written after each).
 EMBED_CHUNK = 256
 

@@ -40,10 +40,10 @@ _FRAMES_PER_LEVEL = 4
 # Left-nested chains (`'a' + 'b' + ... ` a thousand terms long, which CPython compiles) are walked
 # in a loop, not recursively: they cost no nesting.
 _CHAIN_TYPES = frozenset(("binary_operator", "boolean_operator"))
-# Leaves (and a string's literal parts) from which the walk takes nothing: skipped without a call.
-# A string's expressions are in its `interpolation` children, which are walked.
 # The nodes `_visit_expr` treats apart; it walks any other node's children and nothing more.
 _EXPR_TYPES = frozenset(("call", "attribute", "identifier", "string", "subscript")) | _CHAIN_TYPES
+# Leaves (and a string's literal parts) from which the walk takes nothing: skipped without a call.
+# A string's expressions are in its `interpolation` children, which are walked.
 _INERT_TYPES = frozenset(
     "integer float true false none ellipsis comment string_start string_content string_end "
     "escape_sequence escape_interpolation type_conversion line_continuation".split()
@@ -283,6 +283,9 @@ class PythonExtractor:
             return
         if t is None:
             t = node.type
+        if t == "identifier":  # one place handles identifiers: the walk's loop
+            self._visit_nodes((node,), scope)
+            return
         self._depth += 1
         try:
             if t == "call":
@@ -298,9 +301,6 @@ class PythonExtractor:
                 return
             elif t == "attribute":
                 self._visit_attribute(node, scope)
-                return
-            elif t == "identifier":
-                self._identifier(node, scope)
                 return
             elif t == "string":
                 value = _string_value(node)
@@ -341,12 +341,6 @@ class PythonExtractor:
                     self._visit_nodes(child.named_children, scope)
                 finally:
                     self._depth -= 1
-
-    def _identifier(self, node: ts.Node, scope: _Scope) -> None:
-        ident = _text(node)
-        scope.terms.append(ident)
-        if _UPPER_CONST.match(ident) and not _is_store_target(node):
-            self._ref(scope, "READS_CONFIG", ident, node)
 
     def _visit_chain(self, node: ts.Node, scope: _Scope) -> None:
         """`a + b + c ...`: down the left spine in a loop, each operand at this same depth."""

@@ -215,9 +215,8 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
     file_bm25_score: dict[str, float] = {}
     found = store.bm25_matches("files_fts", fusion.terms) if fusion.terms else None
     if found is not None:  # FTS5's scores from the postings (nsccn.store.bm25): the same numbers
-        scores = dict(zip(found.rowids.tolist(), found.scores(FILE_WEIGHTS).tolist()))
-        file_bm25_score = {path: -scores[fid] for fid, path in c.execute(
-            f"SELECT id, path FROM files WHERE path IN ({marks})", file_list) if fid in scores}
+        path_of = dict(c.execute(f"SELECT id, path FROM files WHERE path IN ({marks})", file_list))
+        file_bm25_score = {path_of[fid]: -s for fid, s in found.scores_of(list(path_of), FILE_WEIGHTS).items()}
     elif fusion.terms:
         file_bm25_score = dict(c.execute(
             f"SELECT i.path, -bm25(files_fts, {FILE_BM25_WEIGHTS}) FROM files_fts f JOIN files i ON i.id = f.rowid "

@@ -444,11 +444,16 @@ class Store:
     def file_paths(self) -> list[str]:
         return [p for (p,) in self.conn.execute("SELECT path FROM files ORDER BY path")]
 
+    def version(self) -> tuple[int, int]:
+        """Changes when the index does: another connection's commit moves `data_version`, this
+        one's writes `total_changes`. What the query caches are kept against."""
+        return self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes()
+
     def files_by_name(self) -> dict[str, list[str]]:
         """File name (lower case) -> the indexed paths of that name, in index order. Cached until
-        the index changes (another connection's commit moves `data_version`, this one's writes
-        `total_changes`): looking paths up (query analysis) then costs no scan of `files`."""
-        version = (self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes())
+        the index changes (`version`): looking paths up (query analysis) then costs no scan of
+        `files`."""
+        version = self.version()
         cached = self._files_by_name
         if cached is None or cached[0] != version:
             by_name: dict[str, list[str]] = {}
@@ -463,11 +468,13 @@ class Store:
         one query's stream, in-file ranking and features read the same rows."""
         from nsccn.store import bm25  # numpy: only for queries, never for `nsccn index`
 
-        key = (tuple(terms), self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes())
+        version = self.version()
+        key = (tuple(terms), version)
         last = self._last_match.get(table)
         if last is not None and last[0] == key:
             return last[1]
-        found = bm25.postings(self.conn, table, self._postings).match(terms)
+        postings = self._postings.get(table) or self._postings.setdefault(table, bm25.Postings(self.conn, table))
+        found = postings.match(terms, version)
         self._last_match[table] = (key, found)
         return found
 

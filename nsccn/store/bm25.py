@@ -114,8 +114,7 @@ class Postings:
         self._held = 0
         self._has_vocab = False
 
-    def _current(self) -> None:
-        version = (self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes())
+    def _current(self, version: tuple[int, int]) -> None:
         if version == self._version:
             return
         self._terms.clear()
@@ -164,13 +163,14 @@ class Postings:
             self._has_vocab = True
         return name
 
-    def match(self, terms: list[str]) -> Matches | None:
-        """The rows matching any of `terms` (OR), or None where FTS5 must answer instead."""
+    def match(self, terms: list[str], version: tuple[int, int]) -> Matches | None:
+        """The rows matching any of `terms` (OR), or None where FTS5 must answer instead.
+        `version`: the index's (`Store.version`); what was read at another is read again."""
         if not all(_ONE_TOKEN.match(t) for t in terms):
             return None
         with self.conn:  # one snapshot: a writer's commit between two reads would mix two indexes
             try:
-                self._current()
+                self._current(version)
             except ValueError:  # sizes stored in a form this reader does not know: FTS5 answers
                 return None
             if not self.n_rows:
@@ -190,12 +190,4 @@ class Postings:
             idf = math.log((self.n_rows - n_hit + 0.5) / (n_hit + 0.5))
             phrases.append((idf if idf > 0.0 else 1e-6, np.searchsorted(rowids, rows), counts))
         return Matches(rowids, doc_len, phrases, self.avgdl)
-
-
-def postings(conn: apsw.Connection, table: str, cache: dict) -> Postings:
-    """The table's Postings for this connection, kept in `cache` (one per Store)."""
-    p = cache.get(table)
-    if p is None:
-        p = cache[table] = Postings(conn, table)
-    return p
 
