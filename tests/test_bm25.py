@@ -1,6 +1,7 @@
 """BM25 from the postings (nsccn.store.bm25) is FTS5's bm25(), bit for bit, on a real index that
 has also been updated incrementally; where it cannot promise that, FTS5 answers."""
 
+import math
 import shutil
 from pathlib import Path
 
@@ -130,3 +131,24 @@ def test_tables_never_written_or_emptied_answer_nothing(tmp_path: Path):
     with Store(repo / ".nsccn" / "index.db", readonly=True) as store:
         assert store.bm25_matches("files_fts", ["total"]).rowids.tolist() == []
         assert bm25_stream(store, ["total"]) == []
+
+
+def test_idf_coverage_counts_each_distinct_term_once(package_repo: Path):
+    """The share of the query's idf a row holds, checked against FTS5's own matches per term."""
+    with Store(package_repo / ".nsccn" / "index.db", readonly=True) as store:
+        terms = _terms(QUERIES[0])  # `store` three times: counted once
+        found = store.bm25_matches("entities_fts", terms)
+        (n_rows,) = store.conn.execute("SELECT count(*) FROM entities_fts").fetchone()
+        idf, holds = {}, {}
+        for term in dict.fromkeys(terms):
+            rows = {r for (r,) in store.conn.execute("SELECT rowid FROM entities_fts WHERE entities_fts MATCH ?",
+                                                     (term,))}
+            if rows:  # a word no row has weighs nothing
+                idf[term] = max(1e-6, math.log((n_rows - len(rows) + 0.5) / (len(rows) + 0.5)))
+                holds[term] = rows
+        total = sum(idf.values())
+        coverage = found.idf_coverage()
+        assert coverage.max() <= 1.0 + 1e-12 and coverage.min() > 0
+        for i, rowid in enumerate(found.rowids.tolist()):
+            expected = sum(w for t, w in idf.items() if rowid in holds[t]) / total
+            assert coverage[i] == pytest.approx(expected, rel=1e-12)

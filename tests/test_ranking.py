@@ -96,8 +96,15 @@ def test_features_of_a_known_candidate(ranked_repo):
     # Only the fix names parse_config in a hunk header (the import added the whole file: no header).
     assert g["hist_fn_commits"] == pytest.approx(math.log1p(1)) and g["hist_fn_fixes"] == pytest.approx(math.log1p(1))
     assert g["bm25_name"] > 0
+    # The title (the query's first line) names parse_config: its own BM25 ranks it first.
+    assert g["name_in_title"] == 1.0 and g["title_name_hits"] == 1.0 and g["title_rank"] == 1.0
+    assert g["title_bm25_rel"] == 1.0 and 0 < g["title_coverage"] <= 1.0 and 0 < g["coverage"] <= 1.0
+    assert g["file_coverage"] == f["file_coverage"] and g["title_file_bm25_rel"] == f["title_file_bm25_rel"]
+    assert 0 < f["file_bm25_rel"] <= 1.0 and 0 < f["title_file_bm25_rel"] <= 1.0 and f["title_file_rank"] >= 1
     other = dict(zip(FUNCTION_FEATURES, cands.function_rows[cands.functions.index("func:app/config.py:merge_settings")]))
     assert other["name_identifier"] == 0.0 and other["name_called"] == 0.0
+    # merge_settings: one of its two name parts (`settings`) is in the title, its name is not.
+    assert other["name_in_title"] == 0.0 and other["title_name_hits"] == 0.5 and other["title_rank"] > 1
     if "method:app/render.py:Renderer.render_value" in cands.functions:
         r = dict(zip(FUNCTION_FEATURES, cands.function_rows[cands.functions.index("method:app/render.py:Renderer.render_value")]))
         assert r["kind_method"] == 1.0 and r["qual_depth"] == 2

@@ -19,17 +19,19 @@ from __future__ import annotations
 
 import math
 import re
+
+import numpy as np
 from collections import defaultdict
 from dataclasses import dataclass
 
 from nsccn import history
 from nsccn.model import split_entity_id
 from nsccn.search import (BM25_WEIGHTS, FILE_BM25_WEIGHTS, FILE_WEIGHTS, Fusion, _any_of, _indexed_suffix_matches,
-                          is_test_path, outermost_functions)
+                          analyze_query, is_test_path, outermost_functions)
 from nsccn.store import Store
 from nsccn.text import split_identifier
 
-FEATURE_VERSION = 1  # bump with any change to what a feature means; models record it
+FEATURE_VERSION = 2  # bump with any change to what a feature means; models record it
 FILE_CANDIDATES = 60  # the fusion's best files re-ranked
 FUNCTION_CANDIDATES = 120  # the fusion's best functions re-ranked
 STREAMS = ("bm25", "vector", "exact", "graph", "prior")
@@ -54,6 +56,7 @@ FILE_FEATURES = QUERY_FEATURES + [
     "n_entities_log", "lines_log", "depth", "is_test",
     "pagerank_max", "pagerank_sum_log",
     "hist_commits", "hist_fixes", "hist_age_days_log", "hist_similar",
+    "file_bm25_rel", "file_coverage", "title_file_bm25_rel", "title_file_coverage", "title_file_rank",
 ]
 FUNCTION_FEATURES = QUERY_FEATURES + [
     "fusion_rank", "fusion_score_rel", *(f"{s}_rank" for s in STREAMS), "in_file_rank", "n_hits",
@@ -66,6 +69,8 @@ FUNCTION_FEATURES = QUERY_FEATURES + [
     "file_n_entities_log", "file_depth", "file_fn_rank",
     "hist_fn_commits", "hist_fn_fixes", "hist_fn_similar", "hist_file_commits", "hist_file_fixes",
     "hist_file_age_days_log", "hist_file_similar",
+    "bm25_rel", "coverage", "title_bm25_rel", "title_coverage", "title_rank", "title_name_hits", "name_in_title",
+    "file_coverage", "title_file_bm25_rel",
 ]
 # Groups for ablations: removing a group sets its features to NaN at training and at query time.
 GROUPS = {
@@ -80,6 +85,11 @@ GROUPS = {
     "file-level": ["file_fusion_rank", "file_bm25_rank", "file_path_mentioned", "file_frames", "file_is_test",
                    "file_n_entities_log", "file_depth", "file_fn_rank", "hist_file_commits", "hist_file_fixes",
                    "hist_file_age_days_log", "hist_file_similar"],
+    # What each part of the query says: the title alone (a report's first line, a commit's
+    # subject), and breadth (the share of the query's idf a candidate holds) beside BM25.
+    "query-parts": ["file_bm25_rel", "file_coverage", "title_file_bm25_rel", "title_file_coverage", "title_file_rank",
+                    "bm25_rel", "coverage", "title_bm25_rel", "title_coverage", "title_rank", "title_name_hits",
+                    "name_in_title"],  # (file_coverage and title_file_bm25_rel: in both lists)
 }
 
 
@@ -128,6 +138,34 @@ def _query_features(query: str, fusion: Fusion) -> list[float]:
             float(_TESTY_QUERY.search(query) is not None)]
 
 
+def title_of(query: str) -> str:
+    """A query's title: its first non-empty line (a report's title, a commit message's subject)."""
+    for line in query.splitlines():
+        if line.strip():
+            return line
+    return ""
+
+
+def _lexical(found, weights: tuple[float, ...], rowids: list[int]) -> list[tuple[float, float, float]]:
+    """Per rowid of a full-text table: (BM25 relative to the table's best match, the share of the
+    query's idf the row holds, its rank among all matching rows). A row that does not match: 0, 0,
+    ABSENT; all missing where there were no terms or FTS5 had to answer (`found` None)."""
+    if found is None:
+        return [(NAN, NAN, NAN)] * len(rowids)
+    if not len(found.rowids):
+        return [(0.0, 0.0, ABSENT)] * len(rowids)
+    scores = found.scores(weights)  # FTS5's sign: lower is better
+    top = -float(scores.min()) or 1.0
+    cover = found.idf_coverage()
+    rank = np.empty(len(scores))
+    rank[found.order(scores)] = np.arange(1, len(scores) + 1)
+    want = np.asarray(rowids, dtype=np.int64)
+    at = np.minimum(np.searchsorted(found.rowids, want), len(found.rowids) - 1)
+    hit = found.rowids[at] == want
+    return [(-float(scores[i]) / top, float(cover[i]), float(rank[i])) if h else (0.0, 0.0, ABSENT)
+            for i, h in zip(at.tolist(), hit.tolist())]
+
+
 def _one_hot(weights: tuple[float, ...]) -> list[tuple[float, ...]]:
     """One weight vector per column: that column's weight, 0 elsewhere (BM25 of one column)."""
     return [tuple(w if i == j else 0.0 for i, w in enumerate(weights)) for j in range(len(weights))]
@@ -145,6 +183,10 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
     words = _words(query)
     term_set = set(a.terms)
     ident_names = {i.split(".")[-1] for i in a.identifiers}
+    title = title_of(query)
+    title_terms = list(dict.fromkeys(analyze_query(title).terms)) if title else []
+    title_term_set = set(title_terms)
+    title_words = _words(title)
 
     # -- what the query names exactly ------------------------------------------------------------
     mentioned_paths: set[str] = set()
@@ -213,9 +255,12 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
             f"WHERE e.path IN ({marks}) GROUP BY e.path", file_list)
     }
     file_bm25_score: dict[str, float] = {}
+    path_of = dict(c.execute(f"SELECT id, path FROM files WHERE path IN ({marks})", file_list))
+    file_ids = {p: i for i, p in path_of.items()}
+    file_rowids = [file_ids.get(p, -1) for p in file_list]
     found = store.bm25_matches("files_fts", fusion.terms) if fusion.terms else None
+    file_lexical = dict(zip(file_list, _lexical(found, FILE_WEIGHTS, file_rowids)))
     if found is not None:  # FTS5's scores from the postings (nsccn.store.bm25): the same numbers
-        path_of = dict(c.execute(f"SELECT id, path FROM files WHERE path IN ({marks})", file_list))
         file_bm25_score = {path_of[fid]: -s for fid, s in found.scores_of(list(path_of), FILE_WEIGHTS).items()}
     elif fusion.terms:
         file_bm25_score = dict(c.execute(
@@ -250,6 +295,8 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
 
     if vector is not None:
         best_stream_file.update(((p, "vector"), r) for p, r in vec_file_rank.items())
+    title_found = store.bm25_matches("files_fts", title_terms) if title_terms else None
+    title_file_lexical = dict(zip(file_list, _lexical(title_found, FILE_WEIGHTS, file_rowids)))
     ev = history.evidence(store, fusion.terms, file_list, before=history_before)
 
     def hist(d: dict, key, log: bool = False) -> float:
@@ -298,6 +345,11 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
             "hist_fixes": hist(ev.file_fixes, p, log=True),
             "hist_age_days_log": NAN if not ev.present else (_log(age) if age is not None else NAN),
             "hist_similar": hist(ev.file_similar, p),
+            "file_bm25_rel": file_lexical[p][0],
+            "file_coverage": file_lexical[p][1],
+            "title_file_bm25_rel": title_file_lexical[p][0],
+            "title_file_coverage": title_file_lexical[p][1],
+            "title_file_rank": title_file_lexical[p][2],
         }
         file_features[p] = f
         file_rows.append(qf + [f[name] for name in FILE_FEATURES[len(QUERY_FEATURES):]])
@@ -328,6 +380,7 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
     rowids = [rows[f][0] for f in fn_ids]
     col_bm25: dict[int, tuple[float, ...]] = {}
     found = store.bm25_matches("entities_fts", fusion.terms) if fusion.terms and rowids else None
+    fn_lexical = dict(zip(rowids, _lexical(found, BM25_WEIGHTS, rowids)))
     if found is not None:
         per_column = [found.scores_of(rowids, w) for w in _one_hot(BM25_WEIGHTS)]
         for rid in per_column[0]:
@@ -374,6 +427,8 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
             near.add(b_)
     if vector is not None:
         stream_best.update(((f, "vector"), r) for f, r in vec_fn_rank.items())
+    title_found = store.bm25_matches("entities_fts", title_terms) if title_terms and rowids else None
+    title_fn_lexical = dict(zip(rowids, _lexical(title_found, BM25_WEIGHTS, rowids)))
     fn_rank_in_file: dict[str, int] = {}
     per_file_count: dict[str, int] = defaultdict(int)
     for fid in fusion.functions:
@@ -431,6 +486,15 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
             ff.get("hist_fixes", NAN),
             ff.get("hist_age_days_log", NAN),
             ff.get("hist_similar", NAN),
+            fn_lexical[rowid][0],
+            fn_lexical[rowid][1],
+            title_fn_lexical[rowid][0],
+            title_fn_lexical[rowid][1],
+            title_fn_lexical[rowid][2],
+            len(set(nparts) & title_term_set) / max(1, len(nparts)),
+            float(name in title_words),
+            ff.get("file_coverage", NAN),
+            ff.get("title_file_bm25_rel", NAN),
         ]
         fn_rows.append(qf + f)
     return Candidates(file_list, file_rows, fn_ids, fn_rows)

@@ -71,6 +71,7 @@ class Matches:
     doc_len: np.ndarray  # float64 per row: its tokens over all columns (FTS5's D)
     phrases: list[tuple[float, np.ndarray, np.ndarray]]  # per query phrase, in order: idf, rows, counts
     avgdl: float
+    terms: list[str] = field(default_factory=list)  # each phrase's term (a term listed twice is two phrases)
     _scored: dict = field(default_factory=dict, repr=False)
 
     def scores(self, weights: tuple[float, ...]) -> np.ndarray:
@@ -97,6 +98,21 @@ class Matches:
         at = np.minimum(np.searchsorted(self.rowids, want), max(0, len(self.rowids) - 1))
         hit = (self.rowids[at] == want) if len(self.rowids) else np.zeros(len(want), dtype=bool)
         return dict(zip(want[hit].tolist(), self.scores(weights)[at[hit]].tolist()))
+
+    def idf_coverage(self) -> np.ndarray:
+        """Per matching row, the share of the query's idf its text holds: each distinct term found in
+        the row counts its idf once, however often the row or the query says it (BM25 rewards
+        repetition; this rewards breadth)."""
+        cover = np.zeros(len(self.rowids))
+        total = 0.0
+        seen: set[str] = set()
+        for term, (idf, rows, _counts) in zip(self.terms, self.phrases):
+            if term in seen:
+                continue
+            seen.add(term)
+            cover[rows] += idf
+            total += idf
+        return cover / total if total else cover
 
     def order(self, scores: np.ndarray) -> np.ndarray:
         """Positions best first, as `ORDER BY bm25(...)` returns them (ties by rowid)."""
@@ -181,7 +197,7 @@ class Postings:
         if len(rowids) and (at[-1] >= len(self.ids) or np.any(self.ids[at] != rowids)):
             return None  # a row without its length: never seen in a consistent index; FTS5 answers
         doc_len = self.lens[at]
-        phrases = []
+        phrases, phrase_terms = [], []
         for term in terms:
             rows, counts = found[term]
             if not len(rows):
@@ -189,5 +205,6 @@ class Postings:
             n_hit = len(rows)
             idf = math.log((self.n_rows - n_hit + 0.5) / (n_hit + 0.5))
             phrases.append((idf if idf > 0.0 else 1e-6, np.searchsorted(rowids, rows), counts))
-        return Matches(rowids, doc_len, phrases, self.avgdl)
+            phrase_terms.append(term)
+        return Matches(rowids, doc_len, phrases, self.avgdl, terms=phrase_terms)
 
