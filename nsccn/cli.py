@@ -78,9 +78,14 @@ def cmd_index(args) -> int:
             in_process = files_to_parse(root.resolve(), config.db_path(root.resolve()), scan) < PIPELINE_FROM_FILES
     if in_process:
         from nsccn.indexer import index_repository
+        from nsccn.resolve_partitions import ResolveFailed
 
-        summary = index_repository(root, config=config, workers=args.workers, progress=progress,
-                                   embed=args.embed, embed_progress=embed_progress, scan=scan)
+        try:
+            summary = index_repository(root, config=config, workers=args.workers, progress=progress,
+                                       embed=args.embed, embed_progress=embed_progress, scan=scan)
+        except ResolveFailed as exc:  # rolled back, the crash marker kept: the next run resolves again
+            print(f"nsccn: {exc}; the index keeps its old edges and the next run resolves again", file=sys.stderr)
+            return EXIT_FAILED
         summary.seconds = time.perf_counter() - started  # the scan made here included
     else:  # the actor pipeline (supervisor/): parser pool, single writer, embedder
         from supervisor.cli import pipeline_index

@@ -55,9 +55,10 @@ def bulk_children(store: Store) -> int:
     wanted = os.environ.get(CHILDREN_ENV, "")
     if wanted.isdigit():
         return int(wanted)
-    if store.ref_count() < CHILDREN_FROM_REFS:
+    cores = os.cpu_count() or 1
+    if cores < 2 or store.ref_count() < CHILDREN_FROM_REFS:
         return 0
-    return min(2, os.cpu_count() or 1)
+    return min(2, cores)
 
 
 class ResolveFailed(RuntimeError):

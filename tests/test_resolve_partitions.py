@@ -3,6 +3,7 @@ and a child that dies fails the resolution and leaves the index as it was."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -77,3 +78,26 @@ def test_a_child_that_cannot_read_the_index_says_why(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and r.stdout == ""
     assert r.stderr.strip().splitlines() == [f"IndexMissing: no index at {tmp_path / 'none.db'}: run `nsccn index` first"]
+
+
+def test_index_in_process_with_a_killed_child_fails_in_one_line_and_the_next_run_resolves(tmp_path, monkeypatch):
+    """`nsccn index --in-process` with parser processes resolves in children too: a killed child
+    ends the run with one line, the crash marker stays, and the next run resolves everything."""
+    root = _repo(tmp_path / "repo")
+    ref = tmp_path / "ref.db"
+    index_repository(root, ref, workers=1)
+    monkeypatch.setenv("NSCCN_RESOLVE_CHILDREN", "2")
+
+    def index(**env):
+        return subprocess.run([sys.executable, "-m", "nsccn.cli", "index", str(root), "--in-process", "--workers", "2"],
+                              capture_output=True, text=True, timeout=120, env={**os.environ, **env})
+
+    r = index(**{DIE_AFTER_ENV: "1"})
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines() == [r.stderr.strip()] and "killed by SIGKILL" in r.stderr
+    db = root / ".nsccn" / "index.db"
+    with Store(db, readonly=True) as store:
+        assert store.get_meta("resolve_pending") == "1" and store.counts()["edges"] == 0
+    r = index()
+    assert r.returncode == 0, r.stderr
+    assert index_identity.compare(index_identity.dump(str(ref)), index_identity.dump(str(db))) == []

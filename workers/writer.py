@@ -376,17 +376,17 @@ class Writer(Actor):
         affected references otherwise; PageRank once enough of the repository changed."""
         full = self.first_build or self.resolve_full
         with self.busy("resolving"):
-            if full:
-                try:
+            try:  # a full pass in child processes (nsccn.resolve_partitions), a few files here
+                if full:
                     resolve_all(self.store, children=bulk_children(self.store))
-                except ResolveFailed as exc:
-                    # Rolled back: the old edges stay, and so does the marker. Ending here lets
-                    # the supervisor start a writer again, which resolves again.
-                    self.last_error = str(exc)
-                    self.log.error("%s: the index keeps its old edges; the next start resolves again", exc)
-                    raise ActorFailed(str(exc)) from None
-            elif self.resolve_paths:
-                resolve_affected(self.store, self.resolve_paths, self.resolve_names)
+                elif self.resolve_paths:
+                    resolve_affected(self.store, self.resolve_paths, self.resolve_names, children=True)
+            except ResolveFailed as exc:
+                # Rolled back: the old edges stay, and so does the marker. Ending here lets the
+                # supervisor start a writer again, which resolves everything again.
+                self.last_error = str(exc)
+                self.log.error("%s; the index keeps its old edges and the next start resolves again", exc)
+                raise ActorFailed(str(exc)) from None
             files = max(1, self.bulk_files_seen, self._count("SELECT COUNT(*) FROM files"))
             pending = int(self.store.get_meta("ranks_pending_files", "0") or 0) + len(self.resolve_paths)
             if full or pending > RANKS_REFRESH_SHARE * files:
