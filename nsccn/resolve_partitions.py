@@ -20,6 +20,7 @@ child and how): the transaction is rolled back and the index keeps its old edges
 
 from __future__ import annotations
 
+import ctypes
 import os
 import queue
 import signal
@@ -125,7 +126,8 @@ class _Child:
         self.name = f"partition {index + 1} of {count} (refs {span[0] + 1}-{span[1]})"
         self.stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "nsccn.resolve_partitions", str(db_path), str(span[0]), str(span[1])],
+            [sys.executable, "-m", "nsccn.resolve_partitions", str(db_path), str(span[0]), str(span[1]),
+             str(os.getpid())],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.stderr,
         )
         self.ended = False  # the end frame arrived: the child wrote everything
@@ -212,11 +214,23 @@ def resolve_span(db_path: str, after: int, upto: int, out) -> int:
     return edges
 
 
+def _die_with(parent: int) -> bool:
+    """Linux: be killed when the process (thread) that started us dies, as the actors are; False
+    when it is gone already."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    return os.getppid() == parent
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 3:
-        print("usage: python -m nsccn.resolve_partitions INDEX.db AFTER UPTO", file=sys.stderr)
+    if len(args) != 4:
+        print("usage: python -m nsccn.resolve_partitions INDEX.db AFTER UPTO PARENT_PID", file=sys.stderr)
         return 2
+    if not _die_with(int(args[3])):
+        return 1
     try:
         resolve_span(args[0], int(args[1]), int(args[2]), sys.stdout.buffer)
     except Exception as exc:  # one line for the caller's log: it names the partition

@@ -74,7 +74,8 @@ def test_a_killed_child_fails_the_resolution_and_keeps_the_index(indexed, monkey
 
 
 def test_a_child_that_cannot_read_the_index_says_why(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "nsccn.resolve_partitions", str(tmp_path / "none.db"), "0", "10"],
+    r = subprocess.run([sys.executable, "-m", "nsccn.resolve_partitions", str(tmp_path / "none.db"), "0", "10",
+                        str(os.getpid())],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and r.stdout == ""
     assert r.stderr.strip().splitlines() == [f"IndexMissing: no index at {tmp_path / 'none.db'}: run `nsccn index` first"]
