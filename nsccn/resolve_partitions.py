@@ -40,7 +40,7 @@ _HEADER = struct.Struct("<I")  # payload length; 0 ends the stream
 # One frame: the edges of a chunk of references, column by column (what Store.add_edge_columns takes).
 Columns = tuple[list[str], list[str], list[str], list[float], list[str], list[int], list[int]]
 _decode = msgspec.msgpack.Decoder(Columns).decode
-FRAMES_AHEAD = 4  # frames read from a child before the caller has inserted them: the caller's memory bound
+FRAMES_AHEAD = 2  # frames read from a child before the caller has inserted them: the caller's memory bound
 # A test hook: a child kills itself (SIGKILL) after writing this many frames, as a crash would.
 DIE_AFTER_ENV = "NSCCN_RESOLVE_CHILD_DIE_AFTER"
 
