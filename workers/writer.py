@@ -378,7 +378,9 @@ class Writer(Actor):
         with self.busy("resolving"):
             try:  # a full pass in child processes (nsccn.resolve_partitions), a few files here
                 if full:
-                    resolve_all(self.store, children=bulk_children(self.store))
+                    children = bulk_children(self.store)
+                    self.log.info("resolving every reference%s", f" in {children} child processes" if children else "")
+                    resolve_all(self.store, children=children)
                 elif self.resolve_paths:
                     resolve_affected(self.store, self.resolve_paths, self.resolve_names, children=True)
             except ResolveFailed as exc:
