@@ -2,12 +2,13 @@
 """CPU of a cold `nsccn index`: this checkout (A) against another (B), interleaved A B A B.
 
     python benchmarks/index_cpu.py TREE --vs OTHER_PYTHON [--python A_PYTHON] [--rounds 3]
-        [--mode in-process|pipeline ...] [--out DIR --label NAME]
+        [--mode in-process|in-process-pool|pipeline ...] [--out DIR --label NAME]
 
 Each run is a fresh process on a fresh, empty index directory (`NSCCN_INDEX_DIR`), so both sides
 parse, resolve and rank the whole tree. `in-process` is `nsccn index TREE --in-process --workers
-1` (the library in one process: its CPU is the work itself); `pipeline` is `nsccn index TREE
---pipeline` (the actors, two parsers). CPU is user + sys of the whole process tree (getrusage of
+1` (the library in one process: its CPU is the work itself); `in-process-pool` the library with
+a pool of 2 parser processes (`--workers 2`); `pipeline` is `nsccn index TREE --pipeline` (the
+actors, two parsers). CPU is user + sys of the whole process tree (getrusage of
 the waited-for children, `benchmarks/proctree.py`); the ratios A/B are taken round by round, so a
 shared machine's drift cancels out, and the load average is reported with them.
 
@@ -29,7 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from proctree import run_tree  # noqa: E402
 
-MODES = {"in-process": ["--in-process", "--workers", "1"], "pipeline": ["--pipeline"]}
+MODES = {"in-process": ["--in-process", "--workers", "1"], "in-process-pool": ["--in-process", "--workers", "2"],
+         "pipeline": ["--pipeline"]}
 
 
 def command(python: str, tree: Path, mode: str) -> list[str]:

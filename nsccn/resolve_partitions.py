@@ -40,7 +40,10 @@ _HEADER = struct.Struct("<I")  # payload length; 0 ends the stream
 # One frame: the edges of a chunk of references, column by column (what Store.add_edge_columns takes).
 Columns = tuple[list[str], list[str], list[str], list[float], list[str], list[int], list[int]]
 _decode = msgspec.msgpack.Decoder(Columns).decode
-FRAMES_AHEAD = 2  # frames read from a child before the caller has inserted them: the caller's memory bound
+# The caller's memory bound: frames of about this many edges (~0.5 MB of msgpack), this many
+# read from each child ahead of the insert.
+FRAME_EDGES = 4096
+FRAMES_AHEAD = 2
 # A test hook: a child kills itself (SIGKILL) after writing this many frames, as a crash would.
 DIE_AFTER_ENV = "NSCCN_RESOLVE_CHILD_DIE_AFTER"
 
@@ -194,17 +197,16 @@ def resolve_span(db_path: str, after: int, upto: int, out) -> int:
         for chunk in store.ref_chunks(relation="INHERITS"):
             _add_bases(resolver, chunk)
         for chunk in store.ref_chunks(after=after, upto=upto):
-            if frames == die_after:
-                out.flush()
-                os.kill(os.getpid(), signal.SIGKILL)
             found = _edges_of(resolver, chunk)
-            if not found:
-                continue
-            source, target, relation, confidence, resolution, line, _, ref = zip(*found)
-            payload = encode((source, target, relation, confidence, resolution, line, ref))
-            out.write(_HEADER.pack(len(payload)))
-            out.write(payload)
-            frames += 1
+            for part in _frames(found):
+                if frames == die_after:
+                    out.flush()
+                    os.kill(os.getpid(), signal.SIGKILL)
+                source, target, relation, confidence, resolution, line, _, ref = zip(*part)
+                payload = encode((source, target, relation, confidence, resolution, line, ref))
+                out.write(_HEADER.pack(len(payload)))
+                out.write(payload)
+                frames += 1
             edges += len(found)
     if frames == die_after:
         out.flush()
@@ -222,6 +224,19 @@ def _die_with(parent: int) -> bool:
     except (OSError, AttributeError):
         pass
     return os.getppid() == parent
+
+
+def _frames(edges: list[tuple]) -> list[list[tuple]]:
+    """The edges in runs of about FRAME_EDGES, a ref's edges never split (they are numbered
+    within their ref as they are inserted)."""
+    out, start = [], 0
+    while start < len(edges):
+        end = min(start + FRAME_EDGES, len(edges))
+        while end < len(edges) and edges[end][7] == edges[end - 1][7]:
+            end += 1
+        out.append(edges[start:end])
+        start = end
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
