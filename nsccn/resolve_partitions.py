@@ -48,21 +48,26 @@ FRAMES_AHEAD = 2
 DIE_AFTER_ENV = "NSCCN_RESOLVE_CHILD_DIE_AFTER"
 
 
-# Below this many references one process resolves them: starting the children costs more than
-# they save (benchmarks/results/index-speed/resolve_children.md).
+# A child reads the references in rowid order: a small page cache does (64 MiB made it 119 MB
+# on sympy, 8 MiB 78 MB, no slower).
+CHILD_CACHE_MIB = 8
+# Below this many references the caller resolves them: starting a child costs more than it saves
+# (benchmarks/results/index-speed/resolve_children.md).
 CHILDREN_FROM_REFS = 100_000
 CHILDREN_ENV = "NSCCN_RESOLVE_CHILDREN"  # how many children a bulk resolution uses (0: none), to measure
 
 
 def bulk_children(store: Store) -> int:
-    """How many children should resolve a bulk index of this store (0: resolve in this process)."""
+    """How many children should resolve a bulk index of this store (0: resolve in this process).
+    One: inserting the edges costs the caller about as much as resolving them costs the child
+    (sympy: 3.3 and 3.4 CPU-s), so one child on the other core overlaps all of the resolution
+    with the insert; a second adds a process start, a symbol table and CPU, not wall."""
     wanted = os.environ.get(CHILDREN_ENV, "")
     if wanted.isdigit():
         return int(wanted)
-    cores = os.cpu_count() or 1
-    if cores < 2 or store.ref_count() < CHILDREN_FROM_REFS:
+    if (os.cpu_count() or 1) < 2 or store.ref_count() < CHILDREN_FROM_REFS:
         return 0
-    return min(2, cores)
+    return 1
 
 
 class ResolveFailed(RuntimeError):
@@ -190,7 +195,7 @@ def resolve_span(db_path: str, after: int, upto: int, out) -> int:
     die_after = int(os.environ.get(DIE_AFTER_ENV, "-1"))
     encode = msgspec.msgpack.Encoder().encode
     frames = edges = 0
-    with Store(db_path, readonly=True) as store:
+    with Store(db_path, readonly=True, cache_mib=CHILD_CACHE_MIB) as store:
         # The bases from the references, as resolve_all: the stored INHERITS edges are the ones
         # being replaced (the caller deletes them in a transaction this snapshot does not see).
         resolver = Resolver(store, stored_bases=False)
