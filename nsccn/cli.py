@@ -78,12 +78,16 @@ def cmd_index(args) -> int:
             in_process = files_to_parse(root.resolve(), config.db_path(root.resolve()), scan) < PIPELINE_FROM_FILES
     if in_process:
         from nsccn.indexer import index_repository
-        from nsccn.resolve_partitions import ResolveFailed
 
         try:
             summary = index_repository(root, config=config, workers=args.workers, progress=progress,
                                        embed=args.embed, embed_progress=embed_progress, scan=scan)
-        except ResolveFailed as exc:  # rolled back, the crash marker kept: the next run resolves again
+        except RuntimeError as exc:
+            from nsccn.resolve_partitions import ResolveFailed  # not imported by a run that resolves nothing
+
+            if not isinstance(exc, ResolveFailed):
+                raise
+            # Rolled back, the crash marker kept: the next run resolves again.
             print(f"nsccn: {exc}; the index keeps its old edges and the next run resolves again", file=sys.stderr)
             return EXIT_FAILED
         summary.seconds = time.perf_counter() - started  # the scan made here included
