@@ -2,12 +2,13 @@
 """CPU of a cold `nsccn index`: this checkout (A) against another (B), interleaved A B A B.
 
     python benchmarks/index_cpu.py TREE --vs OTHER_PYTHON [--python A_PYTHON] [--rounds 3]
-        [--mode in-process|pipeline ...] [--out DIR --label NAME]
+        [--mode in-process|in-process-pool|pipeline ...] [--out DIR --label NAME]
 
 Each run is a fresh process on a fresh, empty index directory (`NSCCN_INDEX_DIR`), so both sides
 parse, resolve and rank the whole tree. `in-process` is `nsccn index TREE --in-process --workers
-1` (the library in one process: its CPU is the work itself); `pipeline` is `nsccn index TREE
---pipeline` (the actors, two parsers). CPU is user + sys of the whole process tree (getrusage of
+1` (the library in one process: its CPU is the work itself); `in-process-pool` the library with
+a pool of 2 parser processes (`--workers 2`); `pipeline` is `nsccn index TREE --pipeline` (the
+actors, two parsers). CPU is user + sys of the whole process tree (getrusage of
 the waited-for children, `benchmarks/proctree.py`); the ratios A/B are taken round by round, so a
 shared machine's drift cancels out, and the load average is reported with them.
 
@@ -29,7 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from proctree import run_tree  # noqa: E402
 
-MODES = {"in-process": ["--in-process", "--workers", "1"], "pipeline": ["--pipeline"]}
+MODES = {"in-process": ["--in-process", "--workers", "1"], "in-process-pool": ["--in-process", "--workers", "2"],
+         "pipeline": ["--pipeline"]}
 
 
 def command(python: str, tree: Path, mode: str) -> list[str]:
@@ -61,25 +63,32 @@ def main() -> int:
                     if r.returncode != 0:
                         raise SystemExit(f"side {side} failed: {r.stderr.strip().splitlines()[-1:]}")
                     runs.append({"round": rnd, "mode": mode, "side": side, "cpu_s": round(r.cpu_s, 2),
-                                 "wall_s": round(r.wall_s, 2), "load_before": round(load, 1)})
-                    print(f"round {rnd} {mode:10} {side}: cpu {r.cpu_s:6.2f} s  wall {r.wall_s:6.2f} s  load {load:.1f}",
-                          flush=True)
+                                 "wall_s": round(r.wall_s, 2), "load_before": round(load, 1),
+                                 "peak_rss_sum_mb": round(r.peak_rss_sum_mb, 1),
+                                 "peak_rss_mb": {k: round(v, 1) for k, v in r.peak_rss_by_process_mb.items()}})
+                    print(f"round {rnd} {mode:10} {side}: cpu {r.cpu_s:6.2f} s  wall {r.wall_s:6.2f} s  load {load:.1f}"
+                          f"  peak sum {r.peak_rss_sum_mb:.0f} MB  {_peaks(r.peak_rss_by_process_mb)}", flush=True)
                     shutil.rmtree(ix, ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     lines = [f"# Cold `nsccn index` CPU, A ({sides['A']}) vs B ({sides['B']}), interleaved", "",
              f"{tree}, {args.rounds} rounds; load average {min(r['load_before'] for r in runs)}"
              f"-{max(r['load_before'] for r in runs)} before the runs", "",
-             "| mode | A CPU s (median) | B CPU s (median) | A/B CPU, median (min-max) | A wall s | B wall s |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "| mode | A CPU s (median) | B CPU s (median) | A/B CPU, median (min-max) | A wall s | B wall s |"
+             " A/B wall, median (min-max) | A peak sum MB | B peak sum MB | A largest MB | B largest MB |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for mode in args.mode:
         a = [r for r in runs if r["mode"] == mode and r["side"] == "A"]
         b = [r for r in runs if r["mode"] == mode and r["side"] == "B"]
         ratios = [x["cpu_s"] / y["cpu_s"] for x, y in zip(a, b)]
+        walls = [x["wall_s"] / y["wall_s"] for x, y in zip(a, b)]
         med = statistics.median
         lines.append(f"| {mode} | {med(r['cpu_s'] for r in a):.2f} | {med(r['cpu_s'] for r in b):.2f} | "
                      f"{med(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f}) | "
-                     f"{med(r['wall_s'] for r in a):.2f} | {med(r['wall_s'] for r in b):.2f} |")
+                     f"{med(r['wall_s'] for r in a):.2f} | {med(r['wall_s'] for r in b):.2f} | "
+                     f"{med(walls):.3f} ({min(walls):.3f}-{max(walls):.3f}) | "
+                     f"{med(r['peak_rss_sum_mb'] for r in a):.0f} | {med(r['peak_rss_sum_mb'] for r in b):.0f} | "
+                     f"{_peaks(_max_peaks(a))} | {_peaks(_max_peaks(b))} |")
     print("\n".join(lines))
     if args.out:
         out = Path(args.out)
@@ -87,6 +96,20 @@ def main() -> int:
         (out / f"{args.label}.json").write_text(json.dumps({"tree": str(tree), "sides": sides, "runs": runs}, indent=1))
         (out / f"{args.label}.md").write_text("\n".join(lines) + "\n")
     return 0
+
+
+def _max_peaks(runs: list[dict]) -> dict[str, float]:
+    """Each process's peak RSS (by label: writer, parser, resolve_partitions, cli...), the largest over the runs."""
+    out: dict[str, float] = {}
+    for r in runs:
+        for k, v in r["peak_rss_mb"].items():
+            out[k] = max(out.get(k, 0.0), v)
+    return out
+
+
+def _peaks(peaks: dict[str, float], n: int = 4) -> str:
+    top = sorted(peaks.items(), key=lambda kv: -kv[1])[:n]
+    return ", ".join(f"{k} {v:.0f}" for k, v in top)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ each size (a fresh index directory) with `python -m supervisor index --json` (no
 Reported per size: wall time, files/s, CPU of the whole process tree, the peak of the summed
 RSS of all pipeline processes (sampled), each process's own peak as it measures itself, and the
 index's size on disk. The credits keep every queue bounded, so memory should not grow with the
-number of files beyond the writer's (SQLite cache, resolution) and the watcher's list of paths.
+number of files beyond the writer's (SQLite cache, PageRank) and the watcher's list of paths;
+resolution runs in the writer's short-lived children (`resolve child`: the largest one's peak).
 
 `--label` names the result files (`<out-dir>/<label>.json` and `.md`), e.g. the store a run
 measured, so a later run on another store lands beside this one.
@@ -53,6 +54,8 @@ def index_once(root: Path, index_dir: Path, workers: int) -> dict:
     s = json.loads(run.stdout)
     self_mem = {k: v["peak_rss_mb"] for k, v in s["pipeline"]["actors"].items()}
     self_mem["supervisor"] = s["pipeline"]["supervisor_peak_rss_mb"]
+    # The writer's bulk resolution children (nsccn.resolve_partitions): not actors, sampled.
+    self_mem["resolve child"] = run.peak_rss_by_process_mb.get("resolve_partitions", 0.0)
     return {
         "indexed": s["files_indexed"], "seen": s["files_seen"], "entities": s["entities"], "edges": s["edges"],
         "wall_s": run.wall_s, "cpu_s": run.cpu_s, "files_per_s": s["files_indexed"] / run.wall_s,

@@ -79,8 +79,17 @@ def cmd_index(args) -> int:
     if in_process:
         from nsccn.indexer import index_repository
 
-        summary = index_repository(root, config=config, workers=args.workers, progress=progress,
-                                   embed=args.embed, embed_progress=embed_progress, scan=scan)
+        try:
+            summary = index_repository(root, config=config, workers=args.workers, progress=progress,
+                                       embed=args.embed, embed_progress=embed_progress, scan=scan)
+        except RuntimeError as exc:
+            from nsccn.resolve_partitions import ResolveFailed  # not imported by a run that resolves nothing
+
+            if not isinstance(exc, ResolveFailed):
+                raise
+            # Rolled back, the crash marker kept: the next run resolves again.
+            print(f"nsccn: {exc}; the index keeps its old edges and the next run resolves again", file=sys.stderr)
+            return EXIT_FAILED
         summary.seconds = time.perf_counter() - started  # the scan made here included
     else:  # the actor pipeline (supervisor/): parser pool, single writer, embedder
         from supervisor.cli import pipeline_index

@@ -199,11 +199,14 @@ def index_repository(
             history = start_update(store, root, max_commits=config.history_max_commits)
         if changed_paths or interrupted:
             from nsccn.resolve import resolve_affected, resolve_all  # only a run that wrote needs it
+            from nsccn.resolve_partitions import bulk_children
 
             if not known or interrupted:  # a first build, or a repair after a crash
-                resolve_all(store)
+                # With parser processes (workers != 1), child processes resolve as well: the
+                # cores the parse used are free now (nsccn.resolve_partitions).
+                resolve_all(store, children=bulk_children(store) if workers != 1 else 0)
             else:
-                resolve_affected(store, changed_paths, names)
+                resolve_affected(store, changed_paths, names, children=workers != 1)
             # PageRank is a global, slow-moving prior: recompute once enough of the repository
             # changed since the last computation, not on every small edit.
             pending = int(store.get_meta("ranks_pending_files", "0") or 0) + len(changed_paths)

@@ -43,7 +43,9 @@ _BUILTIN_METHODS = frozenset(
 class Resolver:
     """The repository's symbol table, loaded once from the store, and the rules that use it."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, stored_bases: bool = True):
+        """`stored_bases`: load the class hierarchy from the INHERITS edges (False: the caller
+        resolves it from the references, `_add_bases`)."""
         c = store.conn
         self.modules: dict[str, str] = {}  # dotted name (full and canonical) -> path
         self.imports: dict[str, dict[str, str]] = {}
@@ -77,7 +79,7 @@ class Resolver:
         self._dotted_cache: dict[str, list[str] | None] = {}
         self.bases: dict[str, list[str]] = defaultdict(list)
         self._mro_cache: dict[str, list[str]] = {}  # cleared whenever bases change
-        for source, target in store.inherits():
+        for source, target in store.inherits() if stored_bases else ():
             self.bases[source].append(target)
 
     def _language_names(self, rows: list[tuple], project: Project) -> None:
@@ -373,9 +375,15 @@ def _targets(resolver: Resolver, path: str, source: str, relation: str, target: 
     return out
 
 
-def resolve_all(store: Store) -> int:
+def resolve_all(store: Store, children: int = 0) -> int:
     """Recompute every edge, in one transaction. Used after a bulk index. References are read
-    and resolved a chunk at a time: memory holds the symbol table, never every reference."""
+    and resolved a chunk at a time: memory holds the symbol table, never every reference.
+    `children` > 0: that many child processes resolve a partition each and this process only
+    writes (nsccn.resolve_partitions); the parse results must be committed: they read them."""
+    if children > 0:
+        from nsccn.resolve_partitions import resolve_in_children
+
+        return resolve_in_children(store, children)
     n = 0
     with store.conn:
         store.delete_edges(relation="INHERITS")
@@ -390,17 +398,27 @@ def resolve_all(store: Store) -> int:
     return n
 
 
-def resolve_affected(store: Store, paths: set[str], names: set[str]) -> int:
-    """Recompute the edges of refs in changed files and of refs elsewhere that name what changed."""
+def resolve_affected(store: Store, paths: set[str], names: set[str], children: bool = False) -> int:
+    """Recompute the edges of refs in changed files and of refs elsewhere that name what changed.
+    `children`: when that is most of them and one full pass is cheaper, child processes may do
+    it (as after a bulk: nsccn.resolve_partitions.bulk_children decides)."""
     from nsccn.store import EVERYTHING
 
     if EVERYTHING in names:
-        return resolve_all(store)
+        return _resolve_everything(store, children)
     refs = store.refs(paths, names)
     if not refs:
         return 0
     if len(refs) > FULL_RESOLVE_SHARE * store.ref_count():
-        return resolve_all(store)
+        return _resolve_everything(store, children)
     edges = resolve_edges(store, refs)
     store.replace_edges([r[0] for r in refs], edges)
     return len(edges)
+
+
+def _resolve_everything(store: Store, children: bool) -> int:
+    if not children:
+        return resolve_all(store)
+    from nsccn.resolve_partitions import bulk_children
+
+    return resolve_all(store, children=bulk_children(store))

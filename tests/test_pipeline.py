@@ -249,6 +249,47 @@ def test_kill_each_actor_type_during_bulk_index(tmp_path):
     assert not info_path(repo, Config()).exists()
 
 
+def test_a_killed_resolve_child_keeps_the_index_and_the_next_start_resolves(tmp_path):
+    """The writer's bulk resolution in child processes: the same index as one process; a child
+    killed mid-stream fails the resolution (one line in the writer's log), the old edges and the
+    pending marker stay, and the next run resolves everything."""
+    repo = make_repo(tmp_path / "repo", 30)
+    ref = tmp_path / "ref" / "index.db"
+    index_repository(repo, ref, workers=1)
+    db = repo / ".nsccn" / "index.db"
+    children = {"NSCCN_RESOLVE_CHILDREN": "2"}
+
+    def index(env: dict) -> None:
+        p = Pipeline(["index", str(repo), "--json"], env=env)
+        try:
+            _, err = p.proc.communicate(timeout=120)
+            assert p.proc.returncode == 0, err.decode()[-3000:]
+        finally:
+            p.kill_all()
+
+    index(children)
+    assert_same_index(db, ref)
+    with Store(db) as store:  # as a writer that died between a commit and its resolution leaves it
+        store.set_meta("resolve_pending", "1")
+    before = index_identity.dump(str(db))
+    log = repo / ".nsccn" / "logs" / "writer.log"
+    p = Pipeline(["index", str(repo), "--json"], env={**children, "NSCCN_RESOLVE_CHILD_DIE_AFTER": "1"})
+    try:
+        line = wait_for(lambda: next((x for x in log.read_text().splitlines() if "the next start resolves" in x), None),
+                        60, "the writer to report the failed resolution")
+        assert "killed by SIGKILL" in line and "Traceback" not in log.read_text()
+        with Store(db, readonly=True) as store:
+            assert store.get_meta("resolve_pending") == "1"
+        assert index_identity.compare(before, index_identity.dump(str(db))) == []
+    finally:
+        p.stop()
+        p.kill_all()
+    index(children)
+    assert_same_index(db, ref)
+    with Store(db, readonly=True) as store:
+        assert store.get_meta("resolve_pending") == "0"
+
+
 # -- live: debounce, bursts, moves, junk, a second pipeline, clean shutdown ------------------------
 
 

@@ -41,6 +41,11 @@ from nsccn.messages import (
     encode,
 )
 
+class ActorFailed(Exception):
+    """The actor cannot go on and has said why in its log: it ends with status 1 (and the
+    supervisor starts it again)."""
+
+
 HWM = 10_000  # a safety net: credits keep every queue far below this
 
 
@@ -300,6 +305,9 @@ class Actor:
         code = 0
         try:
             self.run()
+        except ActorFailed as exc:  # logged where it happened, in one line: no traceback
+            self.last_error = self.last_error or str(exc)
+            code = 1
         except Exception as exc:
             self.last_error = f"{type(exc).__name__}: {exc}"
             self.log.exception("crashed")

@@ -42,8 +42,9 @@ from nsccn.messages import (
     Vectors,
 )
 from nsccn.resolve import resolve_affected, resolve_all
+from nsccn.resolve_partitions import ResolveFailed, bulk_children
 from nsccn.store import EMBEDDABLE_SQL as _EMBEDDABLE, TEXT_COLUMNS, WRITER_CACHE_MIB, Store
-from workers.base import Actor, actor_main
+from workers.base import Actor, ActorFailed, actor_main
 
 if TYPE_CHECKING:  # numpy and the vector table: imported once a model is known (an index run without
     from nsccn.vectors import VectorStore  # vectors, most of them, starts without them)
@@ -375,10 +376,19 @@ class Writer(Actor):
         affected references otherwise; PageRank once enough of the repository changed."""
         full = self.first_build or self.resolve_full
         with self.busy("resolving"):
-            if full:
-                resolve_all(self.store)
-            elif self.resolve_paths:
-                resolve_affected(self.store, self.resolve_paths, self.resolve_names)
+            try:  # a full pass in child processes (nsccn.resolve_partitions), a few files here
+                if full:
+                    children = bulk_children(self.store)
+                    self.log.info("resolving every reference%s", f" in {children} child processes" if children else "")
+                    resolve_all(self.store, children=children)
+                elif self.resolve_paths:
+                    resolve_affected(self.store, self.resolve_paths, self.resolve_names, children=True)
+            except ResolveFailed as exc:
+                # Rolled back: the old edges stay, and so does the marker. Ending here lets the
+                # supervisor start a writer again, which resolves everything again.
+                self.last_error = str(exc)
+                self.log.error("%s; the index keeps its old edges and the next start resolves again", exc)
+                raise ActorFailed(str(exc)) from None
             files = max(1, self.bulk_files_seen, self._count("SELECT COUNT(*) FROM files"))
             pending = int(self.store.get_meta("ranks_pending_files", "0") or 0) + len(self.resolve_paths)
             if full or pending > RANKS_REFRESH_SHARE * files:

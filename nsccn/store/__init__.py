@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from operator import attrgetter
@@ -328,16 +328,21 @@ class Store:
                 out[row[0]] = row
         return list(out.values())
 
-    def ref_chunks(self, size: int = 20_000, relation: str | None = None) -> Iterator[list[tuple]]:
-        """Every ref (of one relation), as `refs` gives them, `size` at a time: memory stays flat
-        however many the repository has, and no statement is open between chunks (the caller may write)."""
+    def ref_chunks(self, size: int = 20_000, relation: str | None = None, after: int = 0,
+                   upto: int | None = None) -> Iterator[list[tuple]]:
+        """Every ref (of one relation; with rowid in (after, upto]), as `refs` gives them, `size` at
+        a time: memory stays flat however many the repository has, and no statement is open
+        between chunks (the caller may write)."""
         q = self._REFS + " WHERE r.rowid > ?"
         args: tuple = ()
+        if upto is not None:
+            q += " AND r.rowid <= ?"
+            args = (upto,)
         if relation is not None:
             q += " AND r.relation=(SELECT id FROM symbols WHERE name=?)"
-            args = (relation,)
+            args = (*args, relation)
         q += " ORDER BY r.rowid LIMIT ?"
-        last = 0
+        last = after
         while True:
             rows = self.conn.execute(q, (last, *args, size)).fetchall()
             if not rows:
@@ -370,11 +375,19 @@ class Store:
             return
         # Column by column: the per-edge work stays in C (hundreds of thousands of edges a bulk).
         source, target, relation, confidence, resolution, line, _, ref = zip(*edges)
+        self.add_edge_columns(source, target, relation, confidence, resolution, line, ref)
+
+    def add_edge_columns(self, source: Sequence[str], target: Sequence[str], relation: Sequence[str],
+                         confidence: Sequence[float], resolution: Sequence[str], line: Sequence[int],
+                         ref: Sequence[int]) -> None:
+        """`add_edges` given column by column (as nsccn.resolve_partitions' children send them);
+        a ref's edges come together, in the order resolution found them."""
+        self._counts_changed()
         sym = self.intern(set(source).union(target, relation, resolution))
         ids = sym.__getitem__
         self.conn.executemany(
             "INSERT INTO edges(ref, n, source, relation, target, confidence, resolution, line) VALUES(?,?,?,?,?,?,?,?)",
-            zip(ref, _nth_of_ref(edges), map(ids, source), map(ids, relation), map(ids, target), confidence,
+            zip(ref, _nth_of_ref(ref), map(ids, source), map(ids, relation), map(ids, target), confidence,
                 map(ids, resolution), line),
         )
 
@@ -540,12 +553,12 @@ class Store:
         self.conn.execute("DELETE FROM meta WHERE key=?", (COUNTS_KEY,))
 
 
-def _nth_of_ref(edges: list[tuple]) -> Iterator[int]:
+def _nth_of_ref(refs: Iterable[int]) -> Iterator[int]:
     """0, 1, ... along each run of edges resolved from one ref (they come grouped by ref)."""
     last, n = None, 0
-    for e in edges:
-        n = n + 1 if e[7] == last else 0
-        last = e[7]
+    for ref in refs:
+        n = n + 1 if ref == last else 0
+        last = ref
         yield n
 
 
