@@ -4,8 +4,10 @@ For a query, the candidates are what the hand-tuned fusion (`search.fusion_local
 the top, plus every file and function the query names exactly; each is described by features:
 every stream's rank, how the query mentions it (named, called, backticked, in a traceback frame,
 its path or dotted module), overlap of the query's terms with its name and path, per-column BM25
-(name, path, signature, docstring, body), size, depth, kind, test-ness, graph degree, PageRank,
-closeness to what the query names, and the repository's history (`nsccn.history`).
+(name, path, signature, docstring, body), what each part of the query says (BM25 relative to the
+best match, the share of the query's idf a candidate holds, the same for the title alone), size,
+depth, kind, test-ness, graph degree, PageRank, closeness to what the query names, and the
+repository's history (`nsccn.history`).
 
 No feature reads a language's syntax: they come from the index's tables and the query's text, so
 one ranker serves every language the index holds. What differs between languages is data: how a
@@ -19,10 +21,10 @@ from __future__ import annotations
 
 import math
 import re
-
-import numpy as np
 from collections import defaultdict
 from dataclasses import dataclass
+
+import numpy as np
 
 from nsccn import history
 from nsccn.model import split_entity_id
