@@ -206,7 +206,7 @@ def index_repository(
                 # cores the parse used are free now (nsccn.resolve_partitions).
                 resolve_all(store, children=bulk_children(store) if workers != 1 else 0)
             else:
-                resolve_affected(store, changed_paths, names, children=workers != 1)
+                resolve_affected(store, changed_paths, names, allow_children=workers != 1)
             # PageRank is a global, slow-moving prior: recompute once enough of the repository
             # changed since the last computation, not on every small edit.
             pending = int(store.get_meta("ranks_pending_files", "0") or 0) + len(changed_paths)

@@ -398,26 +398,26 @@ def resolve_all(store: Store, children: int = 0) -> int:
     return n
 
 
-def resolve_affected(store: Store, paths: set[str], names: set[str], children: bool = False) -> int:
+def resolve_affected(store: Store, paths: set[str], names: set[str], allow_children: bool = False) -> int:
     """Recompute the edges of refs in changed files and of refs elsewhere that name what changed.
-    `children`: when that is most of them and one full pass is cheaper, child processes may do
-    it (as after a bulk: nsccn.resolve_partitions.bulk_children decides)."""
+    `allow_children`: when that is most of them and one full pass is cheaper, child processes may
+    do it (as after a bulk: nsccn.resolve_partitions.bulk_children decides how many)."""
     from nsccn.store import EVERYTHING
 
     if EVERYTHING in names:
-        return _resolve_everything(store, children)
+        return _resolve_everything(store, allow_children)
     refs = store.refs(paths, names)
     if not refs:
         return 0
     if len(refs) > FULL_RESOLVE_SHARE * store.ref_count():
-        return _resolve_everything(store, children)
+        return _resolve_everything(store, allow_children)
     edges = resolve_edges(store, refs)
     store.replace_edges([r[0] for r in refs], edges)
     return len(edges)
 
 
-def _resolve_everything(store: Store, children: bool) -> int:
-    if not children:
+def _resolve_everything(store: Store, allow_children: bool) -> int:
+    if not allow_children:
         return resolve_all(store)
     from nsccn.resolve_partitions import bulk_children
 

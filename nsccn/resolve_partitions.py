@@ -204,21 +204,24 @@ def resolve_span(db_path: str, after: int, upto: int, out) -> int:
         for chunk in store.ref_chunks(after=after, upto=upto):
             found = _edges_of(resolver, chunk)
             for part in _frames(found):
-                if frames == die_after:
-                    out.flush()
-                    os.kill(os.getpid(), signal.SIGKILL)
+                _die_here_if(frames == die_after, out)
                 source, target, relation, confidence, resolution, line, _, ref = zip(*part)
                 payload = encode((source, target, relation, confidence, resolution, line, ref))
                 out.write(_HEADER.pack(len(payload)))
                 out.write(payload)
                 frames += 1
             edges += len(found)
-    if frames == die_after:
-        out.flush()
-        os.kill(os.getpid(), signal.SIGKILL)
+    _die_here_if(frames == die_after, out)
     out.write(_HEADER.pack(0))
     out.flush()
     return edges
+
+
+def _die_here_if(due: bool, out) -> None:
+    """The test hook (DIE_AFTER_ENV): what was written so far reaches the caller, then a crash."""
+    if due:
+        out.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _die_with(parent: int) -> bool:

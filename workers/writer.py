@@ -382,7 +382,7 @@ class Writer(Actor):
                     self.log.info("resolving every reference%s", f" in {children} child processes" if children else "")
                     resolve_all(self.store, children=children)
                 elif self.resolve_paths:
-                    resolve_affected(self.store, self.resolve_paths, self.resolve_names, children=True)
+                    resolve_affected(self.store, self.resolve_paths, self.resolve_names, allow_children=True)
             except ResolveFailed as exc:
                 # Rolled back: the old edges stay, and so does the marker. Ending here lets the
                 # supervisor start a writer again, which resolves everything again.

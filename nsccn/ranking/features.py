@@ -148,10 +148,11 @@ def title_of(query: str) -> str:
     return ""
 
 
-def _lexical(found, weights: tuple[float, ...], rowids: list[int]) -> list[tuple[float, float, float]]:
+def _lexical(found, weights: tuple[float, ...], rowids: list[int], ranked: bool = True) -> list[tuple[float, float, float]]:
     """Per rowid of a full-text table: (BM25 relative to the table's best match, the share of the
     query's idf the row holds, its rank among all matching rows). A row that does not match: 0, 0,
-    ABSENT; all missing where there were no terms or FTS5 had to answer (`found` None)."""
+    ABSENT; all missing where there were no terms or FTS5 had to answer (`found` None).
+    `ranked=False`: no rank (NaN), for a query whose ranking a stream feature has already."""
     if found is None:
         return [(NAN, NAN, NAN)] * len(rowids)
     if not len(found.rowids):
@@ -159,8 +160,9 @@ def _lexical(found, weights: tuple[float, ...], rowids: list[int]) -> list[tuple
     scores = found.scores(weights)  # FTS5's sign: lower is better
     top = -float(scores.min()) or 1.0
     cover = found.idf_coverage()
-    rank = np.empty(len(scores))
-    rank[found.order(scores)] = np.arange(1, len(scores) + 1)
+    rank = np.full(len(scores), NAN)
+    if ranked:  # sorting every matching row: only where the rank is a feature
+        rank[found.order(scores)] = np.arange(1, len(scores) + 1)
     want = np.asarray(rowids, dtype=np.int64)
     at = np.minimum(np.searchsorted(found.rowids, want), len(found.rowids) - 1)
     hit = found.rowids[at] == want
@@ -261,7 +263,7 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
     file_ids = {p: i for i, p in path_of.items()}
     file_rowids = [file_ids.get(p, -1) for p in file_list]
     found = store.bm25_matches("files_fts", fusion.terms) if fusion.terms else None
-    file_lexical = dict(zip(file_list, _lexical(found, FILE_WEIGHTS, file_rowids)))
+    file_lexical = dict(zip(file_list, _lexical(found, FILE_WEIGHTS, file_rowids, ranked=False)))
     if found is not None:  # FTS5's scores from the postings (nsccn.store.bm25): the same numbers
         file_bm25_score = {path_of[fid]: -s for fid, s in found.scores_of(list(path_of), FILE_WEIGHTS).items()}
     elif fusion.terms:
@@ -382,7 +384,7 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
     rowids = [rows[f][0] for f in fn_ids]
     col_bm25: dict[int, tuple[float, ...]] = {}
     found = store.bm25_matches("entities_fts", fusion.terms) if fusion.terms and rowids else None
-    fn_lexical = dict(zip(rowids, _lexical(found, BM25_WEIGHTS, rowids)))
+    fn_lexical = dict(zip(rowids, _lexical(found, BM25_WEIGHTS, rowids, ranked=False)))
     if found is not None:
         per_column = [found.scores_of(rowids, w) for w in _one_hot(BM25_WEIGHTS)]
         for rid in per_column[0]:
