@@ -2,7 +2,7 @@
 """Train the learned ranker and validate it leave-one-repository-out.
 
     python benchmarks/train_ranker.py --dev DEV_FEATURES [--mined MINED_FEATURES] [--ablate]
-        [--ship nsccn/models/ranker/ranker.json.gz] [--out OUTDIR]
+        [--eval-mined] [--grouped [--mined-train MINED.jsonl]] [--ship nsccn/models/ranker/ranker.npz] [--out OUTDIR]
 
 DEV_FEATURES / MINED_FEATURES are what `benchmarks/localize.py --features` wrote for the dev set
 (../shared/bench/swebench-dev.jsonl) and for the pairs `benchmarks/mine_history.py` mined.
@@ -12,7 +12,10 @@ other dev repositories only, and scores that repository's instances; nothing of 
 scored (its instances, its history beyond what the index of each instance holds) is seen in
 training. The table puts the learned ranking beside the fusion it re-ranks (lexical-full) on the
 same instances. `--ablate` repeats it with each feature group removed, and with dev-only and
-mined-only training data. `--ship` trains one model on everything and writes the package's model.
+mined-only training data. `--eval-mined` scores each mined repository with a model that never saw
+it; `--grouped` scores dev and mined queries alike in grouped folds (with `--ablate`, each group
+removed; with `--mined-train`, a row trained on a subset of the mined pairs and scored on all).
+`--ship` trains one model on everything and writes the package's model.
 """
 
 from __future__ import annotations
@@ -87,6 +90,40 @@ def loro_mined(dev: list[dict], mined: list[dict], seed: int = 0) -> list[dict]:
     return scored
 
 
+def grouped_folds(dev: list[dict], mined: list[dict], disabled: frozenset[str] = frozenset(),
+                  train_ids: set[str] | None = None, seed: int = 0, groups: int = 6) -> list[dict]:
+    """Every query, dev and mined, scored by a model that saw none of its repository: each dev
+    repository is one fold, the mined repositories form `groups` folds (every `groups`-th
+    repository by name). `train_ids`: only these mined pairs train (all are scored), to compare
+    training sets on the same test queries."""
+    repos = sorted({r["repo"] for r in mined})
+    folds = [[r for r in dev if r["repo"] == repo] for repo in sorted({r["repo"] for r in dev})]
+    n_dev = len(folds)
+    folds += [[r for r in mined if r["repo"] in set(repos[g::groups])] for g in range(groups)]
+    scored = []
+    for i, test in enumerate(folds):
+        if not test:
+            continue
+        train = [r for j, fold in enumerate(folds) if j != i for r in fold
+                 if train_ids is None or j < n_dev or r["instance_id"] in train_ids]
+        ranker = fit(train, disabled=disabled, seed=seed)
+        scored += [dict(x, held_out="dev" if i < n_dev else "mined") for x in score_records(test, ranker)]
+    return scored
+
+
+def folds_table(results: dict[str, list[dict]]) -> str:
+    keys = ("file@1", "file@3", "file@5", "function@5", "function@10")
+    out = ["| ranking | dev n | dev " + " / ".join(keys) + " | mined n | mined " + " / ".join(keys) + " |",
+           "|---|---|---|---|---|"]
+    for label, recs in results.items():
+        cells = []
+        for part in ("dev", "mined"):
+            m = aggregate([r for r in recs if r["held_out"] == part])
+            cells += [str(m["n"]), " / ".join(f"{m[k]:.1f}" if m[k] is not None else "–" for k in keys)]
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
 def row(label: str, recs: list[dict]) -> str:
     m = aggregate(recs)
     return f"| {label} | {m['n']} | " + " | ".join(f"{m[k]:.1f}" if m[k] is not None else "–" for k in HEADLINE) + " |"
@@ -110,6 +147,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="also score each mined repository with a model that never saw it (18 more held-out repositories)")
     ap.add_argument("--baselines", type=Path, action="append", default=[],
                     help="localize.py rankings (.jsonl/.gz) whose bm25 / lexical-full / full rows join the table")
+    ap.add_argument("--grouped", action="store_true",
+                    help="also grouped folds: each dev repository a fold, the mined ones six folds of three; "
+                         "every dev and mined query scored by a model that saw none of its repository (with --ablate: each group removed)")
+    ap.add_argument("--mined-train", type=Path,
+                    help="with --grouped: also a row trained only on the mined pairs of this dataset (mine_history.py output; all are still scored)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ship", type=Path, help="train on everything and write the model here")
     ap.add_argument("--out", type=Path, help="write the table (metrics.md) and per-instance results here")
@@ -135,13 +177,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         text += "\nMined pairs, each repository scored by a model that never saw it\n\n" + table({
             "fusion (lexical-full)": score_records(mined),
             "learned, leave-one-repo-out": loro_mined(dev, mined, seed=args.seed)}).split("\n\n", 1)[1]
+    grouped: dict[str, list[dict]] = {}
+    if args.grouped and mined:
+        grouped["learned, grouped folds"] = grouped_folds(dev, mined, seed=args.seed)
+        if args.mined_train:
+            with open(args.mined_train) as fh:
+                ids = {json.loads(line)["instance_id"] for line in fh if line.strip()}
+            grouped[f"  trained on the {len(ids & {r['instance_id'] for r in mined})} mined pairs of {args.mined_train.name}"] = \
+                grouped_folds(dev, mined, train_ids=ids, seed=args.seed)
+        if args.ablate:
+            for group in GROUPS:
+                grouped[f"  without {group}"] = grouped_folds(dev, mined, disabled=frozenset({group}), seed=args.seed)
+        text += "\nGrouped folds (dev and mined queries, each scored by a model that saw none of its repository)\n\n" + \
+            folds_table(grouped)
     print(text)
     print(f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "metrics.md").write_text(text)
         (args.out / "results.json").write_text(json.dumps(
-            {k: {"overall": aggregate(v), "instances": v} for k, v in results.items()}, indent=1))
+            {k: {"overall": aggregate(v), "instances": v} for k, v in (results | grouped).items()}, indent=1))
     if args.ship:
         ranker = fit(dev + mined, seed=args.seed, info={"trained_on": "dev set + mined pairs",
                                                          "dev_queries": len(dev), "mined_queries": len(mined)})

@@ -360,31 +360,45 @@ def evidence(store: Store, terms: list[str], paths: list[str], before: int | Non
             ev.fn_commits[(path, name)] = n
             ev.fn_fixes[(path, name)] = fixes or 0
     if terms:
-        # BugLocator's similar-past-fixes score: each similar commit shares its similarity among
-        # the files it changed.
-        match = " OR ".join(f'"{t}"' for t in terms)
-        rows = c.execute(
-            "SELECT f.rowid, -bm25(commits_fts) FROM commits_fts f JOIN commits cm ON cm.rowid = f.rowid "
-            "WHERE commits_fts MATCH ? AND cm.time < ? ORDER BY bm25(commits_fts) LIMIT ?",
-            (match, cutoff, SIMILAR_COMMITS),
-        ).fetchall()
-        if rows:
-            top = rows[0][1] or 1.0
-            sims = {rid: s / top for rid, s in rows}
-            cmarks = ",".join("?" * len(sims))
-            nfiles = dict(c.execute(f"SELECT rowid, max(n_files, 1) FROM commits WHERE rowid IN ({cmarks})", list(sims)))
-            pset = set(paths)
-            for rid, path, name in c.execute(
-                f"SELECT commit_id, path, name FROM commit_changes WHERE commit_id IN ({cmarks})", list(sims)
-            ):
-                if path not in pset:
-                    continue
-                share = sims[rid] / math.sqrt(nfiles[rid])
-                if name == "":
-                    ev.file_similar[path] = ev.file_similar.get(path, 0.0) + share
-                else:
-                    ev.fn_similar[(path, name)] = ev.fn_similar.get((path, name), 0.0) + share
+        ev.file_similar, ev.fn_similar = similar_fixes(store, terms, paths, before)
     return ev
+
+
+def similar_fixes(store: Store, terms: list[str], paths: list[str], before: int | None = None
+                  ) -> tuple[dict[str, float], dict[tuple[str, str], float]]:
+    """BugLocator's similar-past-fixes score of the files `paths` and of each function name in
+    them: the SIMILAR_COMMITS messages most like `terms` (BM25 relative to the best), each sharing
+    its similarity among the files it changed. Only commits older than `before` count."""
+    file_similar: dict[str, float] = {}
+    fn_similar: dict[tuple[str, str], float] = {}
+    if not terms or not paths:
+        return file_similar, fn_similar
+    c = store.conn
+    cutoff = (1 << 62) if before is None else before
+    match = " OR ".join(f'"{t}"' for t in terms)
+    rows = c.execute(
+        "SELECT f.rowid, -bm25(commits_fts) FROM commits_fts f JOIN commits cm ON cm.rowid = f.rowid "
+        "WHERE commits_fts MATCH ? AND cm.time < ? ORDER BY bm25(commits_fts) LIMIT ?",
+        (match, cutoff, SIMILAR_COMMITS),
+    ).fetchall()
+    if not rows:
+        return file_similar, fn_similar
+    top = rows[0][1] or 1.0
+    sims = {rid: s / top for rid, s in rows}
+    cmarks = ",".join("?" * len(sims))
+    nfiles = dict(c.execute(f"SELECT rowid, max(n_files, 1) FROM commits WHERE rowid IN ({cmarks})", list(sims)))
+    pset = set(paths)
+    for rid, path, name in c.execute(
+        f"SELECT commit_id, path, name FROM commit_changes WHERE commit_id IN ({cmarks})", list(sims)
+    ):
+        if path not in pset:
+            continue
+        share = sims[rid] / math.sqrt(nfiles[rid])
+        if name == "":
+            file_similar[path] = file_similar.get(path, 0.0) + share
+        else:
+            fn_similar[(path, name)] = fn_similar.get((path, name), 0.0) + share
+    return file_similar, fn_similar
 
 
 def changed_functions_by_commit(store: Store) -> dict[str, dict[str, set[str]]]:

@@ -29,8 +29,14 @@ def parse_config(path):
     return open(path).read().splitlines()
 
 
+class SettingsConflict(Exception):
+    """Two settings files disagree."""
+
+
 def merge_settings(base, extra):
     """Overlay extra settings on the base ones."""
+    if extra is None:
+        raise SettingsConflict("nothing to merge")
     out = dict(base)
     out.update(extra)
     return out
@@ -40,6 +46,8 @@ class Renderer:
     """Turn values into text for the terminal."""
 
     def render_value(self, value):
+        if value is None:
+            raise SettingsConflict("no value")
         return str(value)
 
     def render_table(self, rows):
@@ -105,9 +113,35 @@ def test_features_of_a_known_candidate(ranked_repo):
     assert other["name_identifier"] == 0.0 and other["name_called"] == 0.0
     # merge_settings: one of its two name parts (`settings`) is in the title, its name is not.
     assert other["name_in_title"] == 0.0 and other["title_name_hits"] == 0.5 and other["title_rank"] > 1
+    # The query's code alone (`parse_config`, app/config.py) ranks parse_config first too.
+    assert g["code_rank"] == 1.0 and g["code_bm25_rel"] == 1.0 and 0 < g["code_coverage"] <= 1.0
+    assert g["code_file_bm25_rel"] == f["code_file_bm25_rel"] > 0
+    # The past fix of parse_config reads like the title: similar past fixes, by title alone.
+    assert f["hist_title_similar"] > 0 and g["hist_fn_title_similar"] > 0
+    assert g["hist_file_title_similar"] == f["hist_title_similar"]
+    assert g["raises_named"] == 0.0  # IndexError is named, but nothing in the repository raises it
     if "method:app/render.py:Renderer.render_value" in cands.functions:
         r = dict(zip(FUNCTION_FEATURES, cands.function_rows[cands.functions.index("method:app/render.py:Renderer.render_value")]))
         assert r["kind_method"] == 1.0 and r["qual_depth"] == 2
+
+
+def test_raise_sites_of_a_named_error_and_a_query_without_code(ranked_repo):
+    cands = features_of(ranked_repo, "Merging settings fails with SettingsConflict\n\nwhen the extra settings are missing")
+    g = {fid.rsplit(":", 1)[1]: dict(zip(FUNCTION_FEATURES, row)) for fid, row in zip(cands.functions, cands.function_rows)}
+    # Two functions raise SettingsConflict: each raise site weighs 1/sqrt(2).
+    assert g["merge_settings"]["raises_named"] == pytest.approx(2 ** -0.5)
+    assert g["merge_settings"]["file_raises_named"] == pytest.approx(2 ** -0.5)
+    assert g["parse_config"]["raises_named"] == 0.0
+    if "Renderer.render_value" in g:
+        assert g["Renderer.render_value"]["raises_named"] == pytest.approx(2 ** -0.5)
+    f = dict(zip(FILE_FEATURES, cands.file_rows[cands.files.index("app/config.py")]))
+    assert f["raises_named"] == pytest.approx(2 ** -0.5)
+    assert f["code_file_bm25_rel"] > 0  # the name of the error is the query's code
+    # No identifier in the query: the code-only features are missing, not zero.
+    plain = features_of(ranked_repo, "the extra settings are merged wrongly")
+    f = dict(zip(FILE_FEATURES, plain.file_rows[plain.files.index("app/config.py")]))
+    g = dict(zip(FUNCTION_FEATURES, plain.function_rows[plain.functions.index("func:app/config.py:merge_settings")]))
+    assert math.isnan(f["code_file_bm25_rel"]) and math.isnan(g["code_rank"]) and g["raises_named"] == 0.0
 
 
 def test_tree_evaluator_matches_lightgbm():
@@ -289,3 +323,26 @@ def test_a_model_that_never_read_vectors_ranks_without_them(ranked_repo):
             ranking.localize(store, query, ranker=a, use_vectors=False).functions
         assert set(ranking.localize(store, query, ranker=b).functions) > \
             set(ranking.localize(store, query, ranker=b, use_vectors=False).functions)
+
+
+def test_grouped_folds_score_every_query_with_a_model_that_never_saw_its_repository():
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import train_ranker
+
+    records = synthetic_records(72)
+    for r in records:
+        r["repo"] = f"r{int(r['instance_id'][1:]) % 4}"
+    dev = [r for r in records if r["repo"] == "r0"]
+    mined = [r for r in records if r["repo"] != "r0"]
+    scored = train_ranker.grouped_folds(dev, mined, groups=3)
+    assert sorted(x["instance_id"] for x in scored) == sorted(r["instance_id"] for r in records)
+    assert {x["held_out"] for x in scored if x["repo"] == "r0"} == {"dev"}
+    assert {x["held_out"] for x in scored if x["repo"] != "r0"} == {"mined"}
+    assert sum(x["metrics"]["file@1"] for x in scored) >= 0.9 * len(scored)  # the mentioned file first
+    # Only one repository's mined pairs train; every query is still scored.
+    few = train_ranker.grouped_folds(dev, mined, groups=3, train_ids={r["instance_id"] for r in mined if r["repo"] == "r1"})
+    assert sorted(x["instance_id"] for x in few) == sorted(x["instance_id"] for x in scored)
+    table = train_ranker.folds_table({"learned": scored})
+    assert "| learned | 18 |" in table and "| 54 |" in table

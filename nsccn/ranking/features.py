@@ -5,9 +5,11 @@ the top, plus every file and function the query names exactly; each is described
 every stream's rank, how the query mentions it (named, called, backticked, in a traceback frame,
 its path or dotted module), overlap of the query's terms with its name and path, per-column BM25
 (name, path, signature, docstring, body), what each part of the query says (BM25 relative to the
-best match, the share of the query's idf a candidate holds, the same for the title alone), size,
-depth, kind, test-ness, graph degree, PageRank, closeness to what the query names, and the
-repository's history (`nsccn.history`).
+best match, the share of the query's idf a candidate holds, the same for the title alone and for
+the query's code alone: the terms of the identifiers it writes), size, depth, kind, test-ness,
+graph degree, PageRank, closeness to what the query names, raise sites of the errors the query
+names (PROPAGATES_ERROR edges), and the repository's history (`nsccn.history`: past changes,
+fixes, and past commit messages like the query and like its title).
 
 No feature reads a language's syntax: they come from the index's tables and the query's text, so
 one ranker serves every language the index holds. What differs between languages is data: how a
@@ -33,13 +35,14 @@ from nsccn.search import (BM25_WEIGHTS, FILE_BM25_WEIGHTS, FILE_WEIGHTS, Fusion,
 from nsccn.store import Store
 from nsccn.text import split_identifier
 
-FEATURE_VERSION = 2  # bump with any change to what a feature means; models record it
+FEATURE_VERSION = 3  # bump with any change to what a feature means; models record it
 FILE_CANDIDATES = 60  # the fusion's best files re-ranked
 FUNCTION_CANDIDATES = 120  # the fusion's best functions re-ranked
 STREAMS = ("bm25", "vector", "exact", "graph", "prior")
 NAN = float("nan")
 ABSENT = 1000.0  # the rank of a candidate a stream did not return
 VECTOR_CANDIDATES = 30  # the vector stream's best functions join the candidates
+MAX_NAMED_WORDS = 2000  # a report's distinct words looked up as raised errors
 LEXICAL_SIGNALS = frozenset({"bm25", "query_analysis", "graph", "prior"})  # the fusion the features read
 # How a report writes `Cart.total` in each language besides the dotted form every language's
 # qualname uses (by file extension; the dotted form alone for Python and anything unlisted).
@@ -59,6 +62,7 @@ FILE_FEATURES = QUERY_FEATURES + [
     "pagerank_max", "pagerank_sum_log",
     "hist_commits", "hist_fixes", "hist_age_days_log", "hist_similar",
     "file_bm25_rel", "file_coverage", "title_file_bm25_rel", "title_file_coverage", "title_file_rank",
+    "code_file_bm25_rel", "code_file_coverage", "code_file_rank", "hist_title_similar", "raises_named",
 ]
 FUNCTION_FEATURES = QUERY_FEATURES + [
     "fusion_rank", "fusion_score_rel", *(f"{s}_rank" for s in STREAMS), "in_file_rank", "n_hits",
@@ -73,6 +77,8 @@ FUNCTION_FEATURES = QUERY_FEATURES + [
     "hist_file_age_days_log", "hist_file_similar",
     "bm25_rel", "coverage", "title_bm25_rel", "title_coverage", "title_rank", "title_name_hits", "name_in_title",
     "file_coverage", "title_file_bm25_rel",
+    "code_bm25_rel", "code_coverage", "code_rank", "code_file_bm25_rel",
+    "hist_fn_title_similar", "hist_file_title_similar", "raises_named", "file_raises_named",
 ]
 # Groups for ablations: removing a group sets its features to NaN at training and at query time.
 GROUPS = {
@@ -92,6 +98,14 @@ GROUPS = {
     "query-parts": ["file_bm25_rel", "file_coverage", "title_file_bm25_rel", "title_file_coverage", "title_file_rank",
                     "bm25_rel", "coverage", "title_bm25_rel", "title_coverage", "title_rank", "title_name_hits",
                     "name_in_title"],  # (file_coverage and title_file_bm25_rel: in both lists)
+    # The query's code alone: the terms of the identifiers it writes (`parse_expr`, `Poly.sqf`),
+    # without the prose around them.
+    "code-part": ["code_file_bm25_rel", "code_file_coverage", "code_file_rank", "code_bm25_rel", "code_coverage",
+                  "code_rank", "code_file_bm25_rel"],
+    # Raise sites of an error the query names (PROPAGATES_ERROR edges whose target is a query word).
+    "errors": ["raises_named", "file_raises_named"],
+    # Similar past fixes by the title alone (also part of "history").
+    "title-history": ["hist_title_similar", "hist_fn_title_similar", "hist_file_title_similar"],
 }
 
 
@@ -138,6 +152,33 @@ def _query_features(query: str, fusion: Fusion) -> list[float]:
     a = fusion.analysis
     return [len(a.terms), len(a.identifiers), len(a.paths), len(a.frames), math.log1p(len(query)),
             float(_TESTY_QUERY.search(query) is not None)]
+
+
+def _raises_named(store: Store, words: set[str]) -> tuple[dict[str, float], dict[str, float]]:
+    """Raise sites of the errors a query names: per entity id and per file, the sum over the query's
+    words that some PROPAGATES_ERROR edge targets (an exception, an error value) of 1/sqrt(how many
+    entities raise it), so `PolynomialError` weighs more than `ValueError`."""
+    names = sorted(words)[:MAX_NAMED_WORDS]
+    if not names:
+        return {}, {}
+    rows = store.conn.execute(
+        "SELECT s.name, f.path, r.tail FROM refs r JOIN symbols s ON s.id = r.source JOIN files f ON f.id = r.file "
+        f"WHERE r.tail IN (SELECT id FROM symbols WHERE name IN ({','.join('?' * len(names))})) "
+        "AND r.relation = (SELECT id FROM symbols WHERE name = 'PROPAGATES_ERROR')", names).fetchall()
+    raisers: dict[int, set[str]] = defaultdict(set)
+    for source, _path, tail in rows:
+        raisers[tail].add(source)
+    by_entity: dict[str, float] = defaultdict(float)
+    by_file: dict[str, float] = defaultdict(float)
+    seen: set[tuple[str, int]] = set()
+    for source, path, tail in rows:
+        if (source, tail) in seen:
+            continue
+        seen.add((source, tail))
+        w = 1.0 / math.sqrt(len(raisers[tail]))
+        by_entity[source] += w
+        by_file[path] += w
+    return by_entity, by_file
 
 
 def title_of(query: str) -> str:
@@ -191,6 +232,7 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
     title_terms = list(dict.fromkeys(analyze_query(title).terms)) if title else []
     title_term_set = set(title_terms)
     title_words = _words(title)
+    code_terms = list(dict.fromkeys(analyze_query(" ".join(a.identifiers)).terms)) if a.identifiers else []
 
     # -- what the query names exactly ------------------------------------------------------------
     mentioned_paths: set[str] = set()
@@ -301,7 +343,11 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
         best_stream_file.update(((p, "vector"), r) for p, r in vec_file_rank.items())
     title_found = store.bm25_matches("files_fts", title_terms) if title_terms else None
     title_file_lexical = dict(zip(file_list, _lexical(title_found, FILE_WEIGHTS, file_rowids)))
+    code_found = store.bm25_matches("files_fts", code_terms) if code_terms else None
+    code_file_lexical = dict(zip(file_list, _lexical(code_found, FILE_WEIGHTS, file_rowids)))
     ev = history.evidence(store, fusion.terms, file_list, before=history_before)
+    title_similar = history.similar_fixes(store, title_terms, file_list, history_before) if ev.present else ({}, {})
+    raises_fn, raises_file = _raises_named(store, words)
 
     def hist(d: dict, key, log: bool = False) -> float:
         if not ev.present:
@@ -354,6 +400,11 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
             "title_file_bm25_rel": title_file_lexical[p][0],
             "title_file_coverage": title_file_lexical[p][1],
             "title_file_rank": title_file_lexical[p][2],
+            "code_file_bm25_rel": code_file_lexical[p][0],
+            "code_file_coverage": code_file_lexical[p][1],
+            "code_file_rank": code_file_lexical[p][2],
+            "hist_title_similar": hist(title_similar[0], p),
+            "raises_named": raises_file.get(p, 0.0),
         }
         file_features[p] = f
         file_rows.append(qf + [f[name] for name in FILE_FEATURES[len(QUERY_FEATURES):]])
@@ -433,6 +484,8 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
         stream_best.update(((f, "vector"), r) for f, r in vec_fn_rank.items())
     title_found = store.bm25_matches("entities_fts", title_terms) if title_terms and rowids else None
     title_fn_lexical = dict(zip(rowids, _lexical(title_found, BM25_WEIGHTS, rowids)))
+    code_found = store.bm25_matches("entities_fts", code_terms) if code_terms and rowids else None
+    code_fn_lexical = dict(zip(rowids, _lexical(code_found, BM25_WEIGHTS, rowids)))
     fn_rank_in_file: dict[str, int] = {}
     per_file_count: dict[str, int] = defaultdict(int)
     for fid in fusion.functions:
@@ -499,6 +552,12 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
             float(name in title_words),
             ff.get("file_coverage", NAN),
             ff.get("title_file_bm25_rel", NAN),
+            *code_fn_lexical[rowid],
+            ff.get("code_file_bm25_rel", NAN),
+            hist(title_similar[1], (path, name)),
+            ff.get("hist_title_similar", NAN),
+            raises_fn.get(fid, 0.0),
+            ff.get("raises_named", 0.0),
         ]
         fn_rows.append(qf + f)
     return Candidates(file_list, file_rows, fn_ids, fn_rows)
