@@ -211,6 +211,15 @@ def _lexical(found, weights: tuple[float, ...], rowids: list[int], ranked: bool 
             for i, h in zip(at.tolist(), hit.tolist())]
 
 
+def _part_lexical(store: Store, table: str, terms: list[str], weights: tuple[float, ...],
+                  rowids: list[int]) -> list[tuple[float, float, float]]:
+    """`_lexical` for one part of the query (its title, its code): that part's own BM25 lookup."""
+    if not rowids:
+        return []
+    found = store.bm25_matches(table, terms) if terms else None
+    return _lexical(found, weights, rowids)
+
+
 def _one_hot(weights: tuple[float, ...]) -> list[tuple[float, ...]]:
     """One weight vector per column: that column's weight, 0 elsewhere (BM25 of one column)."""
     return [tuple(w if i == j else 0.0 for i, w in enumerate(weights)) for j in range(len(weights))]
@@ -341,10 +350,8 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
 
     if vector is not None:
         best_stream_file.update(((p, "vector"), r) for p, r in vec_file_rank.items())
-    title_found = store.bm25_matches("files_fts", title_terms) if title_terms else None
-    title_file_lexical = dict(zip(file_list, _lexical(title_found, FILE_WEIGHTS, file_rowids)))
-    code_found = store.bm25_matches("files_fts", code_terms) if code_terms else None
-    code_file_lexical = dict(zip(file_list, _lexical(code_found, FILE_WEIGHTS, file_rowids)))
+    title_file_lexical = dict(zip(file_list, _part_lexical(store, "files_fts", title_terms, FILE_WEIGHTS, file_rowids)))
+    code_file_lexical = dict(zip(file_list, _part_lexical(store, "files_fts", code_terms, FILE_WEIGHTS, file_rowids)))
     ev = history.evidence(store, fusion.terms, file_list, before=history_before)
     title_similar = history.similar_fixes(store, title_terms, file_list, history_before) if ev.present else ({}, {})
     raises_fn, raises_file = _raises_named(store, words)
@@ -482,10 +489,8 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
             near.add(b_)
     if vector is not None:
         stream_best.update(((f, "vector"), r) for f, r in vec_fn_rank.items())
-    title_found = store.bm25_matches("entities_fts", title_terms) if title_terms and rowids else None
-    title_fn_lexical = dict(zip(rowids, _lexical(title_found, BM25_WEIGHTS, rowids)))
-    code_found = store.bm25_matches("entities_fts", code_terms) if code_terms and rowids else None
-    code_fn_lexical = dict(zip(rowids, _lexical(code_found, BM25_WEIGHTS, rowids)))
+    title_fn_lexical = dict(zip(rowids, _part_lexical(store, "entities_fts", title_terms, BM25_WEIGHTS, rowids)))
+    code_fn_lexical = dict(zip(rowids, _part_lexical(store, "entities_fts", code_terms, BM25_WEIGHTS, rowids)))
     fn_rank_in_file: dict[str, int] = {}
     per_file_count: dict[str, int] = defaultdict(int)
     for fid in fusion.functions:
