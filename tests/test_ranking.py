@@ -203,6 +203,24 @@ def test_training_is_deterministic_and_learns_the_obvious(tmp_path):
         assert functions[0].endswith(r["gold_functions"][0].split(":")[1])
 
 
+def test_a_files_score_adds_the_best_of_its_candidate_functions():
+    files = ["a.py", "b.py", "c.py"]
+    functions = ["func:a.py:f", "method:a.py:C.g", "func:b.py:h"]
+    fn_scores = np.array([0.5, 2.0, -1.0])
+    got = ranking.with_function_evidence(files, np.array([1.0, 1.0, 1.0]), functions, fn_scores)
+    w = ranking.FUNCTION_EVIDENCE
+    assert w > 0
+    # a.py: its best function (2.0); b.py: its only one; c.py has none: the query's lowest (-1.0)
+    assert np.allclose(got, [1.0 + 2.0 * w, 1.0 - 1.0 * w, 1.0 - 1.0 * w])
+    # a file ranked second by its own model comes first when its functions are much better
+    close = ranking.with_function_evidence(["x.py", "y.py"], np.array([1.0, 0.9]), ["func:x.py:f", "func:y.py:g"],
+                                           np.array([0.0, 1.0]))
+    assert ranking.order(["x.py", "y.py"], close, []) == ["y.py", "x.py"]
+    # no candidate functions: the file model's scores unchanged
+    assert np.array_equal(ranking.with_function_evidence(files, np.array([3.0, 2.0, 1.0]), [], np.array([])),
+                          [3.0, 2.0, 1.0])
+
+
 def rewrite_header(path: Path, change) -> None:
     """The model file with its JSON header changed by `change(header)`."""
     with np.load(path) as data:

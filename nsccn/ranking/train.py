@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from nsccn.ranking import Ranker, Trees, _mask, order
-from nsccn.ranking.features import FEATURE_VERSION, FILE_FEATURES, FUNCTION_FEATURES
+from nsccn.ranking.features import FEATURE_VERSION, FILE_FEATURES, FUNCTION_FEATURES, Candidates
 
 PARAMS = {
     "objective": "lambdarank",
@@ -81,10 +81,7 @@ def fit(records: Sequence[dict], disabled: frozenset[str] = frozenset(), seed: i
 
 def rerank(ranker: Ranker, record: dict) -> tuple[list[str], list[str]]:
     """A recorded query's files and functions in the model's order (then the fusion's rest)."""
-    fx = _mask(np.asarray(record["file_rows"], dtype=np.float64).reshape(-1, len(FILE_FEATURES)), FILE_FEATURES,
-               ranker.disabled)
-    gx = _mask(np.asarray(record["function_rows"], dtype=np.float64).reshape(-1, len(FUNCTION_FEATURES)),
-               FUNCTION_FEATURES, ranker.disabled)
-    files = order(record["files"], ranker.files.predict(fx), record["fusion_files"])
-    functions = order(record["functions"], ranker.functions.predict(gx), record["fusion_functions"])
-    return files, functions
+    cands = Candidates(record["files"], record["file_rows"], record["functions"], record["function_rows"])
+    file_scores, fn_scores = ranker.score(cands)
+    return (order(record["files"], file_scores, record["fusion_files"]),
+            order(record["functions"], fn_scores, record["fusion_functions"]))
