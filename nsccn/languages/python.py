@@ -37,22 +37,52 @@ DOCSTRING_SKELETON_LINES = 6  # a skeleton keeps a docstring's summary, not its 
 # (at most 4 Python frames a level), so the bound also follows the room left on the stack.
 MAX_NESTING = 200
 _FRAMES_PER_LEVEL = 4
-# Left-nested chains (`'a' + 'b' + ... ` a thousand terms long, which CPython compiles) are walked
-# in a loop, not recursively: they cost no nesting.
-_CHAIN_TYPES = frozenset(("binary_operator", "boolean_operator"))
-# The nodes `_visit_expr` treats apart; it walks any other node's children and nothing more.
-_EXPR_TYPES = frozenset(("call", "attribute", "identifier", "string", "subscript")) | _CHAIN_TYPES
-# Leaves (and a string's literal parts) from which the walk takes nothing: skipped without a call.
-# A string's expressions are in its `interpolation` children, which are walked.
-_INERT_TYPES = frozenset(
-    "integer float true false none ellipsis comment string_start string_content string_end "
-    "escape_sequence escape_interpolation type_conversion line_continuation".split()
-)
+_LANGUAGE = ts.Language(tree_sitter_python.language())
 
 
 @lru_cache(maxsize=1)
 def parser() -> ts.Parser:
-    return ts.Parser(ts.Language(tree_sitter_python.language()))
+    return ts.Parser(_LANGUAGE)
+
+
+def _kinds(*types: str) -> frozenset[int]:
+    """Every `Node.kind_id` whose `Node.type` is one of `types` (aliases share a name); a name
+    this grammar does not have is an error, not a kind never seen."""
+    names = {i: _LANGUAGE.node_kind_for_id(i) for i in range(_LANGUAGE.node_kind_count)}
+    names[_ERROR_KIND] = "ERROR"
+    unknown = set(types).difference(names.values())
+    if unknown:
+        raise ValueError(f"not node types of tree-sitter-python: {sorted(unknown)}")
+    return frozenset(i for i, name in names.items() if name in types)
+
+
+_ERROR_KIND = 0xFFFF  # tree-sitter's builtin error symbol, outside node_kind_count
+_IDENTIFIER_KIND = _LANGUAGE.id_for_node_kind("identifier", True)
+# What the walk's loop (`_visit_nodes`) does with a node, by its kind; any other kind is _PLAIN:
+# its children are walked, nothing more.
+_PLAIN, _INERT, _IDENTIFIER, _STATEMENT, _CALL, _CHAIN, _ATTRIBUTE, _STRING, _SUBSCRIPT = range(9)
+_STATEMENT_KINDS = _kinds(
+    "decorated_definition", "function_definition", "class_definition", "import_statement", "import_from_statement",
+    "future_import_statement", "global_statement", "assignment", "augmented_assignment", "raise_statement",
+    "except_clause", "ERROR",
+)
+# Left-nested chains (`'a' + 'b' + ... ` a thousand terms long, which CPython compiles) are walked
+# in a loop, not recursively: they cost no nesting.
+_CHAIN_KINDS = _kinds("binary_operator", "boolean_operator")
+_WALK: dict[int, int] = {
+    # Leaves (and a string's literal parts) from which the walk takes nothing. A string's
+    # expressions are in its `interpolation` children, which are walked.
+    **dict.fromkeys(_kinds("integer", "float", "true", "false", "none", "ellipsis", "comment", "string_start",
+                           "string_content", "string_end", "escape_sequence", "escape_interpolation",
+                           "type_conversion", "line_continuation"), _INERT),
+    **dict.fromkeys(_kinds("identifier"), _IDENTIFIER),
+    **dict.fromkeys(_STATEMENT_KINDS, _STATEMENT),
+    **dict.fromkeys(_kinds("call"), _CALL),
+    **dict.fromkeys(_CHAIN_KINDS, _CHAIN),
+    **dict.fromkeys(_kinds("attribute"), _ATTRIBUTE),
+    **dict.fromkeys(_kinds("string"), _STRING),
+    **dict.fromkeys(_kinds("subscript"), _SUBSCRIPT),
+}
 
 
 def module_name(path: str) -> str:
@@ -273,88 +303,104 @@ class PythonExtractor:
         if t == "except_clause":
             self._visit_except(node, scope)
             return
-        self._visit_expr(node, scope, t)
+        self._visit_expr(node, scope)
 
-    def _visit_expr(self, node: ts.Node, scope: _Scope, t: str | None = None) -> None:
-        """Calls, config reads and body terms inside any expression or statement (`t`: the
-        node's type when the caller has it)."""
-        if self._depth >= self._max_depth:
-            self._too_deep(node)
-            return
-        if t is None:
-            t = node.type
-        if t == "identifier":  # one place handles identifiers: the walk's loop
+    def _visit_expr(self, node: ts.Node, scope: _Scope) -> None:
+        """Calls, config reads and body terms inside any expression (a statement given here is
+        walked as any other node: its children, nothing more)."""
+        if node.kind_id not in _STATEMENT_KINDS:
             self._visit_nodes((node,), scope)
-            return
-        self._depth += 1
-        try:
-            if t == "call":
-                fn = node.child_by_field_name("function")
-                if fn is not None and fn.type == "identifier":  # most calls: no chain to follow
-                    name = _source_text(self._src, fn)
-                else:
-                    name = _expr_name(fn, self._src)
-                if name is not None:
-                    self._call(name, node, scope)
-            elif t in _CHAIN_TYPES:
-                self._visit_chain(node, scope)
-                return
-            elif t == "attribute":
-                self._visit_attribute(node, scope)
-                return
-            elif t == "string":
-                value = _string_value(node)
-                if value and len(value) < 300:
-                    scope.terms.extend(_WORD.findall(value))
-            elif t == "subscript":
-                self._config_subscript(node, scope)
-            self._visit_nodes(node.named_children, scope)
-        finally:
-            self._depth -= 1
+        elif self._depth >= self._max_depth:
+            self._too_deep(node)
+        else:
+            self._depth += 1
+            try:
+                self._visit_nodes(node.named_children, scope)
+            finally:
+                self._depth -= 1
 
     def _visit_nodes(self, nodes, scope: _Scope) -> None:
-        """Each node one level below the current depth. The hot loop of the walk (millions of
-        nodes on a large repository): leaves that can hold nothing and identifiers are handled
-        here, without a call per node, each still under the depth guard."""
+        """Each node one level below the current depth, and everything under it. The hot loop of
+        the walk (millions of nodes on a large repository): expressions are handled in it, and
+        their children walked from a stack of nodes in this loop, not by a call a node (cheaper
+        than recursion, or a stack of iterators); only statements (definitions, imports,
+        assignments...) go through `_visit`. A node's kind is compared as `Node.kind_id` (an
+        int), not as `Node.type` (a new str at each read)."""
         max_depth = self._max_depth
         terms = scope.terms
         src = self._src
-        for child in nodes:
-            t = child.type
-            if t in _INERT_TYPES or t == "identifier":
-                if self._depth >= max_depth:
+        walks = _WALK
+        base = depth = self._depth
+        stack = list(nodes)[::-1]  # the next node on top; None: the end of a node's children
+        pop = stack.pop
+        while stack:
+            child = pop()
+            if child is None:
+                depth -= 1
+                continue
+            walk = walks.get(child.kind_id, _PLAIN)
+            if walk == _IDENTIFIER:
+                if depth >= max_depth:
                     self._too_deep(child)
-                elif t == "identifier":
-                    ident = src[child.start_byte : child.end_byte].decode("utf-8", "replace")
-                    terms.append(ident)
-                    if ident.isupper() and _UPPER_CONST.match(ident) and not _is_store_target(child):
-                        self._ref(scope, "READS_CONFIG", ident, child)
-            elif t in _STATEMENT_TYPES:
+                    continue
+                ident = src[child.start_byte : child.end_byte].decode("utf-8", "replace")
+                terms.append(ident)
+                if ident.isupper() and _UPPER_CONST.match(ident) and not _is_store_target(child):
+                    self._ref(scope, "READS_CONFIG", ident, child)
+                continue
+            if walk == _INERT:
+                if depth >= max_depth:
+                    self._too_deep(child)
+                continue
+            if walk == _STATEMENT:
+                self._depth = depth
                 self._visit(child, scope)
-            elif t in _EXPR_TYPES:
-                self._visit_expr(child, scope, t)
-            elif self._depth >= max_depth:
+                continue
+            if depth >= max_depth:
                 self._too_deep(child)
-            else:  # what `_visit_expr` does with any other node, without its call
-                self._depth += 1
-                try:
-                    self._visit_nodes(child.named_children, scope)
-                finally:
-                    self._depth -= 1
+                continue
+            if walk == _CALL:
+                fn = child.child_by_field_name("function")
+                if fn is not None and fn.kind_id == _IDENTIFIER_KIND:  # most calls: no chain to follow
+                    name = src[fn.start_byte : fn.end_byte].decode("utf-8", "replace")
+                else:
+                    name = _expr_name(fn, src)
+                if name is not None:
+                    self._call(name, child, scope)
+            elif walk == _CHAIN:
+                stack.append(None)
+                stack += _chain_operands(child)
+                depth += 1
+                continue
+            elif walk == _ATTRIBUTE:
+                obj = self._visit_attribute(child, scope)
+                if obj is not None:
+                    stack.append(None)
+                    stack.append(obj)
+                    depth += 1
+                continue
+            elif walk == _STRING:
+                value = _string_value(child)
+                if value and len(value) < 300:
+                    terms.extend(_WORD.findall(value))
+            elif walk == _SUBSCRIPT:
+                self._config_subscript(child, scope)
+            # Its named children, first on top. Most nodes have one or two: `named_child(i)`
+            # makes only those, `named_children` a node of every child, punctuation too.
+            stack.append(None)
+            depth += 1
+            count = child.named_child_count
+            if count == 1:
+                stack.append(child.named_child(0))
+            elif count == 2:
+                stack.append(child.named_child(1))
+                stack.append(child.named_child(0))
+            elif count:
+                stack += child.named_children[::-1]
+        self._depth = base
 
-    def _visit_chain(self, node: ts.Node, scope: _Scope) -> None:
-        """`a + b + c ...`: down the left spine in a loop, each operand at this same depth."""
-        operands: list[ts.Node] = []
-        while node.type in _CHAIN_TYPES:
-            children = node.named_children
-            if not children:
-                return
-            operands.extend(reversed(children[1:]))
-            node = children[0]
-        operands.append(node)
-        self._visit_nodes(reversed(operands), scope)
-
-    def _visit_attribute(self, node: ts.Node, scope: _Scope) -> None:
+    def _visit_attribute(self, node: ts.Node, scope: _Scope) -> ts.Node | None:
+        """An attribute's own name (its object's are the caller's to walk: the object is returned)."""
         self._config_attribute(node, scope)
         obj, attr = node.child_by_field_name("object"), node.child_by_field_name("attribute")
         if attr is not None:
@@ -367,8 +413,7 @@ class PythonExtractor:
                 parent = node.parent
                 if not (parent is not None and parent.type == "call" and parent.child_by_field_name("function") == node):
                     self._ref(scope, "READS_CONFIG", dotted, node)
-        if obj is not None:
-            self._visit_nodes((obj,), scope)
+        return obj
 
     def _visit_definition(self, node: ts.Node, scope: _Scope, outer: ts.Node, decorators: list[str]) -> None:
         name_node = node.child_by_field_name("name")
@@ -492,7 +537,7 @@ class PythonExtractor:
         if annotation is not None:
             self._visit_expr(annotation, scope)
         if right is not None:
-            self._visit(right, scope) if right.type in _STATEMENT_TYPES else self._visit_expr(right, scope)
+            self._visit(right, scope) if right.kind_id in _STATEMENT_KINDS else self._visit_expr(right, scope)
 
     def _visit_raise(self, node: ts.Node, scope: _Scope) -> None:
         exprs = [c for c in node.named_children]
@@ -729,11 +774,23 @@ def blank_broken_definitions(data: bytes, rounds: int = 20) -> bytes:
     return b"\n".join(lines)
 
 
-_STATEMENT_TYPES = frozenset(
-    "decorated_definition function_definition class_definition import_statement import_from_statement "
-    "future_import_statement global_statement assignment augmented_assignment raise_statement except_clause "
-    "ERROR".split()
-)
+def _chain_operands(node: ts.Node) -> list[ts.Node]:
+    """`a + b + c ...`: the operands of a left-nested chain, last first (as a stack takes them),
+    found down its left spine in a loop (each walked at the same depth); none when a link of it
+    has no children."""
+    operands: list[ts.Node] = []
+    while node.kind_id in _CHAIN_KINDS:
+        if node.named_child_count == 2:  # the common case, without a node for the operator
+            operands.append(node.named_child(1))
+            node = node.named_child(0)
+            continue
+        children = node.named_children
+        if not children:
+            return []
+        operands += children[:0:-1]
+        node = children[0]
+    operands.append(node)
+    return operands
 
 
 def _assignment_targets(left: ts.Node | None) -> list[ts.Node]:
