@@ -69,6 +69,7 @@ _STATEMENT_KINDS = _kinds(
 # Left-nested chains (`'a' + 'b' + ... ` a thousand terms long, which CPython compiles) are walked
 # in a loop, not recursively: they cost no nesting.
 _CHAIN_KINDS = _kinds("binary_operator", "boolean_operator")
+_STRING_KINDS, _STRING_CONTENT_KINDS, _INTERPOLATION_KINDS = _kinds("string"), _kinds("string_content"), _kinds("interpolation")
 _WALK: dict[int, int] = {
     # Leaves (and a string's literal parts) from which the walk takes nothing. A string's
     # expressions are in its `interpolation` children, which are walked.
@@ -80,7 +81,7 @@ _WALK: dict[int, int] = {
     **dict.fromkeys(_kinds("call"), _CALL),
     **dict.fromkeys(_CHAIN_KINDS, _CHAIN),
     **dict.fromkeys(_kinds("attribute"), _ATTRIBUTE),
-    **dict.fromkeys(_kinds("string"), _STRING),
+    **dict.fromkeys(_STRING_KINDS, _STRING),
     **dict.fromkeys(_kinds("subscript"), _SUBSCRIPT),
 }
 
@@ -130,9 +131,9 @@ def absolute_module(path: str, module: str, node: ts.Node) -> str:
     return ".".join(parts)
 
 
-def _expr_name(node: ts.Node | None, src: bytes | None = None) -> str | None:
+def _expr_name(node: ts.Node | None, src: bytes) -> str | None:
     """`a.b.c` for identifier/attribute chains, `super().m` for super calls, else None (`src`:
-    the bytes the tree was parsed from, a faster way to the names' text)."""
+    the bytes the tree was parsed from)."""
     if node is None:
         return None
     parts: list[str] = []
@@ -141,11 +142,11 @@ def _expr_name(node: ts.Node | None, src: bytes | None = None) -> str | None:
         attr = node.child_by_field_name("attribute")
         if obj is None or attr is None:
             return None
-        parts.append(_text(attr) if src is None else _source_text(src, attr))
+        parts.append(_source_text(src, attr))
         node = obj
     t = node.type
     if t == "identifier":
-        head = _text(node) if src is None else _source_text(src, node)
+        head = _source_text(src, node)
         if not parts:
             return head
     elif parts and t == "call":
@@ -172,13 +173,18 @@ def nesting_budget() -> int:
     return max(8, min(MAX_NESTING, (_stack_room() - 100) // _FRAMES_PER_LEVEL))
 
 
-def _string_value(node: ts.Node | None) -> str | None:
-    if node is None or node.type != "string":
+def _string_value(node: ts.Node | None, src: bytes) -> str | None:
+    """The text of a string literal, None for an f-string with expressions or any other node."""
+    if node is None or node.kind_id not in _STRING_KINDS:
         return None
-    parts = [c for c in node.children if c.type == "string_content"]
-    if any(c.type == "interpolation" for c in node.children):
-        return None
-    return "".join(_text(c) for c in parts)
+    parts = []
+    for child in node.children:
+        kind = child.kind_id
+        if kind in _INTERPOLATION_KINDS:
+            return None
+        if kind in _STRING_CONTENT_KINDS:
+            parts.append(src[child.start_byte : child.end_byte].decode("utf-8", "replace"))
+    return "".join(parts)
 
 
 class _Scope:
@@ -212,7 +218,7 @@ class PythonExtractor:
         self._entity_fields: dict[str, dict] = {}
         self._depth = 0
         self._max_depth = MAX_NESTING
-        self._src = data  # the bytes the walked tree was parsed from
+        self._source(data)
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -221,7 +227,7 @@ class PythonExtractor:
         tree = parser().parse(self.data)
         if tree.root_node.has_error:
             self._collect_errors(tree.root_node)
-            self._src = blank_broken_definitions(self.data)
+            self._source(blank_broken_definitions(self.data))
             tree = parser().parse(self._src)
         root = tree.root_node
         mod_id = entity_id("module", self.path, self.module or "__init__")
@@ -252,6 +258,13 @@ class PythonExtractor:
         for star in self.star_imports:
             self.imports[f"*{star}"] = star
         return self
+
+    def _source(self, src: bytes) -> None:
+        """The bytes the walked tree is parsed from, and the same one char a byte: a name sliced
+        from that by byte offsets is, when ASCII, the name's UTF-8 text, at half the cost of
+        slicing and decoding the bytes."""
+        self._src = src
+        self._latin = src.decode("latin-1")
 
     # -- walking -----------------------------------------------------------------------------
 
@@ -329,6 +342,7 @@ class PythonExtractor:
         max_depth = self._max_depth
         terms = scope.terms
         src = self._src
+        latin = self._latin
         walks = _WALK
         base = depth = self._depth
         stack = list(nodes)[::-1]  # the next node on top; None: the end of a node's children
@@ -343,7 +357,9 @@ class PythonExtractor:
                 if depth >= max_depth:
                     self._too_deep(child)
                     continue
-                ident = src[child.start_byte : child.end_byte].decode("utf-8", "replace")
+                ident = latin[child.start_byte : child.end_byte]
+                if not ident.isascii():
+                    ident = src[child.start_byte : child.end_byte].decode("utf-8", "replace")
                 terms.append(ident)
                 if ident.isupper() and _UPPER_CONST.match(ident) and not _is_store_target(child):
                     self._ref(scope, "READS_CONFIG", ident, child)
@@ -362,7 +378,9 @@ class PythonExtractor:
             if walk == _CALL:
                 fn = child.child_by_field_name("function")
                 if fn is not None and fn.kind_id == _IDENTIFIER_KIND:  # most calls: no chain to follow
-                    name = src[fn.start_byte : fn.end_byte].decode("utf-8", "replace")
+                    name = latin[fn.start_byte : fn.end_byte]
+                    if not name.isascii():
+                        name = src[fn.start_byte : fn.end_byte].decode("utf-8", "replace")
                 else:
                     name = _expr_name(fn, src)
                 if name is not None:
@@ -380,7 +398,7 @@ class PythonExtractor:
                     depth += 1
                 continue
             elif walk == _STRING:
-                value = _string_value(child)
+                value = _string_value(child, src)
                 if value and len(value) < 300:
                     terms.extend(_WORD.findall(value))
             elif walk == _SUBSCRIPT:
@@ -408,7 +426,7 @@ class PythonExtractor:
             scope.terms.append(ident)
             # `mod.CONST` may be a constant of another module of ours; the resolver decides.
             upper = ident.isupper() and _UPPER_CONST.match(ident)
-            dotted = _expr_name(node) if upper else None  # O(chain): only when needed
+            dotted = _expr_name(node, self._src) if upper else None  # O(chain): only when needed
             if dotted and not _is_store_target(node):
                 parent = node.parent
                 if not (parent is not None and parent.type == "call" and parent.child_by_field_name("function") == node):
@@ -439,7 +457,7 @@ class PythonExtractor:
             supers = node.child_by_field_name("superclasses")
             if supers is not None:
                 for base in supers.named_children:
-                    base_name = _expr_name(base)
+                    base_name = _expr_name(base, self._src)
                     if base_name is not None:
                         self._ref(inner, "INHERITS", base_name, base)
                     inner.terms.extend(_WORD.findall(_text(base)))
@@ -516,9 +534,9 @@ class PythonExtractor:
         right = node.child_by_field_name("right")
         annotation = node.child_by_field_name("type")
         for target in _assignment_targets(left):
-            name = _expr_name(target)
+            name = _expr_name(target, self._src)
             if target.type == "subscript":
-                name = _expr_name(target.child_by_field_name("value"))
+                name = _expr_name(target.child_by_field_name("value"), self._src)
                 self._visit_expr(target.child_by_field_name("subscript") or target, scope)
             if name is None:
                 if target is not None:
@@ -548,7 +566,7 @@ class PythonExtractor:
             return
         raised = exprs[0]
         target = raised.child_by_field_name("function") if raised.type == "call" else raised
-        name = _expr_name(target)
+        name = _expr_name(target, self._src)
         if name is not None and scope.except_types and name in _alias_names(scope):
             for exc in _real_types(scope.except_types[-1]):
                 self._ref(scope, "PROPAGATES_ERROR", exc, node)
@@ -573,7 +591,7 @@ class PythonExtractor:
                 inner = child.named_children[0] if child.named_children else child
             elems = inner.named_children if inner.type in ("tuple", "parenthesized_expression") else [inner]
             for e in elems:
-                n = _expr_name(e)
+                n = _expr_name(e, self._src)
                 if n:
                     types.append(n)
                     scope.terms.extend(n.split("."))
@@ -590,11 +608,11 @@ class PythonExtractor:
         line = node.start_point[0] + 1
         if name in _ENV_CALLS:
             args = node.child_by_field_name("arguments")
-            key = _string_value(args.named_children[0]) if args is not None and args.named_children else None
+            key = _string_value(args.named_children[0], self._src) if args is not None and args.named_children else None
             self._ref(scope, "READS_CONFIG", f"env:{key or '?'}", None, line)
         elif len(parts) >= 2 and parts[-1] in _CONFIG_GETTERS and _CONFIG_NAMES.search(parts[-2]):
             args = node.child_by_field_name("arguments")
-            key = _string_value(args.named_children[0]) if args is not None and args.named_children else None
+            key = _string_value(args.named_children[0], self._src) if args is not None and args.named_children else None
             self._ref(scope, "READS_CONFIG", f"config:{'.'.join(parts[:-1])}[{key or '?'}]", None, line)
         if len(parts) >= 3 and parts[0] in ("self", "cls") and parts[-1] in MUTATING_METHODS and scope.class_qualname:
             self._ref(scope, "MUTATES", ".".join(parts[:2]), None, line)
@@ -603,8 +621,8 @@ class PythonExtractor:
         self._ref(scope, "CALLS", name, None, line)
 
     def _config_subscript(self, node: ts.Node, scope: _Scope) -> None:
-        value = _expr_name(node.child_by_field_name("value"))
-        key = _string_value(node.child_by_field_name("subscript"))
+        value = _expr_name(node.child_by_field_name("value"), self._src)
+        key = _string_value(node.child_by_field_name("subscript"), self._src)
         if value is None or _is_store_target(node):
             return
         if value in ("os.environ", "environ"):
@@ -619,9 +637,9 @@ class PythonExtractor:
         # The object's last name decides; the whole dotted name is built only then (a chain of n
         # attributes would otherwise cost n^2).
         last = obj_node.child_by_field_name("attribute") if obj_node.type == "attribute" else obj_node
-        if last is None or last.type != "identifier" or not _CONFIG_NAMES.search(_text(last)):
+        if last is None or last.kind_id != _IDENTIFIER_KIND or not _CONFIG_NAMES.search(_source_text(self._src, last)):
             return
-        obj = _expr_name(obj_node)
+        obj = _expr_name(obj_node, self._src)
         attr = node.child_by_field_name("attribute")
         if obj is None or attr is None or _is_store_target(node):
             return
