@@ -390,11 +390,11 @@ def resolve_all(store: Store, children: int = 0) -> int:
         resolver = Resolver(store)
         for chunk in store.ref_chunks(relation="INHERITS"):
             _add_bases(resolver, chunk)
-        store.delete_edges(None)
-        for chunk in store.ref_chunks():
-            edges = _edges_of(resolver, chunk)
-            store.add_edges(edges)
-            n += len(edges)
+        with store.edges_replaced():
+            for chunk in store.ref_chunks():
+                edges = _edges_of(resolver, chunk)
+                store.add_edges(edges)
+                n += len(edges)
     return n
 
 

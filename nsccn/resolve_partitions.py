@@ -11,7 +11,8 @@ the repository) and runs on one core. Here short-lived children do it instead:
   results are committed: WAL readers see them), builds the Resolver, resolves every INHERITS
   reference (the bases, which every partition needs), then its own range, and writes the edges
   to its stdout as length-prefixed msgpack frames, a chunk of references per frame;
-* the caller deletes the old edges and inserts the frames as they arrive, in one transaction;
+* the caller deletes the old edges and inserts the frames as they arrive, in one transaction
+  (the edges' indexes dropped meanwhile and made once at the end: `Store.edges_replaced`);
   its memory holds a few frames, whatever the repository's size.
 
 A child that fails or dies fails the whole resolution (`ResolveFailed`, one line saying which
@@ -102,8 +103,7 @@ def resolve_in_children(store: Store, n: int) -> int:
     try:
         for i, span in enumerate(ranges):
             children.append(_Child(store.path, i, len(ranges), span, arrivals))
-        with store.conn:
-            store.delete_edges(None)
+        with store.conn, store.edges_replaced():
             running = len(children)
             while running:
                 child, frame = arrivals.get()

@@ -1,3 +1,5 @@
+import pytest
+
 from nsccn.extract import parse_file
 from nsccn.languages.python import module_name
 
@@ -191,3 +193,13 @@ def test_the_walk_finds_calls_and_names_inside_f_strings_and_skips_the_literal_p
     assert refs == {("CALLS", "compute"), ("CALLS", "width"), ("CALLS", "str"), ("READS_CONFIG", "x.NAME")}
     terms = ids(pf)["func:pkg/fmt.py:show"].body_terms.split()
     assert terms == ["x", "compute", "width", "NAME", "plain", "str"]  # an f-string gives no words of its own
+
+
+def test_walk_kinds_name_grammar_types():
+    # The walk dispatches on kind ids made from type names: a misspelt name must fail at import,
+    # not quietly match no node (the walk would then skip what it names).
+    from nsccn.languages.python import _kinds
+
+    assert _kinds("identifier") and len(_kinds("block")) == 2  # an alias shares its name's kinds
+    with pytest.raises(ValueError, match="identifer"):
+        _kinds("identifer")

@@ -52,25 +52,35 @@ def test_partitions_cut_between_files_and_cover_every_ref(indexed):
             assert all(upto in ends for _, upto in spans)  # a file's refs stay in one partition
 
 
-@pytest.mark.parametrize("children", [1, 2, 3])
+def _edge_indexes(db: Path) -> list[tuple[str, str]]:
+    """The edges' indexes as the schema made them: a full resolution drops them while it inserts."""
+    with Store(db, readonly=True) as store:
+        return store.conn.execute("SELECT name, sql FROM sqlite_master WHERE type='index' AND tbl_name='edges'"
+                                  " ORDER BY name").fetchall()
+
+
+@pytest.mark.parametrize("children", [0, 1, 2, 3])
 def test_children_resolve_the_edges_one_process_does(indexed, children):
-    before = index_identity.dump(str(indexed))
+    before, indexes = index_identity.dump(str(indexed)), _edge_indexes(indexed)
+    assert len(indexes) == 3  # source, target, the partial one of INHERITS
     with Store(indexed) as store:
         n = resolve_all(store, children=children)
         assert n == store.counts()["edges"] > 0
     assert index_identity.compare(before, index_identity.dump(str(indexed))) == []
+    assert _edge_indexes(indexed) == indexes
 
 
 @pytest.mark.parametrize("frames", [0, 1])
 def test_a_killed_child_fails_the_resolution_and_keeps_the_index(indexed, monkeypatch, frames):
     """A child killed before or after it sent edges: nothing of the resolution is kept."""
-    before = index_identity.dump(str(indexed))
+    before, indexes = index_identity.dump(str(indexed)), _edge_indexes(indexed)
     monkeypatch.setenv(DIE_AFTER_ENV, str(frames))
     with Store(indexed) as store:
         with pytest.raises(ResolveFailed, match=r"resolving partition \d of 2 .* killed by SIGKILL"):
             resolve_all(store, children=2)
         assert store.counts()["edges"] > 0
     assert index_identity.compare(before, index_identity.dump(str(indexed))) == []
+    assert _edge_indexes(indexed) == indexes  # the rollback brought back the dropped indexes
 
 
 def test_a_child_that_cannot_read_the_index_says_why(tmp_path):

@@ -37,22 +37,53 @@ DOCSTRING_SKELETON_LINES = 6  # a skeleton keeps a docstring's summary, not its 
 # (at most 4 Python frames a level), so the bound also follows the room left on the stack.
 MAX_NESTING = 200
 _FRAMES_PER_LEVEL = 4
-# Left-nested chains (`'a' + 'b' + ... ` a thousand terms long, which CPython compiles) are walked
-# in a loop, not recursively: they cost no nesting.
-_CHAIN_TYPES = frozenset(("binary_operator", "boolean_operator"))
-# The nodes `_visit_expr` treats apart; it walks any other node's children and nothing more.
-_EXPR_TYPES = frozenset(("call", "attribute", "identifier", "string", "subscript")) | _CHAIN_TYPES
-# Leaves (and a string's literal parts) from which the walk takes nothing: skipped without a call.
-# A string's expressions are in its `interpolation` children, which are walked.
-_INERT_TYPES = frozenset(
-    "integer float true false none ellipsis comment string_start string_content string_end "
-    "escape_sequence escape_interpolation type_conversion line_continuation".split()
-)
+_LANGUAGE = ts.Language(tree_sitter_python.language())
 
 
 @lru_cache(maxsize=1)
 def parser() -> ts.Parser:
-    return ts.Parser(ts.Language(tree_sitter_python.language()))
+    return ts.Parser(_LANGUAGE)
+
+
+def _kinds(*types: str) -> frozenset[int]:
+    """Every `Node.kind_id` whose `Node.type` is one of `types` (aliases share a name); a name
+    this grammar does not have is an error, not a kind never seen."""
+    names = {i: _LANGUAGE.node_kind_for_id(i) for i in range(_LANGUAGE.node_kind_count)}
+    names[_ERROR_KIND] = "ERROR"
+    unknown = set(types).difference(names.values())
+    if unknown:
+        raise ValueError(f"not node types of tree-sitter-python: {sorted(unknown)}")
+    return frozenset(i for i, name in names.items() if name in types)
+
+
+_ERROR_KIND = 0xFFFF  # tree-sitter's builtin error symbol, outside node_kind_count
+_IDENTIFIER_KIND = _LANGUAGE.id_for_node_kind("identifier", True)
+# What the walk's loop (`_visit_nodes`) does with a node, by its kind; any other kind is _PLAIN:
+# its children are walked, nothing more.
+_PLAIN, _INERT, _IDENTIFIER, _STATEMENT, _CALL, _CHAIN, _ATTRIBUTE, _STRING, _SUBSCRIPT = range(9)
+_STATEMENT_KINDS = _kinds(
+    "decorated_definition", "function_definition", "class_definition", "import_statement", "import_from_statement",
+    "future_import_statement", "global_statement", "assignment", "augmented_assignment", "raise_statement",
+    "except_clause", "ERROR",
+)
+# Left-nested chains (`'a' + 'b' + ... ` a thousand terms long, which CPython compiles) are walked
+# in a loop, not recursively: they cost no nesting.
+_CHAIN_KINDS = _kinds("binary_operator", "boolean_operator")
+_STRING_KINDS, _STRING_CONTENT_KINDS, _INTERPOLATION_KINDS = _kinds("string"), _kinds("string_content"), _kinds("interpolation")
+_WALK: dict[int, int] = {
+    # Leaves (and a string's literal parts) from which the walk takes nothing. A string's
+    # expressions are in its `interpolation` children, which are walked.
+    **dict.fromkeys(_kinds("integer", "float", "true", "false", "none", "ellipsis", "comment", "string_start",
+                           "string_content", "string_end", "escape_sequence", "escape_interpolation",
+                           "type_conversion", "line_continuation"), _INERT),
+    **dict.fromkeys(_kinds("identifier"), _IDENTIFIER),
+    **dict.fromkeys(_STATEMENT_KINDS, _STATEMENT),
+    **dict.fromkeys(_kinds("call"), _CALL),
+    **dict.fromkeys(_CHAIN_KINDS, _CHAIN),
+    **dict.fromkeys(_kinds("attribute"), _ATTRIBUTE),
+    **dict.fromkeys(_STRING_KINDS, _STRING),
+    **dict.fromkeys(_kinds("subscript"), _SUBSCRIPT),
+}
 
 
 def module_name(path: str) -> str:
@@ -100,9 +131,9 @@ def absolute_module(path: str, module: str, node: ts.Node) -> str:
     return ".".join(parts)
 
 
-def _expr_name(node: ts.Node | None, src: bytes | None = None) -> str | None:
+def _expr_name(node: ts.Node | None, src: bytes) -> str | None:
     """`a.b.c` for identifier/attribute chains, `super().m` for super calls, else None (`src`:
-    the bytes the tree was parsed from, a faster way to the names' text)."""
+    the bytes the tree was parsed from)."""
     if node is None:
         return None
     parts: list[str] = []
@@ -111,11 +142,11 @@ def _expr_name(node: ts.Node | None, src: bytes | None = None) -> str | None:
         attr = node.child_by_field_name("attribute")
         if obj is None or attr is None:
             return None
-        parts.append(_text(attr) if src is None else _source_text(src, attr))
+        parts.append(_source_text(src, attr))
         node = obj
     t = node.type
     if t == "identifier":
-        head = _text(node) if src is None else _source_text(src, node)
+        head = _source_text(src, node)
         if not parts:
             return head
     elif parts and t == "call":
@@ -142,13 +173,18 @@ def nesting_budget() -> int:
     return max(8, min(MAX_NESTING, (_stack_room() - 100) // _FRAMES_PER_LEVEL))
 
 
-def _string_value(node: ts.Node | None) -> str | None:
-    if node is None or node.type != "string":
+def _string_value(node: ts.Node | None, src: bytes) -> str | None:
+    """The text of a string literal, None for an f-string with expressions or any other node."""
+    if node is None or node.kind_id not in _STRING_KINDS:
         return None
-    parts = [c for c in node.children if c.type == "string_content"]
-    if any(c.type == "interpolation" for c in node.children):
-        return None
-    return "".join(_text(c) for c in parts)
+    parts = []
+    for child in node.children:
+        kind = child.kind_id
+        if kind in _INTERPOLATION_KINDS:
+            return None
+        if kind in _STRING_CONTENT_KINDS:
+            parts.append(src[child.start_byte : child.end_byte].decode("utf-8", "replace"))
+    return "".join(parts)
 
 
 class _Scope:
@@ -182,7 +218,7 @@ class PythonExtractor:
         self._entity_fields: dict[str, dict] = {}
         self._depth = 0
         self._max_depth = MAX_NESTING
-        self._src = data  # the bytes the walked tree was parsed from
+        self._source(data)
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -191,7 +227,7 @@ class PythonExtractor:
         tree = parser().parse(self.data)
         if tree.root_node.has_error:
             self._collect_errors(tree.root_node)
-            self._src = blank_broken_definitions(self.data)
+            self._source(blank_broken_definitions(self.data))
             tree = parser().parse(self._src)
         root = tree.root_node
         mod_id = entity_id("module", self.path, self.module or "__init__")
@@ -222,6 +258,13 @@ class PythonExtractor:
         for star in self.star_imports:
             self.imports[f"*{star}"] = star
         return self
+
+    def _source(self, src: bytes) -> None:
+        """The bytes the walked tree is parsed from, and the same one char a byte: a name sliced
+        from that by byte offsets is, when ASCII, the name's UTF-8 text, at half the cost of
+        slicing and decoding the bytes."""
+        self._src = src
+        self._latin = src.decode("latin-1")
 
     # -- walking -----------------------------------------------------------------------------
 
@@ -273,88 +316,109 @@ class PythonExtractor:
         if t == "except_clause":
             self._visit_except(node, scope)
             return
-        self._visit_expr(node, scope, t)
+        self._visit_expr(node, scope)
 
-    def _visit_expr(self, node: ts.Node, scope: _Scope, t: str | None = None) -> None:
-        """Calls, config reads and body terms inside any expression or statement (`t`: the
-        node's type when the caller has it)."""
-        if self._depth >= self._max_depth:
-            self._too_deep(node)
-            return
-        if t is None:
-            t = node.type
-        if t == "identifier":  # one place handles identifiers: the walk's loop
+    def _visit_expr(self, node: ts.Node, scope: _Scope) -> None:
+        """Calls, config reads and body terms inside any expression (a statement given here is
+        walked as any other node: its children, nothing more)."""
+        if node.kind_id not in _STATEMENT_KINDS:
             self._visit_nodes((node,), scope)
-            return
-        self._depth += 1
-        try:
-            if t == "call":
-                fn = node.child_by_field_name("function")
-                if fn is not None and fn.type == "identifier":  # most calls: no chain to follow
-                    name = _source_text(self._src, fn)
-                else:
-                    name = _expr_name(fn, self._src)
-                if name is not None:
-                    self._call(name, node, scope)
-            elif t in _CHAIN_TYPES:
-                self._visit_chain(node, scope)
-                return
-            elif t == "attribute":
-                self._visit_attribute(node, scope)
-                return
-            elif t == "string":
-                value = _string_value(node)
-                if value and len(value) < 300:
-                    scope.terms.extend(_WORD.findall(value))
-            elif t == "subscript":
-                self._config_subscript(node, scope)
-            self._visit_nodes(node.named_children, scope)
-        finally:
-            self._depth -= 1
+        elif self._depth >= self._max_depth:
+            self._too_deep(node)
+        else:
+            self._depth += 1
+            try:
+                self._visit_nodes(node.named_children, scope)
+            finally:
+                self._depth -= 1
 
     def _visit_nodes(self, nodes, scope: _Scope) -> None:
-        """Each node one level below the current depth. The hot loop of the walk (millions of
-        nodes on a large repository): leaves that can hold nothing and identifiers are handled
-        here, without a call per node, each still under the depth guard."""
+        """Each node one level below the current depth, and everything under it. The hot loop of
+        the walk (millions of nodes on a large repository): expressions are handled in it, and
+        their children walked from a stack of nodes in this loop, not by a call a node (cheaper
+        than recursion, or a stack of iterators); only statements (definitions, imports,
+        assignments...) go through `_visit`. A node's kind is compared as `Node.kind_id` (an
+        int), not as `Node.type` (a new str at each read)."""
         max_depth = self._max_depth
         terms = scope.terms
         src = self._src
-        for child in nodes:
-            t = child.type
-            if t in _INERT_TYPES or t == "identifier":
-                if self._depth >= max_depth:
+        latin = self._latin
+        walks = _WALK
+        base = depth = self._depth
+        stack = list(nodes)[::-1]  # the next node on top; None: the end of a node's children
+        pop = stack.pop
+        while stack:
+            child = pop()
+            if child is None:
+                depth -= 1
+                continue
+            walk = walks.get(child.kind_id, _PLAIN)
+            if walk == _IDENTIFIER:
+                if depth >= max_depth:
                     self._too_deep(child)
-                elif t == "identifier":
+                    continue
+                ident = latin[child.start_byte : child.end_byte]
+                if not ident.isascii():
                     ident = src[child.start_byte : child.end_byte].decode("utf-8", "replace")
-                    terms.append(ident)
-                    if ident.isupper() and _UPPER_CONST.match(ident) and not _is_store_target(child):
-                        self._ref(scope, "READS_CONFIG", ident, child)
-            elif t in _STATEMENT_TYPES:
+                terms.append(ident)
+                if ident.isupper() and _UPPER_CONST.match(ident) and not _is_store_target(child):
+                    self._ref(scope, "READS_CONFIG", ident, child)
+                continue
+            if walk == _INERT:
+                if depth >= max_depth:
+                    self._too_deep(child)
+                continue
+            if walk == _STATEMENT:
+                self._depth = depth
                 self._visit(child, scope)
-            elif t in _EXPR_TYPES:
-                self._visit_expr(child, scope, t)
-            elif self._depth >= max_depth:
+                continue
+            if depth >= max_depth:
                 self._too_deep(child)
-            else:  # what `_visit_expr` does with any other node, without its call
-                self._depth += 1
-                try:
-                    self._visit_nodes(child.named_children, scope)
-                finally:
-                    self._depth -= 1
+                continue
+            if walk == _CALL:
+                fn = child.child_by_field_name("function")
+                if fn is not None and fn.kind_id == _IDENTIFIER_KIND:  # most calls: no chain to follow
+                    name = latin[fn.start_byte : fn.end_byte]
+                    if not name.isascii():
+                        name = src[fn.start_byte : fn.end_byte].decode("utf-8", "replace")
+                else:
+                    name = _expr_name(fn, src)
+                if name is not None:
+                    self._call(name, child, scope)
+            elif walk == _CHAIN:
+                stack.append(None)
+                stack += _chain_operands(child)
+                depth += 1
+                continue
+            elif walk == _ATTRIBUTE:
+                obj = self._visit_attribute(child, scope)
+                if obj is not None:
+                    stack.append(None)
+                    stack.append(obj)
+                    depth += 1
+                continue
+            elif walk == _STRING:
+                value = _string_value(child, src)
+                if value and len(value) < 300:
+                    terms.extend(_WORD.findall(value))
+            elif walk == _SUBSCRIPT:
+                self._config_subscript(child, scope)
+            # Its named children, first on top. Most nodes have one or two: `named_child(i)`
+            # makes only those, `named_children` a node of every child, punctuation too.
+            stack.append(None)
+            depth += 1
+            count = child.named_child_count
+            if count == 1:
+                stack.append(child.named_child(0))
+            elif count == 2:
+                stack.append(child.named_child(1))
+                stack.append(child.named_child(0))
+            elif count:
+                stack += child.named_children[::-1]
+        self._depth = base
 
-    def _visit_chain(self, node: ts.Node, scope: _Scope) -> None:
-        """`a + b + c ...`: down the left spine in a loop, each operand at this same depth."""
-        operands: list[ts.Node] = []
-        while node.type in _CHAIN_TYPES:
-            children = node.named_children
-            if not children:
-                return
-            operands.extend(reversed(children[1:]))
-            node = children[0]
-        operands.append(node)
-        self._visit_nodes(reversed(operands), scope)
-
-    def _visit_attribute(self, node: ts.Node, scope: _Scope) -> None:
+    def _visit_attribute(self, node: ts.Node, scope: _Scope) -> ts.Node | None:
+        """An attribute's own name (its object's are the caller's to walk: the object is returned)."""
         self._config_attribute(node, scope)
         obj, attr = node.child_by_field_name("object"), node.child_by_field_name("attribute")
         if attr is not None:
@@ -362,13 +426,12 @@ class PythonExtractor:
             scope.terms.append(ident)
             # `mod.CONST` may be a constant of another module of ours; the resolver decides.
             upper = ident.isupper() and _UPPER_CONST.match(ident)
-            dotted = _expr_name(node) if upper else None  # O(chain): only when needed
+            dotted = _expr_name(node, self._src) if upper else None  # O(chain): only when needed
             if dotted and not _is_store_target(node):
                 parent = node.parent
                 if not (parent is not None and parent.type == "call" and parent.child_by_field_name("function") == node):
                     self._ref(scope, "READS_CONFIG", dotted, node)
-        if obj is not None:
-            self._visit_nodes((obj,), scope)
+        return obj
 
     def _visit_definition(self, node: ts.Node, scope: _Scope, outer: ts.Node, decorators: list[str]) -> None:
         name_node = node.child_by_field_name("name")
@@ -394,7 +457,7 @@ class PythonExtractor:
             supers = node.child_by_field_name("superclasses")
             if supers is not None:
                 for base in supers.named_children:
-                    base_name = _expr_name(base)
+                    base_name = _expr_name(base, self._src)
                     if base_name is not None:
                         self._ref(inner, "INHERITS", base_name, base)
                     inner.terms.extend(_WORD.findall(_text(base)))
@@ -471,9 +534,9 @@ class PythonExtractor:
         right = node.child_by_field_name("right")
         annotation = node.child_by_field_name("type")
         for target in _assignment_targets(left):
-            name = _expr_name(target)
+            name = _expr_name(target, self._src)
             if target.type == "subscript":
-                name = _expr_name(target.child_by_field_name("value"))
+                name = _expr_name(target.child_by_field_name("value"), self._src)
                 self._visit_expr(target.child_by_field_name("subscript") or target, scope)
             if name is None:
                 if target is not None:
@@ -492,7 +555,7 @@ class PythonExtractor:
         if annotation is not None:
             self._visit_expr(annotation, scope)
         if right is not None:
-            self._visit(right, scope) if right.type in _STATEMENT_TYPES else self._visit_expr(right, scope)
+            self._visit(right, scope) if right.kind_id in _STATEMENT_KINDS else self._visit_expr(right, scope)
 
     def _visit_raise(self, node: ts.Node, scope: _Scope) -> None:
         exprs = [c for c in node.named_children]
@@ -503,7 +566,7 @@ class PythonExtractor:
             return
         raised = exprs[0]
         target = raised.child_by_field_name("function") if raised.type == "call" else raised
-        name = _expr_name(target)
+        name = _expr_name(target, self._src)
         if name is not None and scope.except_types and name in _alias_names(scope):
             for exc in _real_types(scope.except_types[-1]):
                 self._ref(scope, "PROPAGATES_ERROR", exc, node)
@@ -528,7 +591,7 @@ class PythonExtractor:
                 inner = child.named_children[0] if child.named_children else child
             elems = inner.named_children if inner.type in ("tuple", "parenthesized_expression") else [inner]
             for e in elems:
-                n = _expr_name(e)
+                n = _expr_name(e, self._src)
                 if n:
                     types.append(n)
                     scope.terms.extend(n.split("."))
@@ -545,11 +608,11 @@ class PythonExtractor:
         line = node.start_point[0] + 1
         if name in _ENV_CALLS:
             args = node.child_by_field_name("arguments")
-            key = _string_value(args.named_children[0]) if args is not None and args.named_children else None
+            key = _string_value(args.named_children[0], self._src) if args is not None and args.named_children else None
             self._ref(scope, "READS_CONFIG", f"env:{key or '?'}", None, line)
         elif len(parts) >= 2 and parts[-1] in _CONFIG_GETTERS and _CONFIG_NAMES.search(parts[-2]):
             args = node.child_by_field_name("arguments")
-            key = _string_value(args.named_children[0]) if args is not None and args.named_children else None
+            key = _string_value(args.named_children[0], self._src) if args is not None and args.named_children else None
             self._ref(scope, "READS_CONFIG", f"config:{'.'.join(parts[:-1])}[{key or '?'}]", None, line)
         if len(parts) >= 3 and parts[0] in ("self", "cls") and parts[-1] in MUTATING_METHODS and scope.class_qualname:
             self._ref(scope, "MUTATES", ".".join(parts[:2]), None, line)
@@ -558,8 +621,8 @@ class PythonExtractor:
         self._ref(scope, "CALLS", name, None, line)
 
     def _config_subscript(self, node: ts.Node, scope: _Scope) -> None:
-        value = _expr_name(node.child_by_field_name("value"))
-        key = _string_value(node.child_by_field_name("subscript"))
+        value = _expr_name(node.child_by_field_name("value"), self._src)
+        key = _string_value(node.child_by_field_name("subscript"), self._src)
         if value is None or _is_store_target(node):
             return
         if value in ("os.environ", "environ"):
@@ -574,9 +637,9 @@ class PythonExtractor:
         # The object's last name decides; the whole dotted name is built only then (a chain of n
         # attributes would otherwise cost n^2).
         last = obj_node.child_by_field_name("attribute") if obj_node.type == "attribute" else obj_node
-        if last is None or last.type != "identifier" or not _CONFIG_NAMES.search(_text(last)):
+        if last is None or last.kind_id != _IDENTIFIER_KIND or not _CONFIG_NAMES.search(_source_text(self._src, last)):
             return
-        obj = _expr_name(obj_node)
+        obj = _expr_name(obj_node, self._src)
         attr = node.child_by_field_name("attribute")
         if obj is None or attr is None or _is_store_target(node):
             return
@@ -729,11 +792,23 @@ def blank_broken_definitions(data: bytes, rounds: int = 20) -> bytes:
     return b"\n".join(lines)
 
 
-_STATEMENT_TYPES = frozenset(
-    "decorated_definition function_definition class_definition import_statement import_from_statement "
-    "future_import_statement global_statement assignment augmented_assignment raise_statement except_clause "
-    "ERROR".split()
-)
+def _chain_operands(node: ts.Node) -> list[ts.Node]:
+    """`a + b + c ...`: the operands of a left-nested chain, last first (as a stack takes them),
+    found down its left spine in a loop (each walked at the same depth); none when a link of it
+    has no children."""
+    operands: list[ts.Node] = []
+    while node.kind_id in _CHAIN_KINDS:
+        if node.named_child_count == 2:  # the common case, without a node for the operator
+            operands.append(node.named_child(1))
+            node = node.named_child(0)
+            continue
+        children = node.named_children
+        if not children:
+            return []
+        operands += children[:0:-1]
+        node = children[0]
+    operands.append(node)
+    return operands
 
 
 def _assignment_targets(left: ts.Node | None) -> list[ts.Node]:

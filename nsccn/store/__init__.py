@@ -10,6 +10,7 @@ import json
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import repeat
 from operator import attrgetter
@@ -366,6 +367,25 @@ class Store:
             c.execute("DELETE FROM temp.doomed")
             c.executemany("INSERT OR IGNORE INTO temp.doomed VALUES(?)", ((r,) for r in ref_ids))
             c.execute("DELETE FROM edges WHERE ref IN (SELECT ref FROM temp.doomed)")
+
+    @contextmanager
+    def edges_replaced(self) -> Iterator[None]:
+        """Delete every edge for the caller to insert all of them again, inside its transaction.
+        The edges' own indexes are dropped meanwhile and made again at the end: one sort each,
+        not a B-tree insert per edge (sympy's 623k edges: 0.8 + 0.8 CPU-s, not 1.9-2.8). A
+        rollback (the caller's exception) brings the indexes back with the old edges."""
+        c = self.conn
+        if not c.in_transaction:
+            raise RuntimeError("edges_replaced runs inside the caller's transaction")
+        indexes = c.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type='index' AND tbl_name='edges' AND sql IS NOT NULL"
+        ).fetchall()
+        for name, _ in indexes:
+            c.execute(f'DROP INDEX "{name}"')
+        self.delete_edges(None)
+        yield
+        for _, sql in indexes:
+            c.execute(sql)
 
     def add_edges(self, edges: list[tuple]) -> None:
         """Insert edges, each (source, target, relation, confidence, resolution, line, path, ref),
