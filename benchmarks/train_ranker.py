@@ -91,11 +91,13 @@ def loro_mined(dev: list[dict], mined: list[dict], seed: int = 0) -> list[dict]:
 
 
 def grouped_folds(dev: list[dict], mined: list[dict], disabled: frozenset[str] = frozenset(),
-                  train_ids: set[str] | None = None, seed: int = 0, groups: int = 6) -> list[dict]:
+                  train_ids: set[str] | None = None, seed: int = 0, groups: int = 6,
+                  evidence: Sequence[float] = ()) -> list[dict]:
     """Every query, dev and mined, scored by a model that saw none of its repository: each dev
     repository is one fold, the mined repositories form `groups` folds (every `groups`-th
     repository by name). `train_ids`: only these mined pairs train (all are scored), to compare
-    training sets on the same test queries."""
+    training sets on the same test queries. `evidence`: also score each query with these weights of
+    a file's best function score (`Ranker.function_evidence`), the same models; rows carry the weight."""
     repos = sorted({r["repo"] for r in mined})
     folds = [[r for r in dev if r["repo"] == repo] for repo in sorted({r["repo"] for r in dev})]
     n_dev = len(folds)
@@ -107,7 +109,11 @@ def grouped_folds(dev: list[dict], mined: list[dict], disabled: frozenset[str] =
         train = [r for j, fold in enumerate(folds) if j != i for r in fold
                  if train_ids is None or j < n_dev or r["instance_id"] in train_ids]
         ranker = fit(train, disabled=disabled, seed=seed)
-        scored += [dict(x, held_out="dev" if i < n_dev else "mined") for x in score_records(test, ranker)]
+        part = "dev" if i < n_dev else "mined"
+        scored += [dict(x, held_out=part) for x in score_records(test, ranker)]
+        for w in evidence:
+            ranker.function_evidence = w
+            scored += [dict(x, held_out=part, evidence=w) for x in score_records(test, ranker)]
     return scored
 
 
@@ -152,6 +158,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "every dev and mined query scored by a model that saw none of its repository (with --ablate: each group removed)")
     ap.add_argument("--mined-train", type=Path,
                     help="with --grouped: also a row trained only on the mined pairs of this dataset (mine_history.py output; all are still scored)")
+    ap.add_argument("--evidence-weights", type=float, nargs="+", default=[],
+                    help="with --grouped: also each of these weights of a file's best function score "
+                         "(FUNCTION_EVIDENCE is chosen from this table's mined columns)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ship", type=Path, help="train on everything and write the model here")
     ap.add_argument("--out", type=Path, help="write the table (metrics.md) and per-instance results here")
@@ -179,7 +188,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "learned, leave-one-repo-out": loro_mined(dev, mined, seed=args.seed)}).split("\n\n", 1)[1]
     grouped: dict[str, list[dict]] = {}
     if args.grouped and mined:
-        grouped["learned, grouped folds"] = grouped_folds(dev, mined, seed=args.seed)
+        rows = grouped_folds(dev, mined, seed=args.seed, evidence=args.evidence_weights)
+        grouped["learned, grouped folds"] = [r for r in rows if "evidence" not in r]
+        for w in args.evidence_weights:
+            grouped[f"  a file's best function score x {w:g}"] = [r for r in rows if r.get("evidence") == w]
         if args.mined_train:
             with open(args.mined_train) as fh:
                 ids = {json.loads(line)["instance_id"] for line in fh if line.strip()}

@@ -156,6 +156,7 @@ class Ranker:
     info: dict = field(default_factory=dict)  # what it was trained on, when, feature version
     source: str = ""  # the file it came from
     disabled: frozenset[str] = frozenset()  # feature groups left out (ablations): their features are missing
+    function_evidence: float = FUNCTION_EVIDENCE  # weight of a file's best function score in its own
 
     @cached_property
     def split_features(self) -> frozenset[str]:
@@ -170,13 +171,15 @@ class Ranker:
 
     def score(self, cands: Candidates) -> tuple[np.ndarray, np.ndarray]:
         """Scores of the candidate files and functions (higher is better). A file's score is its
-        model's plus FUNCTION_EVIDENCE times the best score among its candidate functions."""
+        model's plus `function_evidence` times the best score among its candidate functions."""
         fx = _mask(np.asarray(cands.file_rows, dtype=np.float64).reshape(-1, len(FILE_FEATURES)), FILE_FEATURES,
                    self.disabled)
         gx = _mask(np.asarray(cands.function_rows, dtype=np.float64).reshape(-1, len(FUNCTION_FEATURES)),
                    FUNCTION_FEATURES, self.disabled)
         fn_scores = self.functions.predict(gx)
-        return with_function_evidence(cands.files, self.files.predict(fx), cands.functions, fn_scores), fn_scores
+        file_scores = with_function_evidence(cands.files, self.files.predict(fx), cands.functions, fn_scores,
+                                             self.function_evidence)
+        return file_scores, fn_scores
 
     def rank(self, store: Store, fusion: Fusion, vector: list[int] | None = None, query: str = "") -> tuple[list[str], list[str]]:
         """Files and functions, best first: the candidates in the model's order, then the rest of
@@ -187,10 +190,10 @@ class Ranker:
 
 
 def with_function_evidence(files: list[str], file_scores: np.ndarray, functions: list[str],
-                           fn_scores: np.ndarray) -> np.ndarray:
-    """File scores plus FUNCTION_EVIDENCE x the best function score in each file (a file without a
+                           fn_scores: np.ndarray, weight: float = FUNCTION_EVIDENCE) -> np.ndarray:
+    """File scores plus `weight` x the best function score in each file (a file without a
     candidate function gets the query's lowest), so the function model's view of a file counts."""
-    if not len(fn_scores) or not FUNCTION_EVIDENCE:
+    if not len(fn_scores) or not weight:
         return file_scores
     best: dict[str, float] = {}
     for fid, s in zip(functions, fn_scores):
@@ -198,7 +201,7 @@ def with_function_evidence(files: list[str], file_scores: np.ndarray, functions:
         if s > best.get(path, -np.inf):
             best[path] = float(s)
     lowest = float(np.min(fn_scores))
-    return file_scores + FUNCTION_EVIDENCE * np.array([best.get(p, lowest) for p in files])
+    return file_scores + weight * np.array([best.get(p, lowest) for p in files])
 
 
 def order(items: list[str], scores, rest: list[str]) -> list[str]:
