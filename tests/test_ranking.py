@@ -364,3 +364,9 @@ def test_grouped_folds_score_every_query_with_a_model_that_never_saw_its_reposit
     assert sorted(x["instance_id"] for x in few) == sorted(x["instance_id"] for x in scored)
     table = train_ranker.folds_table({"learned": scored})
     assert "| learned | 18 |" in table and "| 54 |" in table
+    # Evidence weights: every query scored once more per weight, by the same fold's model.
+    weighed = train_ranker.grouped_folds(dev, mined, groups=3, evidence=(0.0, 5.0))
+    for w in (0.0, 5.0):
+        assert sorted(x["instance_id"] for x in weighed if x.get("evidence") == w) == sorted(r["instance_id"] for r in records)
+    plain = [x for x in weighed if "evidence" not in x]
+    assert [x["metrics"] for x in plain] == [x["metrics"] for x in scored]
