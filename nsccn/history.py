@@ -11,6 +11,7 @@ patterns switched on per extension, so no language is special-cased here.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import math
 import os
@@ -19,7 +20,7 @@ import subprocess
 import tempfile
 import threading
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,20 +71,43 @@ class Commit:
     changes: dict[str, set[str]] = field(default_factory=dict)  # path -> names of changed functions
 
 
-def _commits(text: str):
-    """(commit without changes, what follows its header) for each commit of `git log` output in
-    the format `%x00commit %H%x1f%ct%x1f%B%x1f`."""
-    for chunk in text.split(_COMMIT)[1:]:
+def _commits(chunks: Iterable[str]):
+    """(commit without changes, what follows its header) for each commit's text of `git log`
+    output in the format `%x00commit %H%x1f%ct%x1f%B%x1f` (`_split_commits`)."""
+    for chunk in chunks:
         head, _, rest = chunk.partition(_FIELD)
         ctime, _, rest = rest.partition(_FIELD)
         message, _, body = rest.partition(_FIELD)
         yield Commit(head.strip(), int(ctime or 0), message.strip()), body
 
 
+def _split_commits(blocks: Iterable[bytes]) -> Iterator[str]:
+    """Each commit's text of `git log` output arriving in blocks: what `text.split(_COMMIT)[1:]`
+    gives for the whole output decoded at once, holding one commit at a time."""
+    decode = codecs.getincrementaldecoder("utf-8")(errors="replace").decode
+    buf, started = "", False
+    for block in blocks:
+        buf += decode(block)
+        if _COMMIT not in buf:
+            continue
+        *done, buf = buf.split(_COMMIT)
+        for chunk in done:
+            if started:
+                yield chunk
+            started = True  # the first piece is what precedes the first commit
+    buf += decode(b"", final=True)
+    if started:
+        yield buf
+
+
 def parse_log(text: str) -> list[Commit]:
     """Parse `git log --format=... -p -U0` output: each commit's files and the functions its hunks are in."""
+    return _parse_patches(text.split(_COMMIT)[1:])
+
+
+def _parse_patches(chunks: Iterable[str]) -> list[Commit]:
     commits: list[Commit] = []
-    for commit, diff in _commits(text):
+    for commit, diff in _commits(chunks):
         path = None
         for line in diff.splitlines():
             if line.startswith("diff --git "):
@@ -107,14 +131,35 @@ def parse_log(text: str) -> list[Commit]:
     return commits
 
 
-def _git(gitdir: Path, *args: str, attributes: str | None = None) -> str:
+def _git_command(gitdir: Path, args: tuple[str, ...], attributes: str | None) -> list[str]:
     cmd = ["git", "-C", str(gitdir)]
     if attributes:
         cmd += ["-c", f"core.attributesFile={attributes}"]
-    proc = subprocess.run([*cmd, *args], capture_output=True)
+    return [*cmd, *args]
+
+
+def _git(gitdir: Path, *args: str, attributes: str | None = None) -> str:
+    proc = subprocess.run(_git_command(gitdir, args, attributes), capture_output=True)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr.decode(errors="replace").strip() or f"git {args[0]} failed")
     return proc.stdout.decode("utf-8", errors="replace")
+
+
+def _git_blocks(gitdir: Path, *args: str, attributes: str | None = None, size: int = 1 << 20) -> Iterator[bytes]:
+    """git's output as it comes, in blocks: a long `git log -p` (69 MB for sympy's newest 3,000
+    commits) is never held whole. RuntimeError after the output when git fails."""
+    with tempfile.TemporaryFile() as err:  # a file, not a pipe: a chatty stderr cannot block git
+        proc = subprocess.Popen(_git_command(gitdir, args, attributes), stdout=subprocess.PIPE, stderr=err)
+        try:
+            while block := proc.stdout.read(size):
+                yield block
+        finally:
+            proc.stdout.close()
+            returncode = proc.wait()
+        if returncode != 0:
+            err.seek(0)
+            what = next((a for a in args if a.isalpha()), "")
+            raise RuntimeError(err.read().decode(errors="replace").strip() or f"git {what} failed")
 
 
 def read_commits(gitdir: Path, head: str, since: str | None = None, max_commits: int = MAX_COMMITS) -> list[Commit]:
@@ -124,10 +169,11 @@ def read_commits(gitdir: Path, head: str, since: str | None = None, max_commits:
     with tempfile.NamedTemporaryFile("w", suffix=".gitattributes", delete=False) as fh:
         fh.write("".join(f"*.{ext} diff={driver}\n" for ext, driver in _DIFF_DRIVERS.items()))
     try:
-        text = _git(
-            gitdir, "log", f"-n{max_commits}", "--no-merges", "--no-renames", "-p", "-U0", "--no-color",
-            "--no-ext-diff", "--no-textconv", fmt, revs, attributes=fh.name,
-        )
+        # A small delta cache: git's own memory halves (sympy: 182 -> 93 MB) for the same CPU.
+        return _parse_patches(_split_commits(_git_blocks(
+            gitdir, "-c", "core.deltaBaseCacheLimit=16m", "log", f"-n{max_commits}", "--no-merges", "--no-renames",
+            "-p", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", fmt, revs, attributes=fh.name,
+        )))
     except RuntimeError:
         # A clone missing some blobs (partial or damaged) cannot show diffs: the files each commit
         # changed still come from its trees, without the functions.
@@ -135,13 +181,12 @@ def read_commits(gitdir: Path, head: str, since: str | None = None, max_commits:
         return parse_name_only(text)
     finally:
         os.unlink(fh.name)
-    return parse_log(text)
 
 
 def parse_name_only(text: str) -> list[Commit]:
     """Parse `git log --format=... --name-only` output: files, no functions."""
     commits: list[Commit] = []
-    for commit, names in _commits(text):
+    for commit, names in _commits(text.split(_COMMIT)[1:]):
         commit.changes = {p: set() for p in names.strip().splitlines() if p.strip()}
         commits.append(commit)
     return commits

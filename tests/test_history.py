@@ -147,6 +147,29 @@ def test_files_only_when_diffs_cannot_be_read(history_repo):
     assert set(commits[-1].changes) == {"app/config.py", "app/util.py"}
 
 
+def test_the_log_is_read_in_blocks_as_if_read_whole(history_repo, tmp_path):
+    """`git log -p` streams through `_split_commits` block by block (never held whole); the commits
+    are those of the whole output parsed at once, whatever the block size, a UTF-8 character cut
+    between two blocks included."""
+    root, shas = history_repo
+    commit(root, {"app/util.py": "def helper():\n    return 'é—ü'\n"}, "Fix naïve décodage — ünïcode 🐍 in helper",
+           1_600_259_200)
+    fmt = "--format=%x00commit %H%x1f%ct%x1f%B%x1f"
+    raw = subprocess.run(["git", "-C", str(root), "log", "--no-merges", "--no-renames", "-p", "-U0", "--no-color", fmt],
+                         capture_output=True, check=True).stdout
+    whole = raw.decode("utf-8").split(history._COMMIT)[1:]
+    assert len(whole) == 4
+    for size in (1, 2, 3, 5, 64, len(raw)):
+        blocks = [raw[i:i + size] for i in range(0, len(raw), size)]
+        assert list(history._split_commits(blocks)) == whole, size
+    read = history.read_commits(root, "HEAD")
+    assert [(c.sha, c.message, c.changes) for c in read] == [
+        (c.sha, c.message, c.changes) for c in history.parse_log(raw.decode("utf-8"))]
+    assert read[0].message == "Fix naïve décodage — ünïcode 🐍 in helper" and read[0].changes == {"app/util.py": {"helper"}}
+    with pytest.raises(RuntimeError, match="(?i)not a git repository"):
+        list(history._git_blocks(tmp_path, "log"))
+
+
 def test_the_pipeline_reads_the_history_too(history_repo):
     """`nsccn index` through the actor pipeline (the writer) keeps the same history as the library path."""
     import json
