@@ -340,7 +340,8 @@ class PythonExtractor:
         assignments...) go through `_visit`. A node's kind is compared as `Node.kind_id` (an
         int), not as `Node.type` (a new str at each read)."""
         max_depth = self._max_depth
-        terms = scope.terms
+        terms, eid, class_qualname = scope.terms, scope.eid, scope.class_qualname
+        refs = self.refs
         src = self._src
         latin = self._latin
         walks = _WALK
@@ -381,10 +382,15 @@ class PythonExtractor:
                     name = latin[fn.start_byte : fn.end_byte]
                     if not name.isascii():
                         name = src[fn.start_byte : fn.end_byte].decode("utf-8", "replace")
+                    if name in _ENV_CALLS:
+                        self._call(name, child, scope)
+                    else:  # what `_call` does with a plain name, without its calls
+                        terms.append(name)
+                        refs.append(Ref(eid, "CALLS", name, child.start_point[0] + 1, class_qualname))
                 else:
                     name = _expr_name(fn, src)
-                if name is not None:
-                    self._call(name, child, scope)
+                    if name is not None:
+                        self._call(name, child, scope)
             elif walk == _CHAIN:
                 stack.append(None)
                 stack += _chain_operands(child)
