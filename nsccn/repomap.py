@@ -34,21 +34,23 @@ def _graph(store: Store) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.nd
 
 
 def _read_graph(store: Store) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
-    rowids = np.array([r for (r,) in store.conn.execute("SELECT rowid FROM entities ORDER BY rowid")], dtype=np.int64)
+    c = store.conn
+    rowids = np.array([r for (r,) in c.execute("SELECT rowid FROM entities ORDER BY rowid")], dtype=np.int64)
     index = {int(r): i for i, r in enumerate(rowids)}
-    src, dst, w = array("q"), array("q"), array("d")  # 8 bytes an edge each, not a Python object
+    # Edges name their ends by symbols.id: each entity's mapped once here, not joined per edge.
+    node = {sid: index[r] for sid, r in c.execute("SELECT sy.id, e.rowid FROM entities e JOIN symbols sy ON sy.name = e.id")}
     rels = ",".join(f"'{r}'" for r in RANK_RELATIONS)
-    q = (
-        "SELECT s.rowid, t.rowid, rl.name, ed.confidence FROM edges ed JOIN symbols rl ON rl.id = ed.relation "
-        "JOIN symbols ss ON ss.id = ed.source JOIN entities s ON s.id = ss.name "
-        "JOIN symbols ts ON ts.id = ed.target JOIN entities t ON t.id = ts.name "
-        f"WHERE rl.name IN ({rels})"
-    )
-    for s, t, rel, conf in store.conn.execute(q):
-        if s != t:
-            src.append(index[s])
-            dst.append(index[t])
-            w.append(RANK_RELATIONS[rel] * conf)
+    weight = {sid: RANK_RELATIONS[name] for sid, name in c.execute(f"SELECT id, name FROM symbols WHERE name IN ({rels})")}
+    src, dst, w = array("q"), array("q"), array("d")  # 8 bytes an edge each, not a Python object
+    # In the order of the index edges_source (ties by the primary key): PageRank's float sums follow it.
+    q = (f"SELECT source, target, relation, confidence FROM edges WHERE relation IN ({','.join(map(str, weight))})"
+         " ORDER BY source, relation, ref, n")
+    for s, t, rel, conf in c.execute(q):
+        s, t = node.get(s), node.get(t)
+        if s is not None and t is not None and s != t:
+            src.append(s)
+            dst.append(t)
+            w.append(weight[rel] * conf)
     return (np.frombuffer(src, dtype=np.int64), np.frombuffer(dst, dtype=np.int64), np.frombuffer(w, dtype=np.float64),
             len(rowids), rowids)
 

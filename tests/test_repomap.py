@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from nsccn import repomap
 from nsccn.indexer import index_repository
 from nsccn.navigator import Navigator
 from nsccn.search import is_test_path
@@ -87,3 +88,22 @@ def test_map_with_room_for_everything_shows_everything(mixed_repo):
     m = mixed_repo.repo_map(max_tokens=200_000)
     assert m["files_shown"] == m["files_total"] and not m["truncated"]
     assert m["map"].count("def hook") == 14 * 12 + 150  # every definition, nested ones under their test
+
+
+def test_the_rank_graph_is_every_weighted_edge_between_two_entities_in_edge_order(shop_index):
+    # PageRank's float sums follow the graph's order: edges by (source, relation), then as resolved.
+    _, store = shop_index
+    src, dst, w, n, rowids = repomap._read_graph(store)
+    at = {int(r): i for i, r in enumerate(rowids)}
+    expected = [
+        (at[s], at[t], repomap.RANK_RELATIONS[rel] * conf)
+        for s, t, rel, conf in store.conn.execute(
+            "SELECT s.rowid, t.rowid, rl.name, ed.confidence FROM edges ed JOIN symbols rl ON rl.id = ed.relation"
+            " JOIN symbols ss ON ss.id = ed.source JOIN entities s ON s.id = ss.name"
+            " JOIN symbols ts ON ts.id = ed.target JOIN entities t ON t.id = ts.name"
+            " ORDER BY ed.source, ed.relation, ed.ref, ed.n"
+        )
+        if rel in repomap.RANK_RELATIONS and s != t
+    ]
+    assert len(expected) > 10 and n == len(rowids) == store.conn.execute("SELECT COUNT(*) FROM entities").fetchone()[0]
+    assert list(zip(src.tolist(), dst.tolist(), w.tolist())) == expected

@@ -84,6 +84,8 @@ _WALK: dict[int, int] = {
     **dict.fromkeys(_STRING_KINDS, _STRING),
     **dict.fromkeys(_kinds("subscript"), _SUBSCRIPT),
 }
+# The same as a list indexed by kind id (every id up to _ERROR_KIND): cheaper than `dict.get`.
+_WALK_OF_KIND = [_WALK.get(kind, _PLAIN) for kind in range(_ERROR_KIND + 1)]
 
 
 def module_name(path: str) -> str:
@@ -340,10 +342,11 @@ class PythonExtractor:
         assignments...) go through `_visit`. A node's kind is compared as `Node.kind_id` (an
         int), not as `Node.type` (a new str at each read)."""
         max_depth = self._max_depth
-        terms = scope.terms
+        terms, eid, class_qualname = scope.terms, scope.eid, scope.class_qualname
+        refs = self.refs
         src = self._src
         latin = self._latin
-        walks = _WALK
+        walks = _WALK_OF_KIND
         base = depth = self._depth
         stack = list(nodes)[::-1]  # the next node on top; None: the end of a node's children
         pop = stack.pop
@@ -352,7 +355,7 @@ class PythonExtractor:
             if child is None:
                 depth -= 1
                 continue
-            walk = walks.get(child.kind_id, _PLAIN)
+            walk = walks[child.kind_id]
             if walk == _IDENTIFIER:
                 if depth >= max_depth:
                     self._too_deep(child)
@@ -375,16 +378,23 @@ class PythonExtractor:
             if depth >= max_depth:
                 self._too_deep(child)
                 continue
-            if walk == _CALL:
+            if walk == _PLAIN:  # the most common after names: its children, nothing more
+                pass
+            elif walk == _CALL:
                 fn = child.child_by_field_name("function")
                 if fn is not None and fn.kind_id == _IDENTIFIER_KIND:  # most calls: no chain to follow
                     name = latin[fn.start_byte : fn.end_byte]
                     if not name.isascii():
                         name = src[fn.start_byte : fn.end_byte].decode("utf-8", "replace")
+                    if name in _ENV_CALLS:
+                        self._call(name, child, scope)
+                    else:  # what `_call` does with a plain name, without its calls
+                        terms.append(name)
+                        refs.append(Ref(eid, "CALLS", name, child.start_point[0] + 1, class_qualname))
                 else:
                     name = _expr_name(fn, src)
-                if name is not None:
-                    self._call(name, child, scope)
+                    if name is not None:
+                        self._call(name, child, scope)
             elif walk == _CHAIN:
                 stack.append(None)
                 stack += _chain_operands(child)

@@ -196,7 +196,10 @@ class Store:
     def _delete_file_rows(self, path: str) -> None:
         c = self.conn
         row = c.execute("SELECT id, refs_first, refs_last FROM files WHERE path=?", (path,)).fetchone()
-        c.execute("DELETE FROM entities_fts WHERE rowid IN (SELECT rowid FROM entities WHERE path=?)", (path,))
+        # Any statement on entities_fts first writes out the rows inserted before it in this
+        # transaction (a new segment, ~0.5 ms): a new file, with no rows to delete, runs none.
+        if c.execute("SELECT 1 FROM entities WHERE path=? LIMIT 1", (path,)).fetchone():
+            c.execute("DELETE FROM entities_fts WHERE rowid IN (SELECT rowid FROM entities WHERE path=?)", (path,))
         c.execute("DELETE FROM entities WHERE path=?", (path,))
         c.execute("DELETE FROM skeletons WHERE path=?", (path,))
         if row is None:
