@@ -36,9 +36,10 @@ CANDIDATE_DEPTH = 50  # the fusion is asked for this many results to draw candid
 # / 78.2, learned for all 41.7 / 74.1 / 79.8, fusion for all 16.2 / 26.7 / 37.9.
 REPORT_TERMS = 3
 # A file's ranking adds this share of the best function-model score among its candidate functions
-# (`with_function_evidence`). Chosen on the 2,880 mined queries alone (grouped folds: each scored by
-# models that never saw its repository; file@1/3/5 sum flat between 0.2 and 0.35), then measured on
-# the dev set: file@1 60.8 -> 62.4, file@3 76.8 -> 78.5, file@5 83.4 -> 82.9.
+# (`with_function_evidence`). Chosen on the 2,880 mined queries alone (`benchmarks/train_ranker.py
+# --grouped --evidence-weights ...`: each scored by models that never saw its repository; their
+# file@1+3+5 sum is flat from 0.15 to 0.35), then measured on the dev set: file@1 60.8 -> 62.4,
+# file@3 76.8 -> 78.5, file@5 83.4 -> 82.9 (benchmarks/results/ranker-loro-v3-evidence/).
 FUNCTION_EVIDENCE = 0.3
 
 
@@ -156,7 +157,7 @@ class Ranker:
     info: dict = field(default_factory=dict)  # what it was trained on, when, feature version
     source: str = ""  # the file it came from
     disabled: frozenset[str] = frozenset()  # feature groups left out (ablations): their features are missing
-    function_evidence: float = FUNCTION_EVIDENCE  # weight of a file's best function score in its own
+    function_evidence: float = FUNCTION_EVIDENCE  # how much a file's best function score adds to its own
 
     @cached_property
     def split_features(self) -> frozenset[str]:
