@@ -87,8 +87,11 @@ def _split_commits(blocks: Iterable[bytes]) -> Iterator[str]:
     decode = codecs.getincrementaldecoder("utf-8")(errors="replace").decode
     buf, started = "", False
     for block in blocks:
+        # Look for a new commit only where this block could complete one: a commit of many
+        # blocks is then scanned once, not once a block.
+        start = max(0, len(buf) - len(_COMMIT) + 1)
         buf += decode(block)
-        if _COMMIT not in buf:
+        if buf.find(_COMMIT, start) < 0:
             continue
         *done, buf = buf.split(_COMMIT)
         for chunk in done:
