@@ -220,3 +220,33 @@ def test_binary_files_are_skipped_by_name_and_a_no_change_run_reads_nothing(tmp_
     assert scan.skipped["binary"] == 1 and "logo.png" not in {f.path for f in scan.files}
     with Store(config.db_path(root), readonly=True) as store:
         assert [f.path for f in plan_changes(root, store, scan.files).to_parse] == ["blob.xyz"]
+
+
+def test_a_name_defined_twice_leaves_one_full_text_row(tmp_path):
+    """A property's setter (or any redefinition) is one entity: one entities_fts row, so BM25's
+    statistics count it once and a later entity that gets its rowid back is the only row there."""
+    twice = ("class Response:\n    @property\n    def body(self):\n        return self._b\n\n"
+             "    @body.setter\n    def body(self, value):\n        self._b = value\n\n\n"
+             "def decode(response):\n    return response.body\n\n\ndef decode(response):\n    return response.body or b''\n")
+    write_repo(tmp_path, {"pkg/resp.py": twice, "pkg/other.py": "def helper():\n    return 1\n"})
+
+    def consistent() -> None:
+        with Store(tmp_path / ".nsccn" / "index.db", readonly=True) as store:
+            c = store.conn
+            entities = {r for (r,) in c.execute("SELECT rowid FROM entities")}
+            full_text = {r for (r,) in c.execute("SELECT id FROM entities_fts_docsize")}
+            assert full_text == entities
+            ids = [i for (i,) in c.execute("SELECT id FROM entities WHERE path='pkg/resp.py' ORDER BY start_line")]
+            assert ids.count("method:pkg/resp.py:Response.body") == 1 and ids.count("func:pkg/resp.py:decode") == 1
+            # the last definition is the entity
+            assert c.execute("SELECT start_line FROM entities WHERE id='func:pkg/resp.py:decode'").fetchone()[0] == 15
+            c.execute("SELECT rowid FROM entities_fts WHERE entities_fts MATCH 'response' "
+                      "ORDER BY bm25(entities_fts)").fetchall()
+
+    index_repository(tmp_path, workers=1)
+    consistent()
+    for step in range(3):  # rewritten, and new files take the highest rowids back
+        (tmp_path / "pkg/resp.py").write_text(twice.replace("_b", f"_b{step}"))
+        (tmp_path / f"pkg/new_{step}.py").write_text("def response_helper():\n    return 2\n")
+        index_repository(tmp_path, workers=1)
+        consistent()

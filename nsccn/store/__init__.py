@@ -269,9 +269,16 @@ class Store:
         terms = pf.terms if pf.terms is not None and len(pf.terms.entities) == len(pf.entities) else file_terms(pf)
         fts = "text_fts" if pf.language == TEXT else "files_fts"  # text never moves code's BM25 statistics
         c.execute(f"INSERT INTO {fts}(rowid, path, body) VALUES(?,?,?)", (file_id, terms.path, terms.body))
-        for e, (name, signature, docstring, body) in zip(pf.entities, terms.entities):
+        # A file that defines one name twice (a redefinition, a property's setter) gives two
+        # entities one id: the last one is the entity. Writing both (INSERT OR REPLACE) left the
+        # first one's entities_fts row behind, counted in BM25 and, once its rowid came back to a
+        # new entity, a second row under one rowid: FTS5 then reports the index malformed.
+        last = {e.id: i for i, e in enumerate(pf.entities)}
+        for i, (e, (name, signature, docstring, body)) in enumerate(zip(pf.entities, terms.entities)):
+            if last[e.id] != i:
+                continue
             c.execute(
-                "INSERT OR REPLACE INTO entities(id, kind, path, qualname, name, start_line, end_line, signature,"
+                "INSERT INTO entities(id, kind, path, qualname, name, start_line, end_line, signature,"
                 " docstring, decorators, parent, body_head) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     e.id,

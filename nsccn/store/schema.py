@@ -7,9 +7,10 @@ import sys
 
 import apsw
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # Schemas before 4 keep ids as text in edges and refs: no migration reads them, the index is rebuilt.
-REBUILD_BELOW = 5
+# Indexes before 6 may hold entities_fts rows of entities written twice (see `Store._insert_file`).
+REBUILD_BELOW = 6
 
 INHERITS_ID = 4  # symbols.id of 'INHERITS', fixed by the schema
 
