@@ -471,8 +471,10 @@ def default_localize(db: Path, query: str, limit: int = TOP_N, signals: frozense
         return ranking.localize(store, query, limit=limit, ranker=ranker)
 
 
-def dump_features(db: Path, inst: dict, fh) -> None:
-    """Candidates and features of one instance (what the ranker is trained on), with labels."""
+def dump_features(db: Path, inst: dict, fh, expand: tuple[int, int] | None = None) -> None:
+    """Candidates and features of one instance (what the ranker is trained on), with labels.
+    `expand` (files, per file): the functions of the best files join the candidates, marked
+    (`Candidates.expanded`), so training can restrict them to any smaller setting."""
     from nsccn import ranking
     from nsccn.ranking.features import candidates
 
@@ -480,7 +482,8 @@ def dump_features(db: Path, inst: dict, fh) -> None:
 
     with Store(db, readonly=True) as store:
         fusion, vector = ranking.featurize(store, inst["problem_statement"])
-        cands = candidates(store, inst["problem_statement"], fusion, vector)
+        cands = candidates(store, inst["problem_statement"], fusion, vector,
+                           **(dict(expand=expand[0], per_file=expand[1]) if expand else {}))
     gold_files, gold_fns = set(inst["gold_files"]), set(inst["gold_functions"])
     fh.write(json.dumps({
         "instance_id": inst["instance_id"], "repo": inst["repo"], "base_commit": inst["base_commit"],
@@ -488,6 +491,7 @@ def dump_features(db: Path, inst: dict, fh) -> None:
         "files": cands.files, "file_rows": cands.file_rows, "file_labels": [int(p in gold_files) for p in cands.files],
         "functions": cands.functions, "function_rows": cands.function_rows,
         "function_labels": [int(entity_to_loc(f) in gold_fns) for f in cands.functions],
+        "expanded": cands.expanded,
         "fusion_files": fusion.files[:TOP_N], "fusion_functions": fusion.functions[:TOP_N],
         "vectors": vector is not None,
     }, allow_nan=True) + "\n")
@@ -507,7 +511,7 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
                   workdir: Path, index_fn: Callable[[Path, Path], Any] | None = None,
                   localize_fn: Callable[..., Any] | None = None, workers: int = 1,
                   embed_test_files: bool = False, features: Path | None = None,
-                  history: bool = True) -> dict[str, Any]:
+                  history: bool = True, features_expand: tuple[int, int] | None = None) -> dict[str, Any]:
     """Run every instance under every configuration; write rankings.jsonl and metrics.json.
 
     `index_fn` / `localize_fn` default to `nsccn.indexer.index_repository` (with `workers` parser
@@ -592,7 +596,7 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
                     "embed_summary": _jsonable(getattr(embed_summary, "vectors", embed_summary))})
                 if feature_fh is not None:
                     try:
-                        dump_features(db, inst, feature_fh)
+                        dump_features(db, inst, feature_fh, features_expand)
                     except Exception as exc:  # reported; the instance is simply not in the training data
                         _progress(f"  features of {inst['instance_id']} failed: {type(exc).__name__}: {exc}")
                 if not warmed:  # model loading and first-open costs stay out of the query times
@@ -818,6 +822,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--features", type=Path,
                     help="also write every instance's ranking candidates, features and labels here (JSONL): "
                          "the learned ranker's training data (benchmarks/train_ranker.py)")
+    ap.add_argument("--features-expand", metavar="FILES:PER_FILE",
+                    type=lambda v: tuple(int(x) for x in v.split(":", 1)),
+                    help="with --features: the functions of the fusion's best FILES files (PER_FILE each) join "
+                         "the candidates, marked (train_ranker.py --expansions compares settings)")
     ap.add_argument("--model", type=Path,
                     help="the model of the `default` configuration (default: the one `nsccn localize` uses)")
     ap.add_argument("--no-history", action="store_true",
@@ -851,7 +859,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     workdir = args.workdir or args.out / "work"
     metrics = run_benchmark(instances, args.mirrors, configs, args.out, workdir, workers=args.workers,
                             embed_test_files=args.embed_test_files, features=args.features,
-                            history=not args.no_history)
+                            history=not args.no_history, features_expand=args.features_expand)
     table = markdown_table(metrics)
     (args.out / "metrics.md").write_text(table)
     print(table)

@@ -14,7 +14,8 @@ training. The table puts the learned ranking beside the fusion it re-ranks (lexi
 same instances. `--ablate` repeats it with each feature group removed, and with dev-only and
 mined-only training data. `--eval-mined` scores each mined repository with a model that never saw
 it; `--grouped` scores dev and mined queries alike in grouped folds (with `--ablate`, each group
-removed; with `--mined-train`, a row trained on a subset of the mined pairs and scored on all).
+removed; with `--mined-train`, a row trained on a subset of the mined pairs and scored on all;
+with `--expansions`, a row for each expansion of the candidates by their best files' functions).
 `--ship` trains one model on everything and writes the package's model.
 """
 
@@ -33,8 +34,8 @@ sys.path.insert(0, str(_HERE.parent))
 from localize import METRIC_NAMES, aggregate, instance_metrics  # noqa: E402
 
 from nsccn.ranking import save_ranker  # noqa: E402
-from nsccn.ranking.features import GROUPS  # noqa: E402
-from nsccn.ranking.train import fit, load_records, rerank  # noqa: E402
+from nsccn.ranking.features import EXPAND_FILES, EXPAND_PER_FILE, GROUPS  # noqa: E402
+from nsccn.ranking.train import fit, load_records, rerank, restrict_expansion  # noqa: E402
 
 HEADLINE = ("file@1", "file@3", "file@5", "module@10", "function@5", "function@10")
 
@@ -161,12 +162,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--evidence-weights", type=float, nargs="+", default=[],
                     help="with --grouped: also each of these weights of a file's best function score "
                          "(FUNCTION_EVIDENCE is chosen from this table's mined columns)")
+    ap.add_argument("--expand", type=int, default=EXPAND_FILES,
+                    help="the functions of the best this-many files join the candidates (default: what localization "
+                         "does; records featured with localize.py --features-expand at least this wide)")
+    ap.add_argument("--per-file", type=int, default=EXPAND_PER_FILE, help="at most this many of a file's functions join")
+    ap.add_argument("--expansions", metavar="FILES:PER_FILE", nargs="+", default=[],
+                    help="with --grouped: also a row for each of these expansions of the candidates")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ship", type=Path, help="train on everything and write the model here")
     ap.add_argument("--out", type=Path, help="write the table (metrics.md) and per-instance results here")
     args = ap.parse_args(argv)
     dev = list({r["instance_id"]: r for r in load_records([args.dev])}.values())  # one per instance
     mined = load_records(args.mined)
+    featured = dev, mined  # as featured (with --features-expand: every expanded function, marked)
+    dev, mined = ([restrict_expansion(r, args.expand, args.per_file) for r in recs] for recs in featured)
     print(f"{len(dev)} dev queries ({', '.join(sorted({r['repo'] for r in dev}))}), {len(mined)} mined", file=sys.stderr)
     t0 = time.perf_counter()
     results: dict[str, list[dict]] = {}
@@ -197,6 +206,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ids = {json.loads(line)["instance_id"] for line in fh if line.strip()}
             grouped[f"  trained on the {len(ids & {r['instance_id'] for r in mined})} mined pairs of {args.mined_train.name}"] = \
                 grouped_folds(dev, mined, train_ids=ids, seed=args.seed)
+        for setting in args.expansions:
+            files, per_file = (int(x) for x in setting.split(":", 1))
+            grouped[f"  the functions of the best {files} files join ({per_file} each)"] = grouped_folds(
+                *([restrict_expansion(r, files, per_file) for r in recs] for recs in featured), seed=args.seed)
         if args.ablate:
             for group in GROUPS:
                 grouped[f"  without {group}"] = grouped_folds(dev, mined, disabled=frozenset({group}), seed=args.seed)

@@ -144,6 +144,48 @@ def test_raise_sites_of_a_named_error_and_a_query_without_code(ranked_repo):
     assert math.isnan(f["code_file_bm25_rel"]) and math.isnan(g["code_rank"]) and g["raises_named"] == 0.0
 
 
+def _quiet_file_repo(root: Path) -> Path:
+    """A file whose functions the query's words never reach, among files of busier functions."""
+    (root / "app").mkdir(parents=True)
+    (root / "app/settings_reader.py").write_text(
+        "def parse_config(path):\n    return open(path).read()\n\n\n"
+        + "".join(f"def quiet_helper_{i}(x):\n    return x + {i}\n\n\n" for i in range(4))
+        + "class Loader:\n    def load(self):\n        def inner():\n            return 1\n        return inner()\n")
+    for i in range(70):  # they call each other: more PageRank than the quiet helpers
+        (root / f"app/other_{i}.py").write_text(
+            "".join(f"def other_{i}_{j}(y):\n    return other_{i}_{(j + 1) % 3}(y)\n\n\n" for j in range(3)))
+    index_repository(root, workers=1)
+    return root
+
+
+def test_the_best_files_functions_join_the_candidates(tmp_path):
+    from nsccn.ranking.train import restrict_expansion
+
+    root = _quiet_file_repo(tmp_path / "repo")
+    query = "parse_config returns the wrong text"
+    with Store(root / ".nsccn" / "index.db", readonly=True) as store:
+        fusion, vector = ranking.featurize(store, query)
+        assert fusion.files[0] == "app/settings_reader.py"
+        plain = candidates(store, query, fusion, vector, expand=0)
+        wide = candidates(store, query, fusion, vector, expand=3, per_file=9)
+        narrow = candidates(store, query, fusion, vector, expand=1, per_file=2)
+    ours = [f for f in plain.functions if "settings_reader" in f]
+    assert ours == ["func:app/settings_reader.py:parse_config"] and plain.expanded == []
+    joined = wide.functions[len(wide.functions) - len(wide.expanded):]
+    assert sorted(joined) == sorted(["method:app/settings_reader.py:Loader.load", "class:app/settings_reader.py:Loader"]
+                                    + [f"func:app/settings_reader.py:quiet_helper_{i}" for i in range(4)])
+    assert not any("inner" in f for f in wide.functions)  # a nested function is its outer function's
+    assert sorted(wide.expanded) == [0, 2, 3, 4, 5, 6]  # parse_config (already a candidate) holds one place
+    # A smaller expansion is a subset: training restricts a widely featured record exactly.
+    record = {"files": wide.files, "file_rows": wide.file_rows, "functions": wide.functions,
+              "function_rows": wide.function_rows, "function_labels": [0] * len(wide.functions),
+              "expanded": wide.expanded}
+    for expand, per_file, want in ((1, 2, narrow), (0, 9, plain)):
+        got = restrict_expansion(record, expand, per_file)
+        assert got["functions"] == want.functions and got["expanded"] == want.expanded
+        np.testing.assert_array_equal(np.asarray(got["function_rows"]), np.asarray(want.function_rows))
+
+
 def test_tree_evaluator_matches_lightgbm():
     import lightgbm as lgb
 

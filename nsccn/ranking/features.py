@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -42,6 +42,15 @@ STREAMS = ("bm25", "vector", "exact", "graph", "prior")
 NAN = float("nan")
 ABSENT = 1000.0  # the rank of a candidate a stream did not return
 VECTOR_CANDIDATES = 30  # the vector stream's best functions join the candidates
+# The functions of the best few files can join the candidates (`expand`): a function the query's
+# words never reach (the fix's second function, a helper) is often in the file it points at.
+# Off: it raised the share of queries with every gold function a candidate (dev 68.4 -> 76.6%
+# with 3 files, 120 functions each), but the model ranked almost none of them into the top 10 (0
+# of 10 dev queries, 10 of 240 mined), and function@10 moved by -0.6 / +0.2 (dev / mined; grouped
+# folds, `benchmarks/train_ranker.py --grouped --expansions ...`). Kept for evidence that could
+# rank them (vectors).
+EXPAND_FILES = 0  # the fusion's best this-many files and whole-file BM25's best this-many
+EXPAND_PER_FILE = 120  # at most this many of a file's functions, highest PageRank first
 MAX_NAMED_WORDS = 2000  # a report's distinct words looked up as raised errors
 LEXICAL_SIGNALS = frozenset({"bm25", "query_analysis", "graph", "prior"})  # the fusion the features read
 # How a report writes `Cart.total` in each language besides the dotted form every language's
@@ -115,6 +124,9 @@ class Candidates:
     file_rows: list[list[float]]
     functions: list[str]  # entity ids
     function_rows: list[list[float]]
+    # The functions that joined as their file's (`expand`): the last len(expanded) of `functions`,
+    # each with its place in its file's PageRank order (so a smaller cap is a subset).
+    expanded: list[int] = field(default_factory=list)
 
 
 def _log(x: float | None) -> float:
@@ -225,12 +237,38 @@ def _one_hot(weights: tuple[float, ...]) -> list[tuple[float, ...]]:
     return [tuple(w if i == j else 0.0 for i, w in enumerate(weights)) for j in range(len(weights))]
 
 
+def file_functions(store: Store, paths: list[str], per_file: int) -> list[tuple[str, int]]:
+    """What a function candidate can be (an outermost function or method, or a class) in each of
+    `paths`, at most `per_file` each, highest PageRank first: (entity id, its place in that order)."""
+    if not paths or per_file <= 0:
+        return []
+    rows = store.conn.execute(
+        "SELECT e.id, e.path FROM entities e LEFT JOIN ranks r ON r.entity_rowid = e.rowid "
+        f"WHERE e.path IN ({','.join('?' * len(paths))}) AND e.kind != 'module' "
+        "ORDER BY e.path, coalesce(r.rank, 0) DESC, e.start_line, e.id", paths).fetchall()
+    outer = outermost_functions(store, [eid for eid, _ in rows])
+    out: list[tuple[str, int]] = []
+    seen: set[str] = set()
+    placed: dict[str, int] = defaultdict(int)
+    for eid, path in rows:
+        fid = outer[eid]
+        if fid in seen or placed[path] >= per_file:
+            continue
+        seen.add(fid)
+        out.append((fid, placed[path]))
+        placed[path] += 1
+    order_of = {p: i for i, p in enumerate(paths)}
+    return sorted(out, key=lambda x: order_of[split_entity_id(x[0])[1]])  # stable: PageRank order within a file
+
+
 def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | None = None,
-               history_before: int | None = None) -> Candidates:
+               history_before: int | None = None, expand: int = EXPAND_FILES,
+               per_file: int = EXPAND_PER_FILE) -> Candidates:
     """The candidate files and functions of a query with one feature row each (FILE_FEATURES,
     FUNCTION_FEATURES order). `fusion` is the lexical fusion (`LEXICAL_SIGNALS`); `vector` the
     vector stream's rowids, best first, or None when the index has no vectors (its features are
-    then missing). `history_before`: only commits older than this time are evidence."""
+    then missing). `history_before`: only commits older than this time are evidence. The
+    functions of the fusion's and whole-file BM25's best `expand` files join (`per_file` each)."""
     c = store.conn
     a = fusion.analysis
     qf = _query_features(query, fusion)
@@ -281,6 +319,13 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
             if i <= VECTOR_CANDIDATES and not eid.startswith("module:") and fid not in listed:
                 fn_ids.append(fid)
                 listed.add(fid)
+    expand_files = list(dict.fromkeys(fusion.files[:expand] + fusion.file_bm25[:expand])) if expand else []
+    expanded: dict[str, int] = {}
+    for fid, place in file_functions(store, expand_files, per_file):
+        if fid not in listed and not fid.startswith("module:"):
+            expanded[fid] = place
+            fn_ids.append(fid)
+            listed.add(fid)
     file_list = list(dict.fromkeys(
         fusion.files[:FILE_CANDIDATES] + fusion.file_bm25[:20] + sorted(mentioned_paths) + sorted(frame_files)
         + [h.entity.path for h in exact_hits]
@@ -565,4 +610,4 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
             ff.get("raises_named", 0.0),
         ]
         fn_rows.append(qf + f)
-    return Candidates(file_list, file_rows, fn_ids, fn_rows)
+    return Candidates(file_list, file_rows, fn_ids, fn_rows, [expanded[f] for f in fn_ids if f in expanded])

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nsccn.model import split_entity_id
 from nsccn.ranking import Ranker, Trees, _mask, order
 from nsccn.ranking.features import FEATURE_VERSION, FILE_FEATURES, FUNCTION_FEATURES, Candidates
 
@@ -45,11 +46,31 @@ def load_records(paths: Iterable[Path]) -> list[dict]:
     return out
 
 
+def restrict_expansion(record: dict, expand: int, per_file: int) -> dict:
+    """`record` as `features.candidates(expand=expand, per_file=per_file)` would have made it, from
+    a record featured with at least that much expansion: the functions that joined as a file's
+    are kept only for the fusion's and whole-file BM25's best `expand` files, `per_file` each.
+    A function's features do not depend on the other candidates, so the rows left are exact."""
+    places = record.get("expanded") or []
+    if not places:
+        return record
+    first = len(record["functions"]) - len(places)
+    fusion_rank, bm25_rank = FILE_FEATURES.index("fusion_rank"), FILE_FEATURES.index("file_bm25_rank")
+    best = {p for p, row in zip(record["files"], record["file_rows"])
+            if row[fusion_rank] <= expand or row[bm25_rank] <= expand}
+    keep = list(range(first)) + [first + i for i, place in enumerate(places) if place < per_file
+                                 and split_entity_id(record["functions"][first + i])[1] in best]
+    return dict(record, functions=[record["functions"][i] for i in keep],
+                function_rows=[record["function_rows"][i] for i in keep],
+                function_labels=[record["function_labels"][i] for i in keep],
+                expanded=[places[i - first] for i in keep[first:]])
+
+
 def _matrix(records: Sequence[dict], level: str, names: list[str], disabled: frozenset[str]):
     xs, ys, groups = [], [], []
     for r in records:
         rows, labels = r[f"{level}_rows"], r[f"{level}_labels"]
-        if not rows or not any(labels):  # nothing to learn from a query whose answer is not a candidate
+        if not len(rows) or not any(labels):  # nothing to learn from a query whose answer is not a candidate
             continue
         xs.append(np.asarray(rows, dtype=np.float64).reshape(-1, len(names)))
         ys.append(np.asarray(labels, dtype=np.float64))
