@@ -44,11 +44,11 @@ ABSENT = 1000.0  # the rank of a candidate a stream did not return
 VECTOR_CANDIDATES = 30  # the vector stream's best functions join the candidates
 # The functions of the best few files can join the candidates (`expand`): a function the query's
 # words never reach (the fix's second function, a helper) is often in the file it points at.
-# Off: it raised the share of queries with every gold function a candidate (dev 68.4 -> 76.6%
-# with 3 files, 120 functions each), but the model ranked almost none of them into the top 10 (0
-# of 10 dev queries, 10 of 240 mined), and function@10 moved by -0.6 / +0.2 (dev / mined; grouped
-# folds, `benchmarks/train_ranker.py --grouped --expansions ...`). Kept for evidence that could
-# rank them (vectors).
+# Off: with 3 files, 120 functions each, every gold function is a candidate for 80.7% of dev
+# and 76.5% of mined queries instead of 75.1 and 68.1, but the model ranks almost none of the
+# newly reached ones into the top 10 (0 of 10 dev queries, 10 of 240 mined) and function@10 does
+# not move (README, `benchmarks/train_ranker.py --grouped --expansions ...`). Kept for evidence
+# that could rank them (vectors).
 EXPAND_FILES = 0  # the fusion's best this-many files and whole-file BM25's best this-many
 EXPAND_PER_FILE = 120  # at most this many of a file's functions, highest PageRank first
 MAX_NAMED_WORDS = 2000  # a report's distinct words looked up as raised errors
