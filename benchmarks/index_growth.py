@@ -34,6 +34,16 @@ def db_bytes(db: Path) -> int:
     return pages * size, free * size
 
 
+def stale_full_text_rows(db: Path) -> int:
+    """entities_fts rows whose entity is gone (BM25 counts them; none should exist)."""
+    conn = apsw.Connection(str(db))
+    try:
+        return conn.execute("SELECT count(*) FROM entities_fts_docsize WHERE id NOT IN (SELECT rowid FROM entities)"
+                            ).fetchone()[0]
+    finally:
+        conn.close()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("tree")
@@ -47,6 +57,7 @@ def main() -> int:
         db = tmp / "index.db"
         index_repository(root, db, workers=1)
         start, start_free = db_bytes(db)
+        start_stale = stale_full_text_rows(db)
         py = sorted(p for p in root.rglob("*.py") if ".nsccn" not in p.parts)
         step = max(1, len(py) // args.files)
         chosen = py[::step][: args.files]
@@ -60,11 +71,13 @@ def main() -> int:
             index_repository(root, db, workers=1)
         seconds = time.perf_counter() - t
         end, end_free = db_bytes(db)
+        end_stale = stale_full_text_rows(db)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"after the first index: {start / 2**20:.1f} MB ({start_free / 2**20:.1f} MB free pages)")
     print(f"after {args.rounds} incremental updates: {end / 2**20:.1f} MB ({end_free / 2**20:.1f} MB free pages);"
           f" growth {100 * (end - start) / start:+.1f}%; {seconds / args.rounds:.2f} s an update")
+    print(f"full-text rows of entities that are gone: {start_stale} after the first index, {end_stale} after the updates")
     return 0
 
 
