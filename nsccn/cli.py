@@ -28,7 +28,9 @@ def _print_json(data) -> None:
 
 
 def cmd_index(args) -> int:
-    root = Path(args.path)
+    # No path given: from a subdirectory, the enclosing repository's index is updated (as queries
+    # find it), not a second index of the subdirectory made. A path given is that path.
+    root = Path(args.path) if args.path is not None else find_root(Path.cwd())
     if not root.is_dir():
         print(f"nsccn: {root} is not a directory", file=sys.stderr)
         return EXIT_USAGE
@@ -466,7 +468,8 @@ def build_parser() -> argparse.ArgumentParser:
         return sp
 
     sp = sub.add_parser("index", help="index a repository (incremental) and exit")
-    sp.add_argument("path", nargs="?", default=".")
+    sp.add_argument("path", nargs="?", default=None,
+                    help="the repository (default: the one around this directory whose index exists, else this directory)")
     sp.add_argument("--workers", type=int, default=0, help="parser processes (0: one per core)")
     sp.add_argument("--embed", action="store_true", help="also compute embeddings (semantic search)")
     mode = sp.add_mutually_exclusive_group()
@@ -478,7 +481,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_index, needs_nav=False)
 
     sp = sub.add_parser("serve", help="index, keep watching and serve MCP on stdio (the actor pipeline)")
-    sp.add_argument("path", nargs="?", default=".")
+    sp.add_argument("path", nargs="?", default=None,
+                    help="the repository (default: the one around this directory whose index exists, else this directory)")
     sp.add_argument("--workers", type=int, default=0, help="parser processes (0: one per core)")
     sp.add_argument("--no-embed", action="store_true", help="no embeddings (lexical + graph search only)")
     sp.add_argument("--no-mcp", action="store_true", help="index and watch only, no MCP on stdio")
@@ -550,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0) if exc.code in (0, None) else EXIT_USAGE
-    bad_config = _config_problem(Path(getattr(args, "root", None) or getattr(args, "path", ".")))
+    bad_config = _config_problem(Path(getattr(args, "root", None) or getattr(args, "path", None) or "."))
     if bad_config:
         print(f"nsccn: {bad_config}", file=sys.stderr)
         return EXIT_USAGE

@@ -125,6 +125,20 @@ def test_cli_works_from_a_subdirectory_of_the_repository(shop_index):
     assert r.returncode == 0 and json.loads(r.stdout)["root"] == str(repo.resolve())
 
 
+def test_cli_index_from_a_subdirectory_updates_the_enclosing_index(shop_index):
+    """`nsccn index` with no path, inside an indexed repository, updates that index (as queries
+    find it) instead of making a second index of the subdirectory; a path given is indexed as given."""
+    repo, _ = shop_index
+    sub = repo / "shop"
+    (sub / "extra.py").write_text("def newly_added_helper():\n    return 1\n")
+    r = nsccn("index", "--in-process", cwd=sub)
+    assert r.returncode == 0, r.stderr
+    assert not (sub / ".nsccn").exists()
+    assert str(repo.resolve()) in r.stdout
+    r = nsccn("search", "newly_added_helper", "--json", cwd=repo)
+    assert json.loads(r.stdout)["results"][0]["id"] == "func:shop/extra.py:newly_added_helper"
+
+
 def test_cli_status_without_an_index_exits_3(tmp_path):
     (tmp_path / ".git").mkdir()  # a repository of its own: no looking above it
     r = nsccn("status", "--json", cwd=tmp_path)
