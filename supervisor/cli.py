@@ -24,7 +24,7 @@ from nsccn.private import PrivatePathError
 from nsccn.indexer import IndexSummary
 from nsccn.store import Store
 from supervisor.addresses import lock_path, running_pipeline
-from supervisor.main import PipelineBusy, Policy, Supervisor
+from supervisor.main import PipelineBusy, Policy, Supervisor, process_alive
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -232,7 +232,9 @@ def stop(root: Path, config, timeout_s: float = 30.0) -> int:
               f" it holds {lock_path(root, config)}", file=sys.stderr)
         return EXIT_FAILED
     deadline = time.monotonic() + timeout_s
-    while running_pipeline(root, config) is not None:
+    pid = info.get("pid")
+    # Gone means the process too: its lock is released a moment before the interpreter exits.
+    while running_pipeline(root, config) is not None or (isinstance(pid, int) and process_alive(pid)):
         if time.monotonic() > deadline:
             print(f"nsccn: the pipeline (pid {info.get('pid')}) did not stop within {timeout_s:g} s", file=sys.stderr)
             return EXIT_FAILED

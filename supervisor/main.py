@@ -523,7 +523,7 @@ class Supervisor:
     def _prune_clients(self, now: float) -> None:
         """Forget fronts that died without saying so (kill -9): their process is gone, or silent."""
         for cid, c in list(self.clients.items()):
-            gone = now - c["last_seen"] > self.policy.client_timeout_s or not _process_alive(c["pid"])
+            gone = now - c["last_seen"] > self.policy.client_timeout_s or not process_alive(c["pid"])
             if gone:
                 log.info("client %s (pid %d) is gone", cid, c["pid"])
                 del self.clients[cid]
@@ -688,7 +688,7 @@ class Supervisor:
 
 
 
-def _process_alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     """A live process (a zombie, dead but not yet reaped by its parent, is not)."""
     try:
         os.kill(pid, 0)
