@@ -27,10 +27,15 @@ def _print_json(data) -> None:
     print(json.dumps(data, indent=2, default=str))
 
 
+def _repository(args) -> Path:
+    """The repository `index` and `serve` work on: the path given, else (from a subdirectory) the
+    enclosing repository whose index exists, as queries find it, not a second index of the
+    subdirectory."""
+    return Path(args.path) if args.path is not None else find_root(Path.cwd())
+
+
 def cmd_index(args) -> int:
-    # No path given: from a subdirectory, the enclosing repository's index is updated (as queries
-    # find it), not a second index of the subdirectory made. A path given is that path.
-    root = Path(args.path) if args.path is not None else find_root(Path.cwd())
+    root = _repository(args)
     if not root.is_dir():
         print(f"nsccn: {root} is not a directory", file=sys.stderr)
         return EXIT_USAGE
@@ -318,10 +323,11 @@ def cmd_serve(args) -> int:
     """Index through the pipeline, keep watching, serve MCP on stdio (nothing else on stdout)."""
     from supervisor.cli import serve
 
-    if not Path(args.path).is_dir():
-        print(f"nsccn: {args.path} is not a directory", file=sys.stderr)
+    root = _repository(args)
+    if not root.is_dir():
+        print(f"nsccn: {root} is not a directory", file=sys.stderr)
         return EXIT_USAGE
-    return serve(args.path, workers=args.workers, embed=not args.no_embed, mcp=not args.no_mcp,
+    return serve(str(root), workers=args.workers, embed=not args.no_embed, mcp=not args.no_mcp,
                  overrides=_tcp_override(args))
 
 

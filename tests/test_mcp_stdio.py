@@ -203,8 +203,9 @@ def test_nsccn_serve_over_stdio(tmp_path):
     log = tmp_path / "serve.log"
     # The whole environment: the MCP client passes only a few variables by default, and the
     # pipeline this starts must see the tests' short linger (conftest) to end with the session.
-    transport = StdioTransport(cmd, pre + ["serve", str(repo), "--no-embed", "--workers", "1"], keep_alive=False,
-                               log_file=log, env=dict(os.environ))
+    # No path: as an MCP client's configuration usually starts it, in the repository.
+    transport = StdioTransport(cmd, pre + ["serve", "--no-embed", "--workers", "1"], keep_alive=False,
+                               log_file=log, env=dict(os.environ), cwd=str(repo))
     try:
         asyncio.run(exercise(transport, repo, live=True))
     except BaseException:
