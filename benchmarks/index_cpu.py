@@ -65,9 +65,11 @@ def main() -> int:
                     runs.append({"round": rnd, "mode": mode, "side": side, "cpu_s": round(r.cpu_s, 2),
                                  "wall_s": round(r.wall_s, 2), "load_before": round(load, 1),
                                  "peak_rss_sum_mb": round(r.peak_rss_sum_mb, 1),
-                                 "peak_rss_mb": {k: round(v, 1) for k, v in r.peak_rss_by_process_mb.items()}})
+                                 "peak_rss_mb": {k: round(v, 1) for k, v in r.peak_rss_by_process_mb.items()},
+                                 "peak_sum_parts_mb": {k: round(v, 1) for k, v in r.peak_rss_parts_mb.items()}})
                     print(f"round {rnd} {mode:10} {side}: cpu {r.cpu_s:6.2f} s  wall {r.wall_s:6.2f} s  load {load:.1f}"
-                          f"  peak sum {r.peak_rss_sum_mb:.0f} MB  {_peaks(r.peak_rss_by_process_mb)}", flush=True)
+                          f"  peak sum {r.peak_rss_sum_mb:.0f} MB  {_peaks(r.peak_rss_by_process_mb)}"
+                          f"  (at the peak: {_peaks(r.peak_rss_parts_mb, 8)})", flush=True)
                     shutil.rmtree(ix, ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -33,6 +33,7 @@ class TreeRun:
     sampled_cpu_s: float  # the same from psutil samples (a lower bound: the last sample of each process)
     peak_rss_sum_mb: float  # the largest sum of RSS over the tree at one sample
     peak_rss_by_process_mb: dict[str, float] = field(default_factory=dict)
+    peak_rss_parts_mb: dict[str, float] = field(default_factory=dict)  # the peak sum's parts, by label
     returncode: int = 0
     stdout: str = ""
     stderr: str = ""
@@ -61,17 +62,19 @@ def run_tree(cmd: list[str], env: dict | None = None, cwd: str | None = None, in
     proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     root = psutil.Process(proc.pid)
     peak_sum = 0.0
+    peak_parts: dict[str, float] = {}
     per_pid: dict[int, tuple[str, float, float]] = {}  # pid -> (label, peak rss MB, last cpu s)
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak_sum
+        nonlocal peak_sum, peak_parts
         while not done.is_set():
             try:
                 procs = [root, *root.children(recursive=True)]
             except psutil.NoSuchProcess:
                 return
             total = 0.0
+            parts: dict[str, float] = {}
             for p in procs:
                 try:
                     with p.oneshot():
@@ -82,7 +85,9 @@ def run_tree(cmd: list[str], env: dict | None = None, cwd: str | None = None, in
                 total += rss
                 label, peak, _ = per_pid.get(p.pid) or (_label(p), 0.0, 0.0)
                 per_pid[p.pid] = (label, max(peak, rss), ct.user + ct.system)
-            peak_sum = max(peak_sum, total)
+                parts[label] = parts.get(label, 0.0) + rss
+            if total > peak_sum:
+                peak_sum, peak_parts = total, parts
             done.wait(interval)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -106,6 +111,7 @@ def run_tree(cmd: list[str], env: dict | None = None, cwd: str | None = None, in
         sampled_cpu_s=sum(c for _, _, c in per_pid.values()),
         peak_rss_sum_mb=peak_sum,
         peak_rss_by_process_mb=by_label,
+        peak_rss_parts_mb=peak_parts,
         returncode=proc.returncode,
         stdout=out,
         stderr=err,

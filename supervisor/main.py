@@ -112,6 +112,7 @@ class Slot:
     peak_rss_kb: int = 0
     log_path: Path | None = None
     external: bool = False  # started by someone else (honcho): watched, never restarted
+    retiring: bool = False  # asked to end because its work is done: its exit is no crash
 
 
 class PipelineBusy(RuntimeError):
@@ -383,6 +384,15 @@ class Supervisor:
 
     def _ended(self, slot: Slot, code: int, now: float) -> None:
         slot.exits.append((slot.pid, code))
+        if slot.retiring:
+            self._drain_inbox()  # its last heartbeat: the final counters
+            self._bank(slot)
+            slot.proc = None
+            slot.retiring = False
+            slot.state = "finished"
+            if self.parsers_due:  # work came back while it was on its way out
+                slot.next_start = 0.0
+            return
         self._bank(slot)
         slot.proc = None
         slot.state = "exited"
@@ -417,11 +427,36 @@ class Supervisor:
             if k in COUNTERS and isinstance(v, (int, float)):
                 slot.banked[k] = slot.banked.get(k, 0) + v
 
+    def _parsers_for(self, watcher_stats: dict) -> None:
+        """An index run's parsers live while the watcher has files to parse: they start when its
+        scan finds work and end once every job is committed, so what they hold (up to a large
+        file's syntax tree each) is given back while the writer resolves and reads the history;
+        jobs sent again (a restarted writer) start them again."""
+        if watcher_stats.get("idle"):
+            if self.parsers_due:
+                self._retire_parsers()
+        elif watcher_stats.get("bulk_total") and not self.parsers_due:
+            self._start_parsers()
+
     def _start_parsers(self) -> None:
         self.parsers_due = True
         for slot in self.slots.values():
             if slot.kind == "parser" and slot.proc is None and slot.next_start is None:
                 slot.next_start = 0.0
+
+    def _retire_parsers(self) -> None:
+        self.parsers_due = False
+        for slot in self.slots.values():
+            if slot.kind != "parser":
+                continue
+            slot.next_start = None
+            if slot.proc is not None:
+                slot.retiring = True
+                log.info("%s (pid %s): every job is committed, stopping it", slot.name, slot.pid)
+                try:
+                    slot.proc.terminate()
+                except ProcessLookupError:
+                    pass
 
     def _slot_for(self, name: str, kind: str, pid: int) -> Slot | None:
         slot = self.slots.get(name)
@@ -452,8 +487,8 @@ class Supervisor:
                 if slot is not None:
                     slot.hb = msg
                     slot.last_hb = time.monotonic()
-                    if not self.parsers_due and msg.kind == "watcher" and msg.stats.get("bulk_total"):
-                        self._start_parsers()
+                    if msg.kind == "watcher" and self.mode == "index":
+                        self._parsers_for(msg.stats)
                     slot.state = msg.state if msg.busy is None else f"busy: {msg.busy}"
                     slot.peak_rss_kb = max(slot.peak_rss_kb, msg.rss_kb)
                     if msg.last_error:
@@ -678,7 +713,7 @@ class Supervisor:
     def summary(self) -> dict:
         return {
             "actors": {
-                s.name: {"restarts": s.restarts, "peak_rss_mb": round(s.peak_rss_kb / 1024, 1), "exits": s.exits,
+                s.name: {"state": s.state, "restarts": s.restarts, "peak_rss_mb": round(s.peak_rss_kb / 1024, 1), "exits": s.exits,
                          "last_error": s.last_error}
                 for s in self.slots.values()
             },

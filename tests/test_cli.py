@@ -1,6 +1,7 @@
 """The `nsccn` command as a user runs it: a real subprocess, real output, real exit codes."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -10,8 +11,9 @@ from conftest import SHOP
 from nsccn.store import Store
 
 
-def nsccn(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "nsccn.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+def nsccn(*args, cwd=None, env=None):
+    return subprocess.run([sys.executable, "-m", "nsccn.cli", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=120, env=None if env is None else {**os.environ, **env})
 
 
 def test_cli_round_trip(shop_repo):
@@ -176,6 +178,24 @@ def test_index_runs_small_jobs_in_process_and_the_pipeline_on_request(shop_repo)
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout)
     assert summary["files_indexed"] == 1 and summary["pipeline"]["actors"]
+
+
+def test_an_index_runs_parsers_end_once_every_file_is_committed(shop_repo):
+    """The parsers of an index run end when the watcher has nothing left for them, not with the
+    run: while the writer resolves (held back here) and reads the history, what they held (up to a
+    large file's syntax tree each) is back with the system. Their end is no crash."""
+    r = nsccn("index", str(shop_repo), "--pipeline", "--workers", "2", "--json",
+              env={"NSCCN_TEST_RESOLVE_DELAY": "3"})
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    actors = summary["pipeline"]["actors"]
+    for name in ("parser-0", "parser-1"):
+        assert actors[name]["state"] == "finished", actors[name]
+        assert actors[name]["restarts"] == 0 and [code for _, code in actors[name]["exits"]] == [0]
+    assert actors["writer"]["state"] == "stopped"
+    assert summary["files_indexed"] == len(SHOP)
+    with Store(shop_repo / ".nsccn" / "index.db", readonly=True) as store:
+        assert store.entity("func:shop/service.py:register") is not None
 
 
 def test_a_pipeline_run_with_nothing_to_parse_starts_no_parser(shop_repo):

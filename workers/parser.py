@@ -22,7 +22,12 @@ from nsccn.extract import content_hash, parse_file
 from nsccn.messages import Hello, Message, ParseJob, Parsed, Ready, Removed, Skipped, Unchanged, encode
 from nsccn.repofile import UnreadableFile, read_bytes
 from nsccn.scan import is_binary
-from workers.base import Actor, actor_main
+from workers.base import Actor, actor_main, release_free_memory
+
+# A file this large made a big syntax tree (sympy's largest, 0.9 MB, 67 MB of nodes): its memory
+# goes back to the system right after it (and everything freed when the parser falls idle), not
+# at the parser's exit.
+_BIG_FILE_BYTES = 256 << 10
 
 # Tests slow parsing down to kill actors in the middle of a bulk index (seconds per file).
 _DELAY = float(os.environ.get("NSCCN_TEST_PARSE_DELAY", "0") or 0)
@@ -73,11 +78,15 @@ class Parser(Actor):
         pid = os.getpid()
         self._ready(jobs, Ready(actor=self.name, pid=pid, free=prefetch, reset=True))
         last = time.monotonic()
+        trimmed = True  # nothing parsed since the memory was last given back
         poller = self.poller(jobs)
         self.tick("running")
         while not self.stop.is_set():
             self.tick()
             if jobs not in self.wait(poller, 200):
+                if not trimmed:
+                    release_free_memory()
+                    trimmed = True
                 if time.monotonic() - last > 1.0:
                     # Idle: say so again (a watcher that restarted has never heard of us).
                     self._ready(jobs, Ready(actor=self.name, pid=pid, free=prefetch, reset=True))
@@ -97,6 +106,7 @@ class Parser(Actor):
                 time.sleep(_DELAY)
             out = look_at(root, msg, max_size)
             self.stats["seconds"] = round(self.stats["seconds"] + time.perf_counter() - t, 3)
+            trimmed = False
             key = {Parsed: "parsed", Unchanged: "unchanged", Skipped: "skipped", Removed: "removed"}[type(out)]
             self.stats[key] += 1
             if isinstance(out, Skipped) and out.reason.startswith("extraction failed"):
@@ -104,6 +114,9 @@ class Parser(Actor):
                 self.log.error("%s: %s", out.path, out.reason)
             self.send(results, out)
             self._ready(jobs, Ready(actor=self.name, pid=pid, free=1))
+            if isinstance(out, Parsed) and out.file.size >= _BIG_FILE_BYTES:
+                del out
+                release_free_memory(collect=False)
 
 
     def _ready(self, jobs: zmq.Socket, msg: Ready) -> None:

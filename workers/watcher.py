@@ -310,6 +310,7 @@ class Watcher(Actor):
 
     def _send_bulk_done(self) -> None:
         self.bulk_done_sent = True
+        self.beat_now()  # idle: an index run's supervisor stops the parsers now
         self.send(self.to_writer, BulkDone(generation=self.generation, total=self.bulk_total))
         self.log.info("initial scan committed: %d paths", self.bulk_total)
 

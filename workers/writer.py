@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import Counter
@@ -53,6 +54,8 @@ BULK_BATCH = 256  # files per transaction during the initial scan...
 BULK_BATCH_LINES = 20_000  # ...or this many lines parsed: what a batch holds in memory, whatever the files' size
 BULK_MAX_AGE_S = 0.5  # ...or this old, whichever first
 RANKS_REFRESH_SHARE = 0.05  # as nsccn.indexer: PageRank again once this share of files changed
+# Tests hold the resolution of a bulk back to see what the pipeline does meanwhile (seconds).
+_RESOLVE_DELAY = float(os.environ.get("NSCCN_TEST_RESOLVE_DELAY", "0") or 0)
 LIVE_RANKS_DELAY_S = 2.0  # PageRank after live edits waits for a quiet moment
 EMBED_JOB_TIMEOUT_S = 300.0
 RESOLVE_MARKER = "resolve_pending"
@@ -376,6 +379,8 @@ class Writer(Actor):
         affected references otherwise; PageRank once enough of the repository changed."""
         full = self.first_build or self.resolve_full
         with self.busy("resolving"):
+            if _RESOLVE_DELAY:
+                time.sleep(_RESOLVE_DELAY)
             try:  # a full pass in child processes (nsccn.resolve_partitions), a few files here
                 if full:
                     children = bulk_children(self.store)
