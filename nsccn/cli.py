@@ -30,8 +30,30 @@ def _print_json(data) -> None:
 def _repository(args) -> Path:
     """The repository `index` and `serve` work on: the path given, else (from a subdirectory) the
     enclosing repository whose index exists, as queries find it, not a second index of the
-    subdirectory."""
-    return Path(args.path) if args.path is not None else find_root(Path.cwd())
+    subdirectory; with no index yet, the top of the git work tree around (as git commands work on
+    the whole repository from anywhere in it), else this directory."""
+    if args.path is not None:
+        return Path(args.path)
+    here = Path.cwd().resolve()
+    root = find_root(here)
+    if root == here and not _has_index(here):
+        return work_tree_top(here) or here
+    return root
+
+
+def _has_index(root: Path) -> bool:
+    from nsccn.config import load_config
+
+    try:
+        config = load_config(root)
+    except (ValueError, OSError):
+        return True  # a bad configuration: the command there says so
+    return Path(config.index_dir).is_absolute() or config.db_path(root).is_file()
+
+
+def work_tree_top(start: Path) -> Path | None:
+    """The nearest directory at or above `start` that holds a `.git` (a work tree's top), or None."""
+    return next((cand for cand in (start, *start.parents) if (cand / ".git").exists()), None)
 
 
 def cmd_index(args) -> int:
@@ -475,7 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("index", help="index a repository (incremental) and exit")
     sp.add_argument("path", nargs="?", default=None,
-                    help="the repository (default: the one around this directory whose index exists, else this directory)")
+                    help="the repository (default: the one around this directory whose index exists, else the top of the git work tree around it, else this directory)")
     sp.add_argument("--workers", type=int, default=0, help="parser processes (0: one per core)")
     sp.add_argument("--embed", action="store_true", help="also compute embeddings (semantic search)")
     mode = sp.add_mutually_exclusive_group()
@@ -488,7 +510,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("serve", help="index, keep watching and serve MCP on stdio (the actor pipeline)")
     sp.add_argument("path", nargs="?", default=None,
-                    help="the repository (default: the one around this directory whose index exists, else this directory)")
+                    help="the repository (default: the one around this directory whose index exists, else the top of the git work tree around it, else this directory)")
     sp.add_argument("--workers", type=int, default=0, help="parser processes (0: one per core)")
     sp.add_argument("--no-embed", action="store_true", help="no embeddings (lexical + graph search only)")
     sp.add_argument("--no-mcp", action="store_true", help="index and watch only, no MCP on stdio")

@@ -141,6 +141,22 @@ def test_cli_index_from_a_subdirectory_updates_the_enclosing_index(shop_index):
     assert json.loads(r.stdout)["results"][0]["id"] == "func:shop/extra.py:newly_added_helper"
 
 
+def test_cli_index_from_a_subdirectory_of_an_unindexed_work_tree_indexes_its_top(shop_repo):
+    """With no index yet, `nsccn index` in a subdirectory of a git work tree indexes the whole
+    repository (as git commands work on it from anywhere), so queries from anywhere in it find
+    that one index; `nsccn index .` still indexes the subdirectory as its own repository."""
+    (shop_repo / ".git").mkdir()
+    sub = shop_repo / "shop"
+    r = nsccn("index", "--in-process", cwd=sub)
+    assert r.returncode == 0, r.stderr
+    assert not (sub / ".nsccn").exists() and (shop_repo / ".nsccn").is_dir()
+    r = nsccn("search", "add_item", "--json", cwd=sub)
+    assert json.loads(r.stdout)["results"][0]["id"] == "method:shop/models.py:User.add_item"
+    r = nsccn("index", ".", "--in-process", cwd=sub)
+    assert r.returncode == 0, r.stderr
+    assert (sub / ".nsccn").is_dir()
+
+
 def test_cli_status_without_an_index_exits_3(tmp_path):
     (tmp_path / ".git").mkdir()  # a repository of its own: no looking above it
     r = nsccn("status", "--json", cwd=tmp_path)
