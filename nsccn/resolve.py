@@ -386,6 +386,7 @@ def resolve_all(store: Store, children: int = 0) -> int:
         return resolve_in_children(store, children)
     n = 0
     with store.conn:
+        store.ref_indexes()
         store.delete_edges(relation="INHERITS")
         resolver = Resolver(store)
         for chunk in store.ref_chunks(relation="INHERITS"):
@@ -406,6 +407,7 @@ def resolve_affected(store: Store, paths: set[str], names: set[str], allow_child
 
     if EVERYTHING in names:
         return _resolve_everything(store, allow_children)
+    store.ref_indexes()
     refs = store.refs(paths, names)
     if not refs:
         return 0

@@ -104,6 +104,7 @@ def resolve_in_children(store: Store, n: int) -> int:
         for i, span in enumerate(ranges):
             children.append(_Child(store.path, i, len(ranges), span, arrivals))
         with store.conn, store.edges_replaced():
+            store.ref_indexes()  # here, while the children resolve (after a first build: one sort each)
             running = len(children)
             while running:
                 child, frame = arrivals.get()

@@ -142,3 +142,41 @@ def test_one_name_resolves_per_caller_and_every_use_keeps_its_line(tmp_path):
                                             ("func:pkg/m.py:helper", "same_module", 12)]
     finally:
         store.close()
+
+
+def test_a_first_build_writes_refs_without_their_indexes_and_resolution_makes_them(tmp_path):
+    """A first build's refs go in without refs_tail/refs_head (one sort each at resolution, not
+    a B-tree insert per ref); they exist once it is done, an edit's re-resolution reads them, and
+    a writer that opens an index whose first build stopped before resolving makes them again."""
+    import apsw
+
+    from conftest import write_repo
+    from nsccn.indexer import index_repository
+    from nsccn.extract import parse_file
+    from nsccn.store import Store
+
+    def ref_indexes(db):
+        conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index' AND tbl_name='refs'")}
+        finally:
+            conn.close()
+
+    root = write_repo(tmp_path / "repo", {"a.py": "def f():\n    g()\n", "b.py": "def g():\n    pass\n"})
+    db = root / ".nsccn" / "index.db"
+    store = Store(db)
+    assert ref_indexes(db) == {"refs_tail", "refs_head"}  # a new index has them
+    store.write_files([parse_file("a.py", (root / "a.py").read_bytes())])
+    assert ref_indexes(db) == set()  # the first write into an empty refs table
+    store.close()
+    with Store(db):  # a writer opening it (the build stopped before resolving) makes them again
+        pass
+    assert ref_indexes(db) == {"refs_tail", "refs_head"}
+    db.unlink()
+    index_repository(root, workers=1)
+    assert ref_indexes(db) == {"refs_tail", "refs_head"}
+    (root / "b.py").write_text("def g():\n    pass\n\ndef h():\n    g()\n")
+    index_repository(root, workers=1)  # re-resolves by name through refs_tail
+    with Store(db, readonly=True) as store:
+        assert set(edges_of(store, "func:a.py:f", "CALLS")) == {"func:b.py:g"}
+        assert set(edges_of(store, "func:b.py:h", "CALLS")) == {"func:b.py:g"}

@@ -20,7 +20,7 @@ import apsw
 
 from nsccn.model import TEXT, ParsedFile
 from nsccn.private import open_private, private_dir
-from nsccn.store.schema import INHERITS_ID, SCHEMA_VERSION, migrate
+from nsccn.store.schema import INHERITS_ID, REF_INDEXES, SCHEMA_VERSION, migrate
 from nsccn.store.terms import file_terms
 
 __all__ = ["WRITER_CACHE_MIB", "Store", "EntityRow", "EdgeRow", "SCHEMA_VERSION", "IndexMissing", "IndexNotReady"]
@@ -107,6 +107,7 @@ class Store:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             migrate(self.conn, str(self.path))
+            self.ref_indexes()  # a first build that stopped before resolving left them out
         else:
             try:
                 row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
@@ -159,6 +160,11 @@ class Store:
         parsed = list(parsed)
         with self.conn:
             self._counts_changed()
+            if self.conn.execute("SELECT 1 FROM refs LIMIT 1").fetchone() is None:
+                # A first build: its refs go in without their indexes (a B-tree insert per ref
+                # each); resolution makes them once, one sort each (`ref_indexes`).
+                for name in REF_INDEXES:
+                    self.conn.execute(f"DROP INDEX IF EXISTS {name}")
             sym, tails, heads = self._intern_refs(parsed)
             for pf in parsed:
                 before = self._symbols(pf.path)
@@ -360,6 +366,13 @@ class Store:
                 return
             yield rows
             last = rows[-1][0]
+
+    def ref_indexes(self) -> None:
+        """Make the refs' indexes a first build wrote without (`write_files`); nothing if they exist."""
+        have = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='index' AND tbl_name='refs'")}
+        for name, sql in REF_INDEXES.items():
+            if name not in have:
+                self.conn.execute(sql)
 
     def ref_count(self) -> int:
         return self.conn.execute("SELECT COUNT(*) FROM refs").fetchone()[0]

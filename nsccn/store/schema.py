@@ -148,6 +148,10 @@ HISTORY_SCHEMA = """
     );
 """
 
+# The refs' own indexes, which only re-resolving an edit reads (`Store.refs(names=...)`): a first
+# build writes its refs without them and makes them once, one sort each (`Store.ref_indexes`).
+REF_INDEXES = {"refs_tail": "CREATE INDEX refs_tail ON refs(tail)", "refs_head": "CREATE INDEX refs_head ON refs(head)"}
+
 # Meta keys about the index run's state: meaningless once the tables are rebuilt.
 RUN_META = ("resolve_pending", "ranks_pending_files", "last_indexed", "counts")
 
