@@ -22,7 +22,6 @@ with `--expansions`, a row for each expansion of the candidates by their best fi
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import sys
 import time
@@ -36,7 +35,7 @@ from localize import METRIC_NAMES, aggregate, instance_metrics  # noqa: E402
 
 from nsccn.ranking import save_ranker  # noqa: E402
 from nsccn.ranking.features import EXPAND_FILES, EXPAND_PER_FILE, GROUPS  # noqa: E402
-from nsccn.ranking.train import NO_RELATIVE, RELATIVE, fit, load_records, rerank, restrict_expansion  # noqa: E402
+from nsccn.ranking.train import fit, load_records, rerank, restrict_expansion  # noqa: E402
 
 HEADLINE = ("file@1", "file@3", "file@5", "module@10", "function@5", "function@10")
 
@@ -55,12 +54,12 @@ def score_records(records: Sequence[dict], ranker=None) -> list[dict]:
 
 
 def loro(dev: list[dict], mined: list[dict], disabled: frozenset[str] = frozenset(), use_dev: bool = True,
-         use_mined: bool = True, seed: int = 0, derived=RELATIVE) -> list[dict]:
+         use_mined: bool = True, seed: int = 0) -> list[dict]:
     """Every dev instance scored by a model that never saw its repository."""
     scored = []
     for repo in sorted({r["repo"] for r in dev}):
         train = (mined if use_mined else []) + ([r for r in dev if r["repo"] != repo] if use_dev else [])
-        ranker = fit(train, disabled=disabled, seed=seed, derived=derived)
+        ranker = fit(train, disabled=disabled, seed=seed)
         scored += score_records([r for r in dev if r["repo"] == repo], ranker)
     return scored
 
@@ -81,20 +80,20 @@ def baseline_rows(paths: Sequence[Path], configs: Sequence[str], ids: set[str]) 
     return {c: list(v.values()) for c, v in out.items() if v}
 
 
-def loro_mined(dev: list[dict], mined: list[dict], seed: int = 0, derived=RELATIVE) -> list[dict]:
+def loro_mined(dev: list[dict], mined: list[dict], seed: int = 0) -> list[dict]:
     """Every mined query scored by a model trained on the dev set and the other mined repositories:
     a second, larger held-out test on repositories outside the dev set (commit messages, not bug
     reports, as queries)."""
     scored = []
     for repo in sorted({r["repo"] for r in mined}):
-        ranker = fit(dev + [r for r in mined if r["repo"] != repo], seed=seed, derived=derived)
+        ranker = fit(dev + [r for r in mined if r["repo"] != repo], seed=seed)
         scored += score_records([r for r in mined if r["repo"] == repo], ranker)
     return scored
 
 
 def grouped_folds(dev: list[dict], mined: list[dict], disabled: frozenset[str] = frozenset(),
                   train_ids: set[str] | None = None, seed: int = 0, groups: int = 6,
-                  evidence: Sequence[float] = (), derived=RELATIVE) -> list[dict]:
+                  evidence: Sequence[float] = ()) -> list[dict]:
     """Every query, dev and mined, scored by a model that saw none of its repository: each dev
     repository is one fold, the mined repositories form `groups` folds (every `groups`-th
     repository by name). `train_ids`: only these mined pairs train (all are scored), to compare
@@ -110,7 +109,7 @@ def grouped_folds(dev: list[dict], mined: list[dict], disabled: frozenset[str] =
             continue
         train = [r for j, fold in enumerate(folds) if j != i for r in fold
                  if train_ids is None or j < n_dev or r["instance_id"] in train_ids]
-        ranker = fit(train, disabled=disabled, seed=seed, derived=derived)
+        ranker = fit(train, disabled=disabled, seed=seed)
         part = "dev" if i < n_dev else "mined"
         scored += [dict(x, held_out=part) for x in score_records(test, ranker)]
         for w in evidence:
@@ -170,9 +169,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--expansions", metavar="FILES:PER_FILE", nargs="+", default=[],
                     help="with --grouped: also a row for each of these expansions of the candidates")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--bag", type=int, default=1, help="average this many models of consecutive seeds (default 1)")
-    ap.add_argument("--no-relative", action="store_true",
-                    help="train without the query-relative columns (nsccn.ranking.relative) throughout")
     ap.add_argument("--ship", type=Path, help="train on everything and write the model here")
     ap.add_argument("--out", type=Path, help="write the table (metrics.md) and per-instance results here")
     args = ap.parse_args(argv)
@@ -180,10 +176,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     mined = load_records(args.mined)
     featured = dev, mined  # as featured (with --features-expand: every expanded function, marked)
     dev, mined = ([restrict_expansion(r, args.expand, args.per_file) for r in recs] for recs in featured)
-    derived = NO_RELATIVE if args.no_relative else RELATIVE
-    global fit
-    if args.bag > 1:  # every model of this run: that many seeds averaged
-        fit = functools.partial(fit, bag=args.bag)
     print(f"{len(dev)} dev queries ({', '.join(sorted({r['repo'] for r in dev}))}), {len(mined)} mined", file=sys.stderr)
     t0 = time.perf_counter()
     results: dict[str, list[dict]] = {}
@@ -191,23 +183,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     for cfg, rows in baseline_rows(args.baselines, ("bm25", "full"), ids).items():
         results[f"{cfg} (localize.py rankings)"] = rows
     results["fusion (lexical-full)"] = score_records(dev)
-    results["learned, leave-one-repo-out"] = loro(dev, mined, seed=args.seed, derived=derived)
+    results["learned, leave-one-repo-out"] = loro(dev, mined, seed=args.seed)
     if args.ablate:
         for group in GROUPS:
-            results[f"  without {group}"] = loro(dev, mined, disabled=frozenset({group}), seed=args.seed, derived=derived)
-        if derived != NO_RELATIVE:
-            results["  without query-relative columns"] = loro(dev, mined, seed=args.seed, derived=NO_RELATIVE)
+            results[f"  without {group}"] = loro(dev, mined, disabled=frozenset({group}), seed=args.seed)
         if mined:
-            results["  dev only (no mined pairs)"] = loro(dev, mined, use_mined=False, seed=args.seed, derived=derived)
-            results["  mined only (no dev instances)"] = loro(dev, mined, use_dev=False, seed=args.seed, derived=derived)
+            results["  dev only (no mined pairs)"] = loro(dev, mined, use_mined=False, seed=args.seed)
+            results["  mined only (no dev instances)"] = loro(dev, mined, use_dev=False, seed=args.seed)
     text = table(results)
     if args.eval_mined and mined:
         text += "\nMined pairs, each repository scored by a model that never saw it\n\n" + table({
             "fusion (lexical-full)": score_records(mined),
-            "learned, leave-one-repo-out": loro_mined(dev, mined, seed=args.seed, derived=derived)}).split("\n\n", 1)[1]
+            "learned, leave-one-repo-out": loro_mined(dev, mined, seed=args.seed)}).split("\n\n", 1)[1]
     grouped: dict[str, list[dict]] = {}
     if args.grouped and mined:
-        rows = grouped_folds(dev, mined, seed=args.seed, evidence=args.evidence_weights, derived=derived)
+        rows = grouped_folds(dev, mined, seed=args.seed, evidence=args.evidence_weights)
         grouped["learned, grouped folds"] = [r for r in rows if "evidence" not in r]
         for w in args.evidence_weights:
             grouped[f"  a file's best function score x {w:g}"] = [r for r in rows if r.get("evidence") == w]
@@ -215,19 +205,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             with open(args.mined_train) as fh:
                 ids = {json.loads(line)["instance_id"] for line in fh if line.strip()}
             grouped[f"  trained on the {len(ids & {r['instance_id'] for r in mined})} mined pairs of {args.mined_train.name}"] = \
-                grouped_folds(dev, mined, train_ids=ids, seed=args.seed, derived=derived)
+                grouped_folds(dev, mined, train_ids=ids, seed=args.seed)
         for setting in args.expansions:
             files, per_file = (int(x) for x in setting.split(":", 1))
             grouped[f"  the functions of the best {files} files join ({per_file} each)"] = grouped_folds(
-                *([restrict_expansion(r, files, per_file) for r in recs] for recs in featured), seed=args.seed,
-                derived=derived)
+                *([restrict_expansion(r, files, per_file) for r in recs] for recs in featured), seed=args.seed)
         if args.ablate:
             for group in GROUPS:
-                grouped[f"  without {group}"] = grouped_folds(dev, mined, disabled=frozenset({group}), seed=args.seed,
-                                                              derived=derived)
-            if derived != NO_RELATIVE:
-                grouped["  without query-relative columns"] = grouped_folds(dev, mined, seed=args.seed,
-                                                                            derived=NO_RELATIVE)
+                grouped[f"  without {group}"] = grouped_folds(dev, mined, disabled=frozenset({group}), seed=args.seed)
         text += "\nGrouped folds (dev and mined queries, each scored by a model that saw none of its repository)\n\n" + \
             folds_table(grouped)
     print(text)
@@ -238,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         (args.out / "results.json").write_text(json.dumps(
             {k: {"overall": aggregate(v), "instances": v} for k, v in (results | grouped).items()}, indent=1))
     if args.ship:
-        ranker = fit(dev + mined, seed=args.seed, derived=derived, info={"trained_on": "dev set + mined pairs",
+        ranker = fit(dev + mined, seed=args.seed, info={"trained_on": "dev set + mined pairs",
                                                          "dev_queries": len(dev), "mined_queries": len(mined)})
         save_ranker(ranker, args.ship)
         print(f"model -> {args.ship} ({args.ship.stat().st_size / 1e6:.2f} MB)", file=sys.stderr)

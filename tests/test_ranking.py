@@ -295,7 +295,7 @@ def test_a_repository_model_is_used_and_a_stale_one_falls_back(ranked_repo):
     out = nav.localize(QUERY, limit=5)
     assert out["ranking"].startswith("learned ranker (repository model")
     assert out["files"] and out["functions"]
-    rewrite_header(index_dir / ranking.USER_MODEL_NAME, lambda h: h["features"].update(file=h["features"]["file"][1:]))
+    rewrite_header(index_dir / ranking.USER_MODEL_NAME, lambda h: h["features"].update(file=h["features"]["file"][:-1]))
     out = nav.localize(QUERY, limit=5)
     # A repository model made for other features is refused: the shipped one answers.
     assert out["ranking"].startswith("learned ranker (shipped model")
@@ -412,62 +412,3 @@ def test_grouped_folds_score_every_query_with_a_model_that_never_saw_its_reposit
         assert sorted(x["instance_id"] for x in weighed if x.get("evidence") == w) == sorted(r["instance_id"] for r in records)
     plain = [x for x in weighed if "evidence" not in x]
     assert [x["metrics"] for x in plain] == [x["metrics"] for x in scored]
-
-
-def test_query_relative_columns():
-    from nsccn.ranking import relative
-
-    x = np.array([[4.0, 0.0], [1.0, 0.0], [np.nan, 0.0], [4.0, 0.0], [8.0, 0.0]])
-    got = relative.extend(x, ["a", "b"], ["a@rank", "a@share", "b@rank", "b@share"])
-    assert got.shape == (5, 6) and np.array_equal(got[:, :2], x, equal_nan=True)
-    # ranks: the largest first, ties share the better rank, missing stays missing
-    np.testing.assert_array_equal(got[:, 2], [2, 4, np.nan, 2, 1])
-    np.testing.assert_allclose(got[:, 3], [0.5, 0.125, np.nan, 0.5, 1.0])
-    # a column no candidate has a positive value of: every share 0, every rank 1
-    np.testing.assert_array_equal(got[:, 5], [0, 0, 0, 0, 0])
-    np.testing.assert_array_equal(got[:, 4], [1, 1, 1, 1, 1])
-    # a query whose whole column is scaled (another repository's BM25, say) has the same derived columns
-    scaled = x.copy()
-    scaled[:, 0] *= 37.0
-    np.testing.assert_array_equal(relative.extend(scaled, ["a", "b"], ["a@rank", "a@share"])[:, 2:],
-                                  got[:, 2:4])
-    assert relative.extend(x, ["a", "b"], []) is x
-    with pytest.raises(ValueError, match="unknown derived feature"):
-        relative.check(["a@median"], ["a", "b"])
-    with pytest.raises(ValueError, match="unknown derived feature"):
-        relative.check(["c@rank"], ["a", "b"])
-
-
-def test_a_model_with_query_relative_columns_round_trips_and_reads_them(tmp_path):
-    from nsccn.ranking import relative
-    from nsccn.ranking.train import NO_RELATIVE, RELATIVE
-
-    records = synthetic_records()
-    # The gold function has the query's largest body BM25, on a scale that differs per query by 100x:
-    # only its rank among the query's candidates tells it.
-    rng = np.random.default_rng(5)
-    col = FUNCTION_FEATURES.index("bm25_body")
-    called = FUNCTION_FEATURES.index("name_called")
-    for r in records:
-        scale = float(10 ** rng.uniform(0, 2))
-        gold = r["function_labels"].index(1)
-        for i, row in enumerate(r["function_rows"]):
-            row[called] = 0.0
-            row[col] = scale * (1.0 if i == gold else float(rng.uniform(0.2, 0.9)))
-    model = fit(records[:40], seed=1, rounds=40, derived=RELATIVE)
-    assert model.function_names == FUNCTION_FEATURES + relative.names(relative.FUNCTION_COLUMNS)
-    save_ranker(model, tmp_path / "m.npz")
-    loaded = load_ranker(tmp_path / "m.npz")
-    assert loaded.file_derived == model.file_derived and loaded.function_derived == model.function_derived
-    hits = 0
-    for r in records[40:]:
-        assert rerank(loaded, r) == rerank(model, r)
-        hits += rerank(loaded, r)[1][0].endswith(r["gold_functions"][0].split(":")[1])
-    assert hits == 20
-    assert "bm25_body" in loaded.split_features
-    plain = fit(records[:40], seed=1, rounds=40, derived=NO_RELATIVE)
-    assert plain.function_names == FUNCTION_FEATURES
-    # a derived column this code does not compute is refused, never mis-scored
-    rewrite_header(tmp_path / "m.npz", lambda h: h["features"]["function"].__setitem__(-1, "bm25_body@median"))
-    with pytest.raises(RankerError, match="trained on other features"):
-        load_ranker(tmp_path / "m.npz")

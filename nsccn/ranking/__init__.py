@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-from nsccn.ranking import relative
 from nsccn.ranking.features import (
     FEATURE_VERSION, FILE_FEATURES, FUNCTION_FEATURES, GROUPS, LEXICAL_SIGNALS, Candidates, candidates,
 )
@@ -159,31 +158,12 @@ class Ranker:
     source: str = ""  # the file it came from
     disabled: frozenset[str] = frozenset()  # feature groups left out (ablations): their features are missing
     function_evidence: float = FUNCTION_EVIDENCE  # how much a file's best function score adds to its own
-    # Query-relative columns the trees read after the raw ones (`nsccn.ranking.relative`).
-    file_derived: tuple[str, ...] = ()
-    function_derived: tuple[str, ...] = ()
-
-    @property
-    def file_names(self) -> list[str]:
-        return FILE_FEATURES + list(self.file_derived)
-
-    @property
-    def function_names(self) -> list[str]:
-        return FUNCTION_FEATURES + list(self.function_derived)
 
     @cached_property
     def split_features(self) -> frozenset[str]:
-        """The raw features any tree splits on, itself or through a derived column (asked once per
-        query: computed once per model)."""
-        files, functions = self.file_names, self.function_names
-        return frozenset({relative.base_of(files[i]) for i in np.unique(self.files.feature) if i >= 0}
-                         | {relative.base_of(functions[i]) for i in np.unique(self.functions.feature) if i >= 0})
-
-    def matrices(self, cands: Candidates) -> tuple[np.ndarray, np.ndarray]:
-        """One query's file and function rows as the trees read them: groups left out masked, then
-        the query-relative columns appended."""
-        return (file_matrix(cands.file_rows, self.disabled, self.file_derived),
-                function_matrix(cands.function_rows, self.disabled, self.function_derived))
+        """The features any tree splits on (asked once per query: computed once per model)."""
+        return frozenset({FILE_FEATURES[i] for i in np.unique(self.files.feature) if i >= 0}
+                         | {FUNCTION_FEATURES[i] for i in np.unique(self.functions.feature) if i >= 0})
 
     def reads(self, group: str) -> bool:
         """Whether any tree splits on a feature of `group` (`GROUPS`): a model trained where that
@@ -193,7 +173,10 @@ class Ranker:
     def score(self, cands: Candidates) -> tuple[np.ndarray, np.ndarray]:
         """Scores of the candidate files and functions (higher is better). A file's score is its
         model's plus `function_evidence` times the best score among its candidate functions."""
-        fx, gx = self.matrices(cands)
+        fx = _mask(np.asarray(cands.file_rows, dtype=np.float64).reshape(-1, len(FILE_FEATURES)), FILE_FEATURES,
+                   self.disabled)
+        gx = _mask(np.asarray(cands.function_rows, dtype=np.float64).reshape(-1, len(FUNCTION_FEATURES)),
+                   FUNCTION_FEATURES, self.disabled)
         fn_scores = self.functions.predict(gx)
         file_scores = with_function_evidence(cands.files, self.files.predict(fx), cands.functions, fn_scores,
                                              self.function_evidence)
@@ -230,18 +213,6 @@ def order(items: list[str], scores, rest: list[str]) -> list[str]:
     return ranked + [x for x in rest if x not in seen]
 
 
-def file_matrix(rows, disabled: frozenset[str] = frozenset(), derived=()) -> np.ndarray:
-    """One query's file rows as a model with these groups left out and these derived columns reads them."""
-    x = _mask(np.asarray(rows, dtype=np.float64).reshape(-1, len(FILE_FEATURES)), FILE_FEATURES, disabled)
-    return relative.extend(x, FILE_FEATURES, list(derived))
-
-
-def function_matrix(rows, disabled: frozenset[str] = frozenset(), derived=()) -> np.ndarray:
-    """The same for one query's function rows."""
-    x = _mask(np.asarray(rows, dtype=np.float64).reshape(-1, len(FUNCTION_FEATURES)), FUNCTION_FEATURES, disabled)
-    return relative.extend(x, FUNCTION_FEATURES, list(derived))
-
-
 def _mask(x: np.ndarray, names: list[str], disabled: frozenset[str]) -> np.ndarray:
     if not disabled:
         return x
@@ -253,8 +224,7 @@ def _mask(x: np.ndarray, names: list[str], disabled: frozenset[str]) -> np.ndarr
 
 def save_ranker(ranker: Ranker, path: Path) -> None:
     """One .npz file: the trees' arrays and a JSON header (features, version, provenance)."""
-    header = {"feature_version": FEATURE_VERSION,
-              "features": {"file": ranker.file_names, "function": ranker.function_names},
+    header = {"feature_version": FEATURE_VERSION, "features": {"file": FILE_FEATURES, "function": FUNCTION_FEATURES},
               "disabled": sorted(ranker.disabled), "info": ranker.info}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -281,25 +251,14 @@ def load_ranker(path: Path) -> Ranker:
         raise RankerError(f"no ranking model at {path}") from None
     except (OSError, ValueError, KeyError) as exc:
         raise RankerError(f"the ranking model {path} cannot be read: {exc}") from None
-    features = doc.get("features") or {}
-    file_names, function_names = list(features.get("file") or []), list(features.get("function") or [])
-    derived = file_names[len(FILE_FEATURES):], function_names[len(FUNCTION_FEATURES):]
-    try:
-        if (doc.get("feature_version") != FEATURE_VERSION or file_names[:len(FILE_FEATURES)] != FILE_FEATURES
-                or function_names[:len(FUNCTION_FEATURES)] != FUNCTION_FEATURES):
-            raise ValueError("other raw features")
-        relative.check(derived[0], FILE_FEATURES)
-        relative.check(derived[1], FUNCTION_FEATURES)
-        if int(files.feature.max(initial=-1)) >= len(file_names) or \
-                int(functions.feature.max(initial=-1)) >= len(function_names):
-            raise ValueError("a tree splits on a column the header does not name")
-    except ValueError as exc:
+    if doc.get("feature_version") != FEATURE_VERSION or doc.get("features") != {
+        "file": FILE_FEATURES, "function": FUNCTION_FEATURES
+    }:
         raise RankerError(
             f"the ranking model {path} was trained on other features (version {doc.get('feature_version')}, "
-            f"this nsccn computes version {FEATURE_VERSION}; {exc}): retrain it (`nsccn train-ranker`) or delete it"
-        ) from None
-    return Ranker(files, functions, doc.get("info", {}), str(path), frozenset(doc.get("disabled", ())),
-                  file_derived=tuple(derived[0]), function_derived=tuple(derived[1]))
+            f"this nsccn computes version {FEATURE_VERSION}): retrain it (`nsccn train-ranker`) or delete it"
+        )
+    return Ranker(files, functions, doc.get("info", {}), str(path), frozenset(doc.get("disabled", ())))
 
 
 _cache: dict[tuple[str, float], Ranker] = {}

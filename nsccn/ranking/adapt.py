@@ -17,7 +17,7 @@ import numpy as np
 
 from nsccn.model import split_entity_id
 from nsccn.ranking import Ranker, Trees, featurize
-from nsccn.ranking.features import candidates
+from nsccn.ranking.features import FILE_FEATURES, FUNCTION_FEATURES, candidates
 from nsccn.search import is_test_path
 from nsccn.store import Store
 
@@ -73,13 +73,13 @@ def own_history_records(store: Store, commits: int = 300, before: int | None = N
     return records
 
 
-def _boost(base: Trees, records: list[dict], level: str, derived: tuple[str, ...], rounds: int, seed: int) -> Trees:
+def _boost(base: Trees, records: list[dict], level: str, names: list[str], rounds: int, seed: int) -> Trees:
     import lightgbm as lgb
 
     from nsccn.ranking.train import PARAMS, _matrix
 
-    x, y, groups = _matrix(records, level, frozenset(), derived)
-    data = lgb.Dataset(x, y, group=groups, init_score=base.predict(x))
+    x, y, groups = _matrix(records, level, names, frozenset())
+    data = lgb.Dataset(x, y, group=groups, init_score=base.predict(x), feature_name=names)
     params = dict(PARAMS, seed=seed, bagging_seed=seed, feature_fraction_seed=seed, data_random_seed=seed,
                   learning_rate=0.03)
     booster = lgb.train(params, data, num_boost_round=rounds)
@@ -102,8 +102,8 @@ def concat(a: Trees, b: Trees) -> Trees:
 
 def adapt(base: Ranker, records: list[dict], rounds: int = 60, seed: int = 0) -> Ranker:
     """`base` with trees boosted on the repository's own records."""
-    files = _boost(base.files, records, "file", base.file_derived, rounds, seed)
-    functions = _boost(base.functions, records, "function", base.function_derived, rounds, seed)
+    files = _boost(base.files, records, "file", FILE_FEATURES, rounds, seed)
+    functions = _boost(base.functions, records, "function", FUNCTION_FEATURES, rounds, seed)
     info = {"base": base.source or "given model", "base_info": base.info, "own_queries": len(records),
             "rounds": rounds, "trained_at": time.strftime("%Y-%m-%d %H:%M:%S")}
-    return Ranker(files, functions, info, file_derived=base.file_derived, function_derived=base.function_derived)
+    return Ranker(files, functions, info)

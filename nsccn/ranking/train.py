@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from nsccn.model import split_entity_id
-from nsccn.ranking import Ranker, Trees, file_matrix, function_matrix, order, relative
+from nsccn.ranking import Ranker, Trees, _mask, order
 from nsccn.ranking.features import FEATURE_VERSION, FILE_FEATURES, FUNCTION_FEATURES, Candidates
 
 PARAMS = {
@@ -36,9 +36,6 @@ PARAMS = {
     "num_threads": 1,
 }
 ROUNDS = 300
-# The query-relative columns a model is trained with (`nsccn.ranking.relative`).
-RELATIVE = (tuple(relative.names(relative.FILE_COLUMNS)), tuple(relative.names(relative.FUNCTION_COLUMNS)))
-NO_RELATIVE: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
 
 def load_records(paths: Iterable[Path]) -> list[dict]:
@@ -69,52 +66,38 @@ def restrict_expansion(record: dict, expand: int, per_file: int) -> dict:
                 expanded=[places[i - first] for i in keep[first:]])
 
 
-def _matrix(records: Sequence[dict], level: str, disabled: frozenset[str], derived: Sequence[str] = ()):
-    """The rows of every query with a correct candidate, as a model with these groups left out and
-    these derived columns reads them (each query's derived columns from its own candidates)."""
-    make = file_matrix if level == "file" else function_matrix
+def _matrix(records: Sequence[dict], level: str, names: list[str], disabled: frozenset[str]):
     xs, ys, groups = [], [], []
     for r in records:
         rows, labels = r[f"{level}_rows"], r[f"{level}_labels"]
         if not len(rows) or not any(labels):  # nothing to learn from a query whose answer is not a candidate
             continue
-        xs.append(make(rows, disabled, derived))
+        xs.append(np.asarray(rows, dtype=np.float64).reshape(-1, len(names)))
         ys.append(np.asarray(labels, dtype=np.float64))
         groups.append(len(rows))
     if not xs:
         raise ValueError(f"no {level} training data: no query has a correct candidate")
-    return np.vstack(xs), np.concatenate(ys), groups
+    return _mask(np.vstack(xs), names, disabled), np.concatenate(ys), groups
 
 
-def _fit_level(records, level, disabled, derived, seed, rounds, bag: int = 1) -> Trees:
-    """`bag` models trained with seeds seed, seed+1, ... (other row and column samples), averaged:
-    one set of trees whose score is their mean."""
+def _fit_level(records, level, names, disabled, seed, rounds, weights=None) -> Trees:
     import lightgbm as lgb  # training only: queries evaluate the trees with numpy
 
-    from nsccn.ranking.adapt import concat
-
-    names = (FILE_FEATURES if level == "file" else FUNCTION_FEATURES) + list(derived)
-    x, y, groups = _matrix(records, level, disabled, derived)
-    data = lgb.Dataset(x, y, group=groups, feature_name=[n.replace("@", "__") for n in names], free_raw_data=False)
-    out = None
-    for s in range(seed, seed + bag):
-        params = dict(PARAMS, seed=s, bagging_seed=s, feature_fraction_seed=s, data_random_seed=seed)
-        trees = Trees.from_lightgbm_dump(lgb.train(params, data, num_boost_round=rounds).dump_model())
-        trees.value = trees.value / bag
-        out = trees if out is None else concat(out, trees)
-    return out
+    x, y, groups = _matrix(records, level, names, disabled)
+    params = dict(PARAMS, seed=seed, bagging_seed=seed, feature_fraction_seed=seed, data_random_seed=seed)
+    data = lgb.Dataset(x, y, group=groups, feature_name=names, free_raw_data=True)
+    booster = lgb.train(params, data, num_boost_round=rounds)
+    return Trees.from_lightgbm_dump(booster.dump_model())
 
 
 def fit(records: Sequence[dict], disabled: frozenset[str] = frozenset(), seed: int = 0, rounds: int = ROUNDS,
-        info: dict | None = None, derived: tuple[Sequence[str], Sequence[str]] = RELATIVE, bag: int = 1) -> Ranker:
-    """One model for files and one for functions, trained on `records`; `derived`: the
-    query-relative columns of each (`nsccn.ranking.relative`); `bag`: that many seeds averaged."""
-    files = _fit_level(records, "file", disabled, derived[0], seed, rounds, bag)
-    functions = _fit_level(records, "function", disabled, derived[1], seed, rounds, bag)
+        info: dict | None = None) -> Ranker:
+    """One model for files and one for functions, trained on `records`."""
+    files = _fit_level(records, "file", FILE_FEATURES, disabled, seed, rounds)
+    functions = _fit_level(records, "function", FUNCTION_FEATURES, disabled, seed, rounds)
     meta = {"feature_version": FEATURE_VERSION, "queries": len(records), "seed": seed, "rounds": rounds,
-            "repos": sorted({r["repo"] for r in records})} | ({"bag": bag} if bag > 1 else {})
-    return Ranker(files, functions, dict(meta, **(info or {})), disabled=disabled,
-                  file_derived=tuple(derived[0]), function_derived=tuple(derived[1]))
+            "repos": sorted({r["repo"] for r in records})}
+    return Ranker(files, functions, dict(meta, **(info or {})), disabled=disabled)
 
 
 def rerank(ranker: Ranker, record: dict) -> tuple[list[str], list[str]]:
