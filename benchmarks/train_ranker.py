@@ -22,6 +22,7 @@ with `--expansions`, a row for each expansion of the candidates by their best fi
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -169,10 +170,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--expansions", metavar="FILES:PER_FILE", nargs="+", default=[],
                     help="with --grouped: also a row for each of these expansions of the candidates")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--bag", type=int, default=1, help="average this many models of consecutive seeds (default 1)")
+    ap.add_argument("--monotone", action="store_true",
+                    help="constrain each feature whose direction is known (a better rank, more matched) to that direction")
+    ap.add_argument("--dev-weight", type=float, default=1.0,
+                    help="each dev query weighs this much in training, a mined one 1")
     ap.add_argument("--ship", type=Path, help="train on everything and write the model here")
     ap.add_argument("--out", type=Path, help="write the table (metrics.md) and per-instance results here")
     args = ap.parse_args(argv)
     dev = list({r["instance_id"]: r for r in load_records([args.dev])}.values())  # one per instance
+    if args.dev_weight != 1.0:  # bug reports are what localize answers; mined commit messages a proxy
+        dev = [dict(r, weight=args.dev_weight) for r in dev]
+    global fit
+    if args.bag > 1 or args.monotone:  # every model of this run
+        fit = functools.partial(fit, bag=args.bag, monotone=args.monotone)
     mined = load_records(args.mined)
     featured = dev, mined  # as featured (with --features-expand: every expanded function, marked)
     dev, mined = ([restrict_expansion(r, args.expand, args.per_file) for r in recs] for recs in featured)

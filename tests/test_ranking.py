@@ -245,6 +245,46 @@ def test_training_is_deterministic_and_learns_the_obvious(tmp_path):
         assert functions[0].endswith(r["gold_functions"][0].split(":")[1])
 
 
+def test_training_variants_bagged_monotone_and_weighted_queries():
+    """The variants `benchmarks/train_ranker.py` measures (README: none shipped): a bag of 2 scores
+    the mean of its two seeds' models; a monotone model never scores a candidate lower for being
+    mentioned; a query of weight 0 teaches nothing."""
+    from nsccn.ranking.features import Candidates
+    from nsccn.ranking.train import monotone_constraints
+
+    records = synthetic_records()
+    signs = dict(zip(FUNCTION_FEATURES, monotone_constraints(FUNCTION_FEATURES)))
+    assert (signs["name_called"], signs["fusion_rank"], signs["bm25_body"], signs["lines_log"], signs["q_terms"],
+            signs["prior_rank"]) == (1, -1, 1, 0, 0, 0)
+    one, two = fit(records, seed=3, rounds=20), fit(records, seed=4, rounds=20)
+    bag = fit(records, seed=3, rounds=20, bag=2)
+    cands = Candidates(records[0]["files"], records[0]["file_rows"], records[0]["functions"], records[0]["function_rows"])
+    for mean, a, b in zip(bag.score(cands), one.score(cands), two.score(cands)):
+        np.testing.assert_allclose(mean, (a + b) / 2, rtol=1e-9, atol=1e-12)
+    mono = fit(records, rounds=20, monotone=True)
+    rows = np.asarray(records[1]["function_rows"], dtype=float)
+    lo, hi = rows.copy(), rows.copy()
+    lo[:, FUNCTION_FEATURES.index("name_called")], hi[:, FUNCTION_FEATURES.index("name_called")] = 0.0, 1.0
+    score = lambda x: mono.score(Candidates(cands.files, cands.file_rows, cands.functions, x.tolist()))[1]  # noqa: E731
+    assert (score(hi) >= score(lo)).all() and (score(hi) > score(lo)).any()
+    # Queries whose label contradicts the called name: weighed 0, the model learns only from the
+    # others (called first); weighed 20 times the others, it no longer puts the called one first.
+    def contradicting(weight):
+        out = []
+        for r in synthetic_records(60, seed=9):
+            labels = r["function_labels"][1:] + r["function_labels"][:1]  # the label on another candidate
+            out.append(dict(r, function_labels=labels, weight=weight))
+        return out
+
+    held_out = synthetic_records(20, seed=5)
+
+    def called_first(model):
+        return sum(rerank(model, r)[1][0].endswith(r["gold_functions"][0].split(":")[1]) for r in held_out)
+
+    assert called_first(fit(records[:30] + contradicting(0.0), rounds=30)) == len(held_out)
+    assert called_first(fit(records[:30] + contradicting(20.0), rounds=30)) < len(held_out) // 2
+
+
 def test_a_files_score_adds_the_best_of_its_candidate_functions():
     files = ["a.py", "b.py", "c.py"]
     functions = ["func:a.py:f", "method:a.py:C.g", "func:b.py:h"]

@@ -36,6 +36,26 @@ PARAMS = {
     "num_threads": 1,
 }
 ROUNDS = 300
+# Evidence whose direction should hold in every repository: a better rank, more of the query
+# matched or mentioned, more similar past fixes (`fit(monotone=True)`; measured, not the default).
+_BETTER_LOWER = ("_rank",)
+_BETTER_HIGHER = ("_score", "_score_rel", "bm25_rel", "coverage", "_mentioned", "_overlap", "_hits", "_similar",
+                  "raises_named", "frames_in_file", "file_frames", "innermost_frame", "idents_defined",
+                  "idents_defined_weighted", "name_identifier", "qualname_in_query", "name_called", "name_backticked",
+                  "name_in_frame", "name_word", "name_in_title", "stem_in_terms")
+
+
+def monotone_constraints(names: Sequence[str]) -> list[int]:
+    """LightGBM's constraint of each feature: +1 where more can only help, -1 only hurt, 0 either."""
+    out = []
+    for name in names:
+        if name.startswith("q_") or "prior" in name:  # the query itself; PageRank's prior says nothing of fit
+            out.append(0)
+        elif name.endswith(_BETTER_LOWER):
+            out.append(-1)
+        else:
+            out.append(int(name.endswith(_BETTER_HIGHER) or name.startswith("bm25_")))
+    return out
 
 
 def load_records(paths: Iterable[Path]) -> list[dict]:
@@ -66,8 +86,10 @@ def restrict_expansion(record: dict, expand: int, per_file: int) -> dict:
                 expanded=[places[i - first] for i in keep[first:]])
 
 
-def _matrix(records: Sequence[dict], level: str, names: list[str], disabled: frozenset[str]):
-    xs, ys, groups = [], [], []
+def _matrix(records: Sequence[dict], level: str, names: list[str], disabled: frozenset[str], weighted: bool = False):
+    """The rows, labels and query sizes of every query with a correct candidate (`weighted`: and
+    each row's weight, its record's `weight`, 1 if none: LightGBM weighs a query by its rows' mean)."""
+    xs, ys, groups, weights = [], [], [], []
     for r in records:
         rows, labels = r[f"{level}_rows"], r[f"{level}_labels"]
         if not len(rows) or not any(labels):  # nothing to learn from a query whose answer is not a candidate
@@ -75,28 +97,43 @@ def _matrix(records: Sequence[dict], level: str, names: list[str], disabled: fro
         xs.append(np.asarray(rows, dtype=np.float64).reshape(-1, len(names)))
         ys.append(np.asarray(labels, dtype=np.float64))
         groups.append(len(rows))
+        weights.append(np.full(len(rows), float(r.get("weight", 1.0))))
     if not xs:
         raise ValueError(f"no {level} training data: no query has a correct candidate")
-    return _mask(np.vstack(xs), names, disabled), np.concatenate(ys), groups
+    out = _mask(np.vstack(xs), names, disabled), np.concatenate(ys), groups
+    return (*out, np.concatenate(weights)) if weighted else out
 
 
-def _fit_level(records, level, names, disabled, seed, rounds, weights=None) -> Trees:
+def _fit_level(records, level, names, disabled, seed, rounds, bag: int = 1, monotone: bool = False) -> Trees:
+    """`bag` > 1: that many models of seeds seed, seed+1, ... (other row and column samples) as one
+    set of trees scoring their mean."""
     import lightgbm as lgb  # training only: queries evaluate the trees with numpy
 
-    x, y, groups = _matrix(records, level, names, disabled)
-    params = dict(PARAMS, seed=seed, bagging_seed=seed, feature_fraction_seed=seed, data_random_seed=seed)
-    data = lgb.Dataset(x, y, group=groups, feature_name=names, free_raw_data=True)
-    booster = lgb.train(params, data, num_boost_round=rounds)
-    return Trees.from_lightgbm_dump(booster.dump_model())
+    from nsccn.ranking.adapt import concat
+
+    x, y, groups, weights = _matrix(records, level, names, disabled, weighted=True)
+    data = lgb.Dataset(x, y, group=groups, weight=None if (weights == 1.0).all() else weights, feature_name=names,
+                       free_raw_data=bag == 1)
+    out = None
+    for s in range(seed, seed + bag):
+        params = dict(PARAMS, seed=s, bagging_seed=s, feature_fraction_seed=s, data_random_seed=seed)
+        if monotone:
+            params["monotone_constraints"] = monotone_constraints(names)
+        trees = Trees.from_lightgbm_dump(lgb.train(params, data, num_boost_round=rounds).dump_model())
+        if bag > 1:
+            trees.value = trees.value / bag
+        out = trees if out is None else concat(out, trees)
+    return out
 
 
 def fit(records: Sequence[dict], disabled: frozenset[str] = frozenset(), seed: int = 0, rounds: int = ROUNDS,
-        info: dict | None = None) -> Ranker:
-    """One model for files and one for functions, trained on `records`."""
-    files = _fit_level(records, "file", FILE_FEATURES, disabled, seed, rounds)
-    functions = _fit_level(records, "function", FUNCTION_FEATURES, disabled, seed, rounds)
+        info: dict | None = None, bag: int = 1, monotone: bool = False) -> Ranker:
+    """One model for files and one for functions, trained on `records` (a record's `weight`, if
+    any, is its query's weight). `bag` and `monotone`: measured, not shipped (README)."""
+    files = _fit_level(records, "file", FILE_FEATURES, disabled, seed, rounds, bag, monotone)
+    functions = _fit_level(records, "function", FUNCTION_FEATURES, disabled, seed, rounds, bag, monotone)
     meta = {"feature_version": FEATURE_VERSION, "queries": len(records), "seed": seed, "rounds": rounds,
-            "repos": sorted({r["repo"] for r in records})}
+            "repos": sorted({r["repo"] for r in records})} | ({"bag": bag} if bag > 1 else {})
     return Ranker(files, functions, dict(meta, **(info or {})), disabled=disabled)
 
 
