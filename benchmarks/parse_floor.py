@@ -16,20 +16,19 @@ import os
 import statistics
 import sys
 import time
+from importlib.metadata import version
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def python_files(tree: Path) -> list[tuple[str, bytes]]:
-    out = []
-    for dirpath, dirnames, filenames in os.walk(tree):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            if name.endswith(".py"):
-                path = Path(dirpath) / name
-                out.append((path.relative_to(tree).as_posix(), path.read_bytes()))
-    return out
+    """The .py files `nsccn index` parses (its scan: ignore rules, size limit), with their bytes."""
+    from nsccn.config import load_config
+    from nsccn.scan import scan_repository
+
+    scan = scan_repository(tree, load_config(tree))
+    return [(f.path, (tree / f.path).read_bytes()) for f in scan.files if f.path.endswith(".py")]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
 
     files = python_files(args.tree)
     parser = ts.Parser(ts.Language(tree_sitter_python.language()))
+
     def each(work):  # one file's result dropped before the next, as an indexer does (held, 1,225 trees cost page faults)
         def run():
             for path, data in files:
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"round {rnd + 1}: " + ", ".join(f"{n} {v[-1]:.2f}" for n, v in cpu.items()),
               f"(load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
     mb = sum(len(d) for _, d in files) / 1e6
-    versions = {m: __import__("importlib.metadata").metadata.version(m) for m in ("tree-sitter", "tree-sitter-python")}
+    versions = {m: version(m) for m in ("tree-sitter", "tree-sitter-python")}
     print(f"{len(files)} files, {mb:.1f} MB; {versions}")
     print("| stage | CPU s, median of rounds | min | MB/s (median) |\n|---|---|---|---|")
     for name, vals in cpu.items():

@@ -78,7 +78,7 @@ def _boost(base: Trees, records: list[dict], level: str, names: list[str], round
 
     from nsccn.ranking.train import PARAMS, _matrix
 
-    x, y, groups = _matrix(records, level, names, frozenset())
+    x, y, groups, _ = _matrix(records, level, names, frozenset())
     data = lgb.Dataset(x, y, group=groups, init_score=base.predict(x), feature_name=names)
     params = dict(PARAMS, seed=seed, bagging_seed=seed, feature_fraction_seed=seed, data_random_seed=seed,
                   learning_rate=0.03)

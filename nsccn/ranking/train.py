@@ -86,9 +86,9 @@ def restrict_expansion(record: dict, expand: int, per_file: int) -> dict:
                 expanded=[places[i - first] for i in keep[first:]])
 
 
-def _matrix(records: Sequence[dict], level: str, names: list[str], disabled: frozenset[str], weighted: bool = False):
-    """The rows, labels and query sizes of every query with a correct candidate (`weighted`: and
-    each row's weight, its record's `weight`, 1 if none: LightGBM weighs a query by its rows' mean)."""
+def _matrix(records: Sequence[dict], level: str, names: list[str], disabled: frozenset[str]):
+    """The rows, labels, query sizes and row weights of every query with a correct candidate (a
+    row's weight is its record's `weight`, 1 if none: LightGBM weighs a query by its rows' mean)."""
     xs, ys, groups, weights = [], [], [], []
     for r in records:
         rows, labels = r[f"{level}_rows"], r[f"{level}_labels"]
@@ -100,8 +100,7 @@ def _matrix(records: Sequence[dict], level: str, names: list[str], disabled: fro
         weights.append(np.full(len(rows), float(r.get("weight", 1.0))))
     if not xs:
         raise ValueError(f"no {level} training data: no query has a correct candidate")
-    out = _mask(np.vstack(xs), names, disabled), np.concatenate(ys), groups
-    return (*out, np.concatenate(weights)) if weighted else out
+    return _mask(np.vstack(xs), names, disabled), np.concatenate(ys), groups, np.concatenate(weights)
 
 
 def _fit_level(records, level, names, disabled, seed, rounds, bag: int = 1, monotone: bool = False) -> Trees:
@@ -109,9 +108,9 @@ def _fit_level(records, level, names, disabled, seed, rounds, bag: int = 1, mono
     set of trees scoring their mean."""
     import lightgbm as lgb  # training only: queries evaluate the trees with numpy
 
-    from nsccn.ranking.adapt import concat
+    from nsccn.ranking.adapt import concat  # a bag's models side by side
 
-    x, y, groups, weights = _matrix(records, level, names, disabled, weighted=True)
+    x, y, groups, weights = _matrix(records, level, names, disabled)
     data = lgb.Dataset(x, y, group=groups, weight=None if (weights == 1.0).all() else weights, feature_name=names,
                        free_raw_data=bag == 1)
     out = None
