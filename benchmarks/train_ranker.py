@@ -151,6 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--dev", type=Path, required=True, help="features of the dev set (localize.py --features)")
     ap.add_argument("--mined", type=Path, action="append", default=[], help="features of mined pairs")
     ap.add_argument("--ablate", action="store_true", help="also each feature group removed, dev-only, mined-only")
+    ap.add_argument("--ablate-groups", nargs="+", metavar="GROUP[+GROUP]", default=None,
+                    help="with --ablate: only these groups removed (default: each group of features.GROUPS); "
+                         "a+b removes both at once")
     ap.add_argument("--eval-mined", action="store_true",
                     help="also score each mined repository with a model that never saw it (18 more held-out repositories)")
     ap.add_argument("--baselines", type=Path, action="append", default=[],
@@ -195,9 +198,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         results[f"{cfg} (localize.py rankings)"] = rows
     results["fusion (lexical-full)"] = score_records(dev)
     results["learned, leave-one-repo-out"] = loro(dev, mined, seed=args.seed)
+    ablations = [frozenset(g.split("+")) for g in args.ablate_groups] if args.ablate_groups else \
+        [frozenset({g}) for g in GROUPS]
+    unknown = sorted({g for a in ablations for g in a} - set(GROUPS))
+    if unknown:
+        ap.error(f"unknown feature groups {unknown}: choose from {sorted(GROUPS)}")
     if args.ablate:
-        for group in GROUPS:
-            results[f"  without {group}"] = loro(dev, mined, disabled=frozenset({group}), seed=args.seed)
+        for groups in ablations:
+            results[f"  without {'+'.join(sorted(groups))}"] = loro(dev, mined, disabled=groups, seed=args.seed)
         if mined:
             results["  dev only (no mined pairs)"] = loro(dev, mined, use_mined=False, seed=args.seed)
             results["  mined only (no dev instances)"] = loro(dev, mined, use_dev=False, seed=args.seed)
@@ -222,8 +230,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             grouped[f"  the functions of the best {files} files join ({per_file} each)"] = grouped_folds(
                 *([restrict_expansion(r, files, per_file) for r in recs] for recs in featured), seed=args.seed)
         if args.ablate:
-            for group in GROUPS:
-                grouped[f"  without {group}"] = grouped_folds(dev, mined, disabled=frozenset({group}), seed=args.seed)
+            for groups in ablations:
+                grouped[f"  without {'+'.join(sorted(groups))}"] = grouped_folds(dev, mined, disabled=groups,
+                                                                                 seed=args.seed)
         text += "\nGrouped folds (dev and mined queries, each scored by a model that saw none of its repository)\n\n" + \
             folds_table(grouped)
     print(text)
