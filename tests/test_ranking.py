@@ -15,8 +15,7 @@ from nsccn import ranking
 from nsccn.indexer import index_repository
 from nsccn.navigator import Navigator
 from nsccn.ranking import RankerError, Trees, load_ranker, save_ranker
-from nsccn.ranking.features import (FILE_FEATURES, FUNCTION_FEATURES, _walk_per_function_and_file, candidates,
-                                    walk_from_named)
+from nsccn.ranking.features import FILE_FEATURES, FUNCTION_FEATURES, candidates
 from nsccn.ranking.train import fit, rerank
 from nsccn.store import Store
 from tests.test_history import commit, git
@@ -143,83 +142,6 @@ def test_raise_sites_of_a_named_error_and_a_query_without_code(ranked_repo):
     f = dict(zip(FILE_FEATURES, plain.file_rows[plain.files.index("app/config.py")]))
     g = dict(zip(FUNCTION_FEATURES, plain.function_rows[plain.functions.index("func:app/config.py:merge_settings")]))
     assert math.isnan(f["code_file_bm25_rel"]) and math.isnan(g["code_rank"]) and g["raises_named"] == 0.0
-
-
-WALK_APP = '''\
-from app.shapes import compute_area
-
-
-def entry(value):
-    """Read the value twice and once more."""
-    first = helper_a(value)
-    second = helper_a(first)
-    return helper_b(second)
-
-
-def helper_a(value):
-    return deep(value) + 1
-
-
-def helper_b(value):
-    return value * 2
-
-
-def deep(value):
-    def nested():
-        return value
-    return nested()
-
-
-class Shape:
-    def area(self):
-        return compute_area(self)
-'''
-WALK_SHAPES = '''\
-def compute_area(shape):
-    return 0
-'''
-
-
-def test_the_walk_from_what_the_query_names(tmp_path):
-    root = tmp_path / "repo"
-    (root / "app").mkdir(parents=True)
-    (root / "app/core.py").write_text(WALK_APP)
-    (root / "app/shapes.py").write_text(WALK_SHAPES)
-    index_repository(root, workers=1)
-    with Store(root / ".nsccn" / "index.db", readonly=True) as store:
-        one, two = walk_from_named(store, ["func:app/core.py:entry"])
-        # entry calls helper_a twice and helper_b once; helper_a calls deep, helper_b nothing.
-        assert one == pytest.approx({"func:app/core.py:helper_a": 2 / 3, "func:app/core.py:helper_b": 1 / 3})
-        assert two == pytest.approx({"func:app/core.py:deep": 2 / 3})
-        # Two named, each half the walk; a class walks from its methods; a module starts none.
-        one, two = walk_from_named(store, ["func:app/core.py:entry", "class:app/core.py:Shape",
-                                           "module:app/core.py:app.core"])
-        assert one["func:app/shapes.py:compute_area"] == pytest.approx(0.5)
-        assert one["func:app/core.py:helper_a"] == pytest.approx(1 / 3)
-        assert walk_from_named(store, ["module:app/core.py:app.core"]) == ({}, {})
-        assert walk_from_named(store, ["func:app/shapes.py:compute_area"]) == ({}, {})  # calls nothing
-        # Summed per candidate function (a nested helper counts as its function) and per file.
-        per_fn, per_file = _walk_per_function_and_file(
-            {"func:app/core.py:deep.nested": 0.25, "func:app/core.py:deep": 0.25, "func:app/shapes.py:compute_area": 0.5},
-            ["func:app/core.py:deep"])
-        assert per_fn == {"func:app/core.py:deep": 0.5}
-        assert per_file == {"app/core.py": 0.5, "app/shapes.py": 0.5}
-    # Through the features: the query names `entry`, and what it calls is where the walk goes.
-    cands = features_of(root, "`entry(value)` returns the value doubled wrongly by a helper")
-    g = {fid.rsplit(":", 1)[1]: dict(zip(FUNCTION_FEATURES, row)) for fid, row in zip(cands.functions, cands.function_rows)}
-    assert g["helper_a"]["walk1"] == pytest.approx(2 / 3) and g["helper_b"]["walk1"] == pytest.approx(1 / 3)
-    assert g["entry"]["walk1"] == 0.0
-    f = dict(zip(FILE_FEATURES, cands.file_rows[cands.files.index("app/core.py")]))
-    assert f["walk1"] == pytest.approx(1.0) and g["helper_a"]["file_walk1"] == f["walk1"]
-    # A query that names nothing has no walk: missing, not zero.
-    plain = features_of(root, "the value comes back doubled when it should not: read twice")
-    row = dict(zip(FILE_FEATURES, plain.file_rows[plain.files.index("app/core.py")]))
-    assert math.isnan(row["walk1"]) and math.isnan(row["walk2"])
-    # The lexical walk starts from the fusion's best functions instead (here `entry`, whose
-    # docstring says "read twice"), so it exists without anything named.
-    assert row["lexwalk1"] > 0
-    fns = {fid.rsplit(":", 1)[1]: dict(zip(FUNCTION_FEATURES, r)) for fid, r in zip(plain.functions, plain.function_rows)}
-    assert fns["entry"]["file_lexwalk1"] == row["lexwalk1"]
 
 
 def _quiet_file_repo(root: Path) -> Path:

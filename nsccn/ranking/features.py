@@ -35,7 +35,7 @@ from nsccn.search import (BM25_WEIGHTS, FILE_BM25_WEIGHTS, FILE_WEIGHTS, Fusion,
 from nsccn.store import Store
 from nsccn.text import split_identifier
 
-FEATURE_VERSION = 4  # bump with any change to what a feature means; models record it
+FEATURE_VERSION = 3  # bump with any change to what a feature means; models record it
 FILE_CANDIDATES = 60  # the fusion's best files re-ranked
 FUNCTION_CANDIDATES = 120  # the fusion's best functions re-ranked
 STREAMS = ("bm25", "vector", "exact", "graph", "prior")
@@ -52,9 +52,6 @@ VECTOR_CANDIDATES = 30  # the vector stream's best functions join the candidates
 EXPAND_FILES = 0  # the fusion's best this-many files and whole-file BM25's best this-many
 EXPAND_PER_FILE = 120  # at most this many of a file's functions, highest PageRank first
 MAX_NAMED_WORDS = 2000  # a report's distinct words looked up as raised errors
-WALK_SEEDS = 10  # the exact stream's best this-many named entities start the walk
-WALK_SECOND_STEP = 200  # the walk's second step leaves from the first step's best this-many
-LEXWALK_SEEDS = 10  # the fusion's best this-many functions start the lexical walk, by their scores
 LEXICAL_SIGNALS = frozenset({"bm25", "query_analysis", "graph", "prior"})  # the fusion the features read
 # How a report writes `Cart.total` in each language besides the dotted form every language's
 # qualname uses (by file extension; the dotted form alone for Python and anything unlisted).
@@ -75,7 +72,6 @@ FILE_FEATURES = QUERY_FEATURES + [
     "hist_commits", "hist_fixes", "hist_age_days_log", "hist_similar",
     "file_bm25_rel", "file_coverage", "title_file_bm25_rel", "title_file_coverage", "title_file_rank",
     "code_file_bm25_rel", "code_file_coverage", "code_file_rank", "hist_title_similar", "raises_named",
-    "walk1", "walk2", "lexwalk1", "lexwalk2",
 ]
 FUNCTION_FEATURES = QUERY_FEATURES + [
     "fusion_rank", "fusion_score_rel", *(f"{s}_rank" for s in STREAMS), "in_file_rank", "n_hits",
@@ -92,7 +88,6 @@ FUNCTION_FEATURES = QUERY_FEATURES + [
     "file_coverage", "title_file_bm25_rel",
     "code_bm25_rel", "code_coverage", "code_rank", "code_file_bm25_rel",
     "hist_fn_title_similar", "hist_file_title_similar", "raises_named", "file_raises_named",
-    "walk1", "walk2", "file_walk1", "file_walk2", "lexwalk1", "lexwalk2", "file_lexwalk1", "file_lexwalk2",
 ]
 # Groups for ablations: removing a group sets its features to NaN at training and at query time.
 GROUPS = {
@@ -118,11 +113,6 @@ GROUPS = {
                   "code_rank", "code_file_bm25_rel"],
     # Raise sites of an error the query names (PROPAGATES_ERROR edges whose target is a query word).
     "errors": ["raises_named", "file_raises_named"],
-    # Where what the query names leads (version 4): a report names an entry point (`simplify`,
-    # `Poly`) and the fix is often in what it calls.
-    "walk": ["walk1", "walk2", "file_walk1", "file_walk2"],
-    # The same walk from the fusion's best functions, each by its score: where the query's words lead.
-    "lexwalk": ["lexwalk1", "lexwalk2", "file_lexwalk1", "file_lexwalk2"],
     # Similar past fixes by the title alone (also part of "history").
     "title-history": ["hist_title_similar", "hist_fn_title_similar", "hist_file_title_similar"],
 }
@@ -201,90 +191,6 @@ def _raises_named(store: Store, words: set[str]) -> tuple[dict[str, float], dict
         by_entity[source] += w
         by_file[path] += w
     return by_entity, by_file
-
-
-def walk_from_named(store: Store, named: list[str]) -> tuple[dict[str, float], dict[str, float]]:
-    """Where the entities a query names lead: `walk` from the first WALK_SEEDS named entities
-    (modules left out), each weighing the same."""
-    seeds = [n for n in named if not n.startswith("module:")][:WALK_SEEDS]
-    return walk(store, dict.fromkeys(seeds, 1.0))
-
-
-def walk(store: Store, seeds: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:
-    """The share of a random step along CALLS and INHERITS edges that lands on each entity, one
-    step from a seed (itself or what it contains: a class's methods) and two steps. Each seed's
-    step is split by its edges' confidence and weighs by the seed's weight among the seeds that
-    have such edges; external targets are dropped. Empty when no seed has an edge."""
-    c = store.conn
-    if not seeds:
-        return {}, {}
-    relations = "(SELECT id FROM symbols WHERE name IN ('CALLS', 'INHERITS'))"
-
-    def steps(sources: list[str]) -> dict[str, dict[str, float]]:
-        out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-        for i in range(0, len(sources), 400):
-            chunk = sources[i:i + 400]
-            for src, dst, conf in c.execute(
-                "SELECT s.name, t.name, ed.confidence FROM edges ed JOIN symbols s ON s.id = ed.source "
-                "JOIN symbols t ON t.id = ed.target WHERE ed.source IN "
-                f"(SELECT id FROM symbols WHERE name IN ({','.join('?' * len(chunk))})) AND ed.relation IN {relations}",
-                chunk,
-            ):
-                if not dst.startswith(("ext:", "module:", "var:")) and dst != src:
-                    out[src][dst] += conf
-        return out
-
-    members: dict[str, list[str]] = {}
-    for n in seeds:
-        _kind, path, qual = split_entity_id(n)
-        members[n] = [n, *(eid for (eid,) in c.execute(  # qualnames under `qual.`: from "qual." up to "qual/"
-            "SELECT id FROM entities WHERE path = ? AND qualname >= ? AND qualname < ?", (path, qual + ".", qual + "/")))]
-    first_edges = steps(sorted({m for ms in members.values() for m in ms}))
-    one: dict[str, float] = defaultdict(float)
-    walked = 0.0
-    for n, ms in members.items():
-        own = set(ms)
-        reached: dict[str, float] = defaultdict(float)
-        for m in ms:
-            for dst, w in first_edges.get(m, {}).items():
-                if dst not in own:
-                    reached[dst] += w
-        total = sum(reached.values())
-        if total > 0:
-            walked += seeds[n]
-            for dst, w in reached.items():
-                one[dst] += seeds[n] * w / total
-    if not walked:
-        return {}, {}
-    one = {k: v / walked for k, v in one.items()}
-    two: dict[str, float] = defaultdict(float)
-    sources = sorted(one, key=lambda k: (-one[k], k))[:WALK_SECOND_STEP]
-    second_edges = steps(sources)
-    for src in sources:
-        edges = second_edges.get(src)
-        if edges:
-            total = sum(edges.values())
-            for dst, w in edges.items():
-                two[dst] += one[src] * w / total
-    return one, dict(two)
-
-
-def _walk_per_function_and_file(walk: dict[str, float], fn_ids: list[str]) -> tuple[dict[str, float], dict[str, float]]:
-    """A walk's shares summed per candidate function (the innermost candidate that encloses the
-    entity: a helper nested in a function counts as the function) and per file."""
-    outer = {split_entity_id(f)[1:]: f for f in fn_ids}
-    per_fn: dict[str, float] = defaultdict(float)
-    per_file: dict[str, float] = defaultdict(float)
-    for eid, share in walk.items():
-        _kind, path, qual = split_entity_id(eid)
-        per_file[path] += share
-        parts = qual.split(".")
-        for n in range(len(parts), 0, -1):
-            fid = outer.get((path, ".".join(parts[:n])))
-            if fid is not None:
-                per_fn[fid] += share
-                break
-    return per_fn, per_file
 
 
 def title_of(query: str) -> str:
@@ -494,16 +400,6 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
     ev = history.evidence(store, fusion.terms, file_list, before=history_before)
     title_similar = history.similar_fixes(store, title_terms, file_list, history_before) if ev.present else ({}, {})
     raises_fn, raises_file = _raises_named(store, words)
-    named = list(dict.fromkeys(h.entity.id for h in exact_hits[:10]))
-    walk_one, walk_two = walk_from_named(store, named)
-    walk1_fn, walk1_file = _walk_per_function_and_file(walk_one, fn_ids)
-    walk2_fn, walk2_file = _walk_per_function_and_file(walk_two, fn_ids)
-    walk_nan = NAN if not named else 0.0  # no walk without something named
-    lex_seeds = {f: fusion.fn_scores.get(f, 0.0) for f in fusion.functions[:LEXWALK_SEEDS]}
-    lex_one, lex_two = walk(store, {f: w for f, w in lex_seeds.items() if w > 0})
-    lexwalk1_fn, lexwalk1_file = _walk_per_function_and_file(lex_one, fn_ids)
-    lexwalk2_fn, lexwalk2_file = _walk_per_function_and_file(lex_two, fn_ids)
-    lexwalk_nan = NAN if not lex_one else 0.0
 
     def hist(d: dict, key, log: bool = False) -> float:
         if not ev.present:
@@ -561,10 +457,6 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
             "code_file_rank": code_file_lexical[p][2],
             "hist_title_similar": hist(title_similar[0], p),
             "raises_named": raises_file.get(p, 0.0),
-            "walk1": walk1_file.get(p, walk_nan),
-            "walk2": walk2_file.get(p, walk_nan),
-            "lexwalk1": lexwalk1_file.get(p, lexwalk_nan),
-            "lexwalk2": lexwalk2_file.get(p, lexwalk_nan),
         }
         file_features[p] = f
         file_rows.append(qf + [f[name] for name in FILE_FEATURES[len(QUERY_FEATURES):]])
@@ -628,6 +520,7 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
     )) if rowids else {}
     # Closeness to what the query names: neighbours (calls, containment, inheritance) of the
     # entities the exact stream found.
+    named = list(dict.fromkeys(h.entity.id for h in exact_hits[:10]))
     near: set[str] = set(named)
     if named:
         nm = ",".join("?" * len(named))
@@ -715,14 +608,6 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
             ff.get("hist_title_similar", NAN),
             raises_fn.get(fid, 0.0),
             ff.get("raises_named", 0.0),
-            walk1_fn.get(fid, walk_nan),
-            walk2_fn.get(fid, walk_nan),
-            ff.get("walk1", walk_nan),
-            ff.get("walk2", walk_nan),
-            lexwalk1_fn.get(fid, lexwalk_nan),
-            lexwalk2_fn.get(fid, lexwalk_nan),
-            ff.get("lexwalk1", lexwalk_nan),
-            ff.get("lexwalk2", lexwalk_nan),
         ]
         fn_rows.append(qf + f)
     return Candidates(file_list, file_rows, fn_ids, fn_rows, [expanded[f] for f in fn_ids if f in expanded])
