@@ -181,6 +181,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--ship", type=Path, help="train on everything and write the model here")
     ap.add_argument("--out", type=Path, help="write the table (metrics.md) and per-instance results here")
     args = ap.parse_args(argv)
+    # Checked before any record is read or model trained: a mistyped group fails at once.
+    ablations = [frozenset(g.split("+")) for g in args.ablate_groups] if args.ablate_groups else \
+        [frozenset({g}) for g in GROUPS]
+    unknown = sorted({g for a in ablations for g in a} - set(GROUPS))
+    if unknown:
+        ap.error(f"unknown feature groups {unknown}: choose from {sorted(GROUPS)}")
     dev = list({r["instance_id"]: r for r in load_records([args.dev])}.values())  # one per instance
     if args.dev_weight != 1.0:  # bug reports are what localize answers; mined commit messages a proxy
         dev = [dict(r, weight=args.dev_weight) for r in dev]
@@ -198,11 +204,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         results[f"{cfg} (localize.py rankings)"] = rows
     results["fusion (lexical-full)"] = score_records(dev)
     results["learned, leave-one-repo-out"] = loro(dev, mined, seed=args.seed)
-    ablations = [frozenset(g.split("+")) for g in args.ablate_groups] if args.ablate_groups else \
-        [frozenset({g}) for g in GROUPS]
-    unknown = sorted({g for a in ablations for g in a} - set(GROUPS))
-    if unknown:
-        ap.error(f"unknown feature groups {unknown}: choose from {sorted(GROUPS)}")
     if args.ablate:
         for groups in ablations:
             results[f"  without {'+'.join(sorted(groups))}"] = loro(dev, mined, disabled=groups, seed=args.seed)

@@ -452,3 +452,16 @@ def test_grouped_folds_score_every_query_with_a_model_that_never_saw_its_reposit
         assert sorted(x["instance_id"] for x in weighed if x.get("evidence") == w) == sorted(r["instance_id"] for r in records)
     plain = [x for x in weighed if "evidence" not in x]
     assert [x["metrics"] for x in plain] == [x["metrics"] for x in scored]
+
+
+def test_train_ranker_refuses_an_unknown_ablation_group_before_reading_records(tmp_path, capsys):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import train_ranker
+
+    missing = tmp_path / "no-such-records.jsonl"  # never opened: the groups are checked first
+    with pytest.raises(SystemExit) as exit_:
+        train_ranker.main(["--dev", str(missing), "--ablate", "--ablate-groups", "history+histroy"])
+    assert exit_.value.code == 2
+    assert "unknown feature groups ['histroy']" in capsys.readouterr().err
