@@ -55,13 +55,17 @@ def score_records(records: Sequence[dict], ranker=None) -> list[dict]:
 
 
 def loro(dev: list[dict], mined: list[dict], disabled: frozenset[str] = frozenset(), use_dev: bool = True,
-         use_mined: bool = True, seed: int = 0) -> list[dict]:
-    """Every dev instance scored by a model that never saw its repository."""
+         use_mined: bool = True, seed: int = 0, vectors: Sequence[dict] = ()) -> list[dict]:
+    """Every dev instance scored by a model that never saw its repository. `vectors`: queries
+    featured on indexes with vectors (any repository's), trained on with the rest except the
+    held-out repository's, which are scored too (rows marked `vectors`)."""
     scored = []
     for repo in sorted({r["repo"] for r in dev}):
-        train = (mined if use_mined else []) + ([r for r in dev if r["repo"] != repo] if use_dev else [])
+        train = (mined if use_mined else []) + ([r for r in dev if r["repo"] != repo] if use_dev else []) + \
+            [r for r in vectors if r["repo"] != repo]
         ranker = fit(train, disabled=disabled, seed=seed)
         scored += score_records([r for r in dev if r["repo"] == repo], ranker)
+        scored += [dict(x, vectors=True) for x in score_records([r for r in vectors if r["repo"] == repo], ranker)]
     return scored
 
 
@@ -94,12 +98,14 @@ def loro_mined(dev: list[dict], mined: list[dict], seed: int = 0) -> list[dict]:
 
 def grouped_folds(dev: list[dict], mined: list[dict], disabled: frozenset[str] = frozenset(),
                   train_ids: set[str] | None = None, seed: int = 0, groups: int = 6,
-                  evidence: Sequence[float] = ()) -> list[dict]:
+                  evidence: Sequence[float] = (), vectors: Sequence[dict] = ()) -> list[dict]:
     """Every query, dev and mined, scored by a model that saw none of its repository: each dev
     repository is one fold, the mined repositories form `groups` folds (every `groups`-th
     repository by name). `train_ids`: only these mined pairs train (all are scored), to compare
     training sets on the same test queries. `evidence`: also score each query with these weights of
-    a file's best function score (`Ranker.function_evidence`), the same models; rows carry the weight."""
+    a file's best function score (`Ranker.function_evidence`), the same models; rows carry the weight.
+    `vectors`: queries featured on indexes with vectors, trained on except in their repository's
+    fold, where they are scored (rows marked `vectors`)."""
     repos = sorted({r["repo"] for r in mined})
     folds = [[r for r in dev if r["repo"] == repo] for repo in sorted({r["repo"] for r in dev})]
     n_dev = len(folds)
@@ -110,9 +116,12 @@ def grouped_folds(dev: list[dict], mined: list[dict], disabled: frozenset[str] =
             continue
         train = [r for j, fold in enumerate(folds) if j != i for r in fold
                  if train_ids is None or j < n_dev or r["instance_id"] in train_ids]
-        ranker = fit(train, disabled=disabled, seed=seed)
+        test_repos = {r["repo"] for r in test}
+        ranker = fit(train + [r for r in vectors if r["repo"] not in test_repos], disabled=disabled, seed=seed)
         part = "dev" if i < n_dev else "mined"
         scored += [dict(x, held_out=part) for x in score_records(test, ranker)]
+        scored += [dict(x, held_out=part, vectors=True)
+                   for x in score_records([r for r in vectors if r["repo"] in test_repos], ranker)]
         for w in evidence:
             ranker.function_evidence = w
             scored += [dict(x, held_out=part, evidence=w) for x in score_records(test, ranker)]
@@ -150,6 +159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dev", type=Path, required=True, help="features of the dev set (localize.py --features)")
     ap.add_argument("--mined", type=Path, action="append", default=[], help="features of mined pairs")
+    ap.add_argument("--vectors", type=Path, action="append", default=[],
+                    help="features of dev or mined queries on indexes with vectors (localize.py --configs vector "
+                         "--features): trained on beside the rest, never in their own repository's fold, and "
+                         "scored there against the same queries without vectors")
     ap.add_argument("--ablate", action="store_true", help="also each feature group removed, dev-only, mined-only")
     ap.add_argument("--ablate-groups", nargs="+", metavar="GROUP[+GROUP]", default=None,
                     help="with --ablate: only these groups removed (default: each group of features.GROUPS); "
@@ -194,6 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.bag > 1 or args.monotone:  # every model of this run
         fit = functools.partial(fit, bag=args.bag, monotone=args.monotone)
     mined = load_records(args.mined)
+    vectors = load_records(args.vectors)
     featured = dev, mined  # as featured (with --features-expand: every expanded function, marked)
     dev, mined = ([restrict_expansion(r, args.expand, args.per_file) for r in recs] for recs in featured)
     print(f"{len(dev)} dev queries ({', '.join(sorted({r['repo'] for r in dev}))}), {len(mined)} mined", file=sys.stderr)
@@ -203,7 +217,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     for cfg, rows in baseline_rows(args.baselines, ("bm25", "full"), ids).items():
         results[f"{cfg} (localize.py rankings)"] = rows
     results["fusion (lexical-full)"] = score_records(dev)
-    results["learned, leave-one-repo-out"] = loro(dev, mined, seed=args.seed)
+    scored = loro(dev, mined, seed=args.seed, vectors=vectors)
+    results["learned, leave-one-repo-out"] = [r for r in scored if not r.get("vectors")]
+    if vectors:
+        with_vectors = [r for r in scored if r.get("vectors")]
+        same = {r["instance_id"] for r in with_vectors}
+        results["  the instances featured with vectors, without them"] = [
+            r for r in results["learned, leave-one-repo-out"] if r["instance_id"] in same]
+        results["  the same instances with vectors"] = with_vectors
     if args.ablate:
         for groups in ablations:
             results[f"  without {'+'.join(sorted(groups))}"] = loro(dev, mined, disabled=groups, seed=args.seed)
@@ -217,8 +238,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             "learned, leave-one-repo-out": loro_mined(dev, mined, seed=args.seed)}).split("\n\n", 1)[1]
     grouped: dict[str, list[dict]] = {}
     if args.grouped and mined:
-        rows = grouped_folds(dev, mined, seed=args.seed, evidence=args.evidence_weights)
-        grouped["learned, grouped folds"] = [r for r in rows if "evidence" not in r]
+        rows = grouped_folds(dev, mined, seed=args.seed, evidence=args.evidence_weights, vectors=vectors)
+        grouped["learned, grouped folds"] = [r for r in rows if "evidence" not in r and not r.get("vectors")]
+        if vectors:
+            same = {r["instance_id"] for r in rows if r.get("vectors")}
+            grouped["  the queries featured with vectors, without them"] = [
+                r for r in grouped["learned, grouped folds"] if r["instance_id"] in same]
+            grouped["  the same queries with vectors"] = [r for r in rows if r.get("vectors")]
         for w in args.evidence_weights:
             grouped[f"  a file's best function score x {w:g}"] = [r for r in rows if r.get("evidence") == w]
         if args.mined_train:
@@ -244,8 +270,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         (args.out / "results.json").write_text(json.dumps(
             {k: {"overall": aggregate(v), "instances": v} for k, v in (results | grouped).items()}, indent=1))
     if args.ship:
-        ranker = fit(dev + mined, seed=args.seed, info={"trained_on": "dev set + mined pairs",
-                                                         "dev_queries": len(dev), "mined_queries": len(mined)})
+        ranker = fit(dev + mined + vectors, seed=args.seed, info={
+            "trained_on": "dev set + mined pairs" + (" + queries featured with vectors" if vectors else ""),
+            "dev_queries": len(dev), "mined_queries": len(mined), "vector_queries": len(vectors)})
         save_ranker(ranker, args.ship)
         print(f"model -> {args.ship} ({args.ship.stat().st_size / 1e6:.2f} MB)", file=sys.stderr)
     return 0

@@ -425,6 +425,55 @@ def test_a_model_that_never_read_vectors_ranks_without_them(ranked_repo):
             set(ranking.localize(store, query, ranker=b, use_vectors=False).functions)
 
 
+def test_the_ranker_reads_vector_ranks_among_non_test_entities(ranked_repo):
+    """Its training indexes embedded no test file, so an index that embeds them (the default)
+    would push every other entity down the vector ranks: test entities are left out."""
+    index_repository(ranked_repo, workers=1, embed=True)
+    from nsccn.search import is_test_path, vector_stream
+
+    query = "test that parse_config reads the settings file"
+    with Store(ranked_repo / ".nsccn" / "index.db", readonly=True) as store:
+        nearest = vector_stream(store, query)
+        rows = store.entity_at_rowids(nearest)
+        assert any(is_test_path(rows[r].path) for r in nearest)  # the index embeds tests
+        _, vector = ranking.featurize(store, query)
+    assert vector == [r for r in nearest if not is_test_path(rows[r].path)]
+
+
+def test_queries_featured_with_vectors_train_every_fold_but_their_own_and_are_scored_there(monkeypatch):
+    import copy
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import train_ranker
+
+    records = synthetic_records(72)
+    for r in records:
+        r["repo"] = f"r{int(r['instance_id'][1:]) % 4}"
+    dev = [r for r in records if r["repo"] == "r0"]
+    mined = [r for r in records if r["repo"] != "r0"]
+    vectors = [copy.deepcopy(r) for r in records if r["repo"] in ("r0", "r2")]  # the same queries, with vectors
+    trained_on: list[set] = []
+    real_fit = train_ranker.fit
+
+    def fit(train, **kw):  # the real training; what each fold trained on is kept to look at
+        trained_on.append({(r["repo"], id(r) in {id(v) for v in vectors}) for r in train})
+        return real_fit(train, **kw)
+
+    monkeypatch.setattr(train_ranker, "fit", fit)
+    scored = train_ranker.grouped_folds(dev, mined, groups=3, vectors=vectors)
+    assert sorted(x["instance_id"] for x in scored if x.get("vectors")) == sorted(r["instance_id"] for r in vectors)
+    assert sorted(x["instance_id"] for x in scored if not x.get("vectors")) == sorted(r["instance_id"] for r in records)
+    for seen in trained_on:  # a fold that trains on a repository's vector queries is not that repository's
+        held_out = {f"r{i}" for i in range(4)} - {repo for repo, _ in seen}
+        assert not {repo for repo, vec in seen if vec} & held_out
+        assert {repo for repo, vec in seen if vec} == {"r0", "r2"} - held_out
+    trained_on.clear()
+    dev_scored = train_ranker.loro(dev, mined, vectors=vectors)
+    assert {x["instance_id"] for x in dev_scored if x.get("vectors")} == {r["instance_id"] for r in dev}
+    assert trained_on == [{("r1", False), ("r2", False), ("r3", False), ("r2", True)}]
+
+
 def test_grouped_folds_score_every_query_with_a_model_that_never_saw_its_repository():
     import sys
 

@@ -288,9 +288,15 @@ def featurize(store: Store, query: str, embedder=None, use_vectors: bool = True,
     fusion = fusion_localize(store, query, limit=CANDIDATE_DEPTH, signals=LEXICAL_SIGNALS, rrf_k=rrf_k)
     vector = None
     if use_vectors and _has_vectors(store):
-        from nsccn.search import vector_stream
+        from nsccn.search import STREAM_DEPTH, is_test_path, vector_stream
 
-        vector = vector_stream(store, query, embedder=embedder) or None
+        # The model learned vector ranks among the entities of non-test files (its training indexes
+        # embedded no test or documentation file); an index that embeds them too (the default)
+        # would push every other entity down the ranks, so they are left out here, read deep
+        # enough that as many remain.
+        nearest = vector_stream(store, query, limit=2 * STREAM_DEPTH, embedder=embedder)
+        rows = store.entity_at_rowids(nearest)
+        vector = [r for r in nearest if r in rows and not is_test_path(rows[r].path)][:STREAM_DEPTH] or None
     return fusion, vector
 
 
