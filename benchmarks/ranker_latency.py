@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nsccn import ranking  # noqa: E402
 from nsccn.ranking.features import LEXICAL_SIGNALS, candidates  # noqa: E402
-from nsccn.search import fusion_localize, vector_stream  # noqa: E402
+from nsccn.search import fusion_localize  # noqa: E402
 from nsccn.store import Store  # noqa: E402
 
 
@@ -60,7 +60,7 @@ def main() -> int:
             t = time.perf_counter()
             fusion = fusion_localize(store, report, limit=ranking.CANDIDATE_DEPTH, signals=LEXICAL_SIGNALS)
             t1 = time.perf_counter()
-            vector = (vector_stream(store, report) or None) if has_vectors else None
+            vector = ranking.vector_ranks(store, report) if has_vectors else None
             t2 = time.perf_counter()
             cands = candidates(store, report, fusion, vector)
             t3 = time.perf_counter()

@@ -286,18 +286,21 @@ def featurize(store: Store, query: str, embedder=None, use_vectors: bool = True,
               rrf_k: int = RRF_K) -> tuple[Fusion, list[int] | None]:
     """The lexical fusion and the vector stream (None without vectors) the features read."""
     fusion = fusion_localize(store, query, limit=CANDIDATE_DEPTH, signals=LEXICAL_SIGNALS, rrf_k=rrf_k)
-    vector = None
-    if use_vectors and _has_vectors(store):
-        from nsccn.search import STREAM_DEPTH, is_test_path, vector_stream
-
-        # The model learned vector ranks among the entities of non-test files (its training indexes
-        # embedded no test or documentation file); an index that embeds them too (the default)
-        # would push every other entity down the ranks, so they are left out here, read deep
-        # enough that as many remain.
-        nearest = vector_stream(store, query, limit=2 * STREAM_DEPTH, embedder=embedder)
-        rows = store.entity_at_rowids(nearest)
-        vector = [r for r in nearest if r in rows and not is_test_path(rows[r].path)][:STREAM_DEPTH] or None
+    vector = vector_ranks(store, query, embedder) if use_vectors and _has_vectors(store) else None
     return fusion, vector
+
+
+def vector_ranks(store: Store, query: str, embedder=None) -> list[int] | None:
+    """The vector stream the features read: entity rowids nearest the query, best first, of
+    non-test files only. The model learned vector ranks among those (its training indexes
+    embedded no test or documentation file); an index that embeds them too (the default) would
+    push every other entity down the ranks, so they are left out, read deep enough that as many
+    remain."""
+    from nsccn.search import STREAM_DEPTH, is_test_path, vector_stream
+
+    nearest = vector_stream(store, query, limit=2 * STREAM_DEPTH, embedder=embedder)
+    rows = store.entity_at_rowids(nearest)
+    return [r for r in nearest if r in rows and not is_test_path(rows[r].path)][:STREAM_DEPTH] or None
 
 
 def _has_vectors(store: Store) -> bool:

@@ -1,0 +1,38 @@
+"""Held-out scores of every query (grouped folds, as `benchmarks/train_ranker.py --grouped`), kept
+raw so that ways of combining them can be compared offline on the same models.
+
+    PARAMS='{"objective": "rank_xendcg"}' python heldout_scores.py DEV.jsonl MINED.jsonl OUT.pkl
+
+PARAMS: LightGBM parameters over `nsccn.ranking.train.PARAMS` (none: the shipped training).
+Folds: each dev repository one fold, the mined repositories six folds (every sixth by name).
+"""
+import json
+import os
+import pickle
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import nsccn.ranking.train as train
+from nsccn.ranking.features import FILE_FEATURES, FUNCTION_FEATURES
+
+train.PARAMS.update(json.loads(os.environ.get("PARAMS", "{}")))
+dev, mined = train.load_records([Path(sys.argv[1])]), train.load_records([Path(sys.argv[2])])
+repos = sorted({r["repo"] for r in mined})
+folds = [[r for r in dev if r["repo"] == repo] for repo in sorted({r["repo"] for r in dev})]
+n_dev = len(folds)
+folds += [[r for r in mined if r["repo"] in set(repos[g::6])] for g in range(6)]
+out = []
+for i, test in enumerate(folds):
+    ranker = train.fit([r for j, fold in enumerate(folds) if j != i for r in fold], seed=0)
+    for r in test:
+        fx = np.asarray(r["file_rows"], dtype=np.float64).reshape(-1, len(FILE_FEATURES))
+        gx = np.asarray(r["function_rows"], dtype=np.float64).reshape(-1, len(FUNCTION_FEATURES))
+        out.append(dict({k: r[k] for k in ("instance_id", "repo", "gold_files", "gold_functions", "files",
+                                           "functions", "fusion_files", "fusion_functions")},
+                        held_out="dev" if i < n_dev else "mined",
+                        fs=ranker.files.predict(fx) if len(fx) else np.zeros(0),
+                        gs=ranker.functions.predict(gx) if len(gx) else np.zeros(0)))
+    print("fold", i, len(test), flush=True)
+pickle.dump(out, open(sys.argv[3], "wb"))
