@@ -440,8 +440,8 @@ def test_the_ranker_reads_vector_ranks_among_non_test_entities(ranked_repo):
     assert vector == [r for r in nearest if not is_test_path(rows[r].path)]
 
 
-def test_queries_featured_with_vectors_train_every_fold_but_their_own_and_are_scored_there(monkeypatch):
-    import copy
+def _four_repositories():
+    """train_ranker (benchmarks/), 72 synthetic queries of four repositories, r0's as the dev set."""
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
@@ -450,8 +450,13 @@ def test_queries_featured_with_vectors_train_every_fold_but_their_own_and_are_sc
     records = synthetic_records(72)
     for r in records:
         r["repo"] = f"r{int(r['instance_id'][1:]) % 4}"
-    dev = [r for r in records if r["repo"] == "r0"]
-    mined = [r for r in records if r["repo"] != "r0"]
+    return train_ranker, records, [r for r in records if r["repo"] == "r0"], [r for r in records if r["repo"] != "r0"]
+
+
+def test_queries_featured_with_vectors_train_every_fold_but_their_own_and_are_scored_there(monkeypatch):
+    import copy
+
+    train_ranker, records, dev, mined = _four_repositories()
     vectors = [copy.deepcopy(r) for r in records if r["repo"] in ("r0", "r2")]  # the same queries, with vectors
     trained_on: list[set] = []
     real_fit = train_ranker.fit
@@ -475,16 +480,7 @@ def test_queries_featured_with_vectors_train_every_fold_but_their_own_and_are_sc
 
 
 def test_grouped_folds_score_every_query_with_a_model_that_never_saw_its_repository():
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-    import train_ranker
-
-    records = synthetic_records(72)
-    for r in records:
-        r["repo"] = f"r{int(r['instance_id'][1:]) % 4}"
-    dev = [r for r in records if r["repo"] == "r0"]
-    mined = [r for r in records if r["repo"] != "r0"]
+    train_ranker, records, dev, mined = _four_repositories()
     scored = train_ranker.grouped_folds(dev, mined, groups=3)
     assert sorted(x["instance_id"] for x in scored) == sorted(r["instance_id"] for r in records)
     assert {x["held_out"] for x in scored if x["repo"] == "r0"} == {"dev"}
