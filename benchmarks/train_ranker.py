@@ -200,6 +200,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = sorted({g for a in ablations for g in a} - set(GROUPS))
     if unknown:
         ap.error(f"unknown feature groups {unknown}: choose from {sorted(GROUPS)}")
+    missing = [str(p) for p in [args.dev, *args.mined, *args.vectors] if not p.is_file()]
+    if missing:
+        ap.error(f"no such feature file: {', '.join(missing)}")
     dev = list({r["instance_id"]: r for r in load_records([args.dev])}.values())  # one per instance
     if args.dev_weight != 1.0:  # bug reports are what localize answers; mined commit messages a proxy
         dev = [dict(r, weight=args.dev_weight) for r in dev]
@@ -210,7 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     vectors = load_records(args.vectors)
     featured = dev, mined  # as featured (with --features-expand: every expanded function, marked)
     dev, mined = ([restrict_expansion(r, args.expand, args.per_file) for r in recs] for recs in featured)
-    print(f"{len(dev)} dev queries ({', '.join(sorted({r['repo'] for r in dev}))}), {len(mined)} mined", file=sys.stderr)
+    print(f"{len(dev)} dev queries ({', '.join(sorted({r['repo'] for r in dev}))}), {len(mined)} mined"
+          + (f", {len(vectors)} featured with vectors" if vectors else ""), file=sys.stderr)
     t0 = time.perf_counter()
     results: dict[str, list[dict]] = {}
     ids = {r["instance_id"] for r in dev}

@@ -510,3 +510,9 @@ def test_train_ranker_refuses_an_unknown_ablation_group_before_reading_records(t
         train_ranker.main(["--dev", str(missing), "--ablate", "--ablate-groups", "history+histroy"])
     assert exit_.value.code == 2
     assert "unknown feature groups ['histroy']" in capsys.readouterr().err
+    dev = tmp_path / "dev.jsonl"
+    dev.write_text("")
+    with pytest.raises(SystemExit) as exit_:  # a missing feature file: a clear error before any training
+        train_ranker.main(["--dev", str(dev), "--vectors", str(missing)])
+    assert exit_.value.code == 2
+    assert f"no such feature file: {missing}" in capsys.readouterr().err
