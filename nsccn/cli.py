@@ -56,6 +56,27 @@ def work_tree_top(start: Path) -> Path | None:
     return next((cand for cand in (start, *start.parents) if (cand / ".git").exists()), None)
 
 
+class _LineProgress:
+    """Progress for a log or a pipe (stderr not a terminal): a plain line at the start, then at
+    most one every `every_s` seconds, and at the end, so long work (embedding a large repository
+    takes minutes) is never silent and never floods the log."""
+
+    def __init__(self, what: str, unit: str, every_s: float = 10.0):
+        self.what, self.unit, self.every_s = what, unit, every_s
+        self.started = time.monotonic()
+        self.last = None
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if self.last is None or done >= total or now - self.last >= self.every_s:
+            self.last = now
+            print(f"nsccn: {self.what} {done}/{total} {self.unit} ({now - self.started:.0f} s)", file=sys.stderr,
+                  flush=True)
+
+    def close(self) -> None:
+        pass
+
+
 def cmd_index(args) -> int:
     root = _repository(args)
     if not root.is_dir():
@@ -66,23 +87,35 @@ def cmd_index(args) -> int:
     def progress(done: int, total: int) -> None:
         nonlocal bar
         if bar is None:
-            if args.json or not sys.stderr.isatty():  # tqdm would disable itself: spare its import
+            if args.json:
                 return
-            from tqdm import tqdm  # a run with nothing to parse does without
+            if not sys.stderr.isatty():  # a log, not a terminal: a line now and then, not a bar
+                bar = _LineProgress("parsing", "files")
+            else:
+                from tqdm import tqdm  # a run with nothing to parse does without
 
-            bar = tqdm(total=total, unit="file", desc="parsing", file=sys.stderr)
-        bar.update(1)
+                bar = tqdm(total=total, unit="file", desc="parsing", file=sys.stderr)
+        if isinstance(bar, _LineProgress):
+            bar(done, total)
+        else:
+            bar.update(1)
 
     ebar = None
 
     def embed_progress(done: int, total: int) -> None:
         nonlocal ebar
         if ebar is None:
-            if args.json or not sys.stderr.isatty():
+            if args.json:
                 return
-            from tqdm import tqdm
+            if not sys.stderr.isatty():
+                ebar = _LineProgress("embedding", "entities")
+            else:
+                from tqdm import tqdm
 
-            ebar = tqdm(total=total, unit="entity", desc="embedding", file=sys.stderr)
+                ebar = tqdm(total=total, unit="entity", desc="embedding", file=sys.stderr)
+        if isinstance(ebar, _LineProgress):
+            ebar(done, total)
+            return
         ebar.n = done
         ebar.refresh()
 

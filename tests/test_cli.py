@@ -196,6 +196,22 @@ def test_index_runs_small_jobs_in_process_and_the_pipeline_on_request(shop_repo)
     assert summary["files_indexed"] == 1 and summary["pipeline"]["actors"]
 
 
+def test_an_index_into_a_log_says_how_far_it_is_in_plain_lines(shop_repo):
+    """stderr not a terminal (a pipe, a log file): no bar, and no silence either, the first and the
+    last count of each phase as a line (and one every 10 s between); --json prints none."""
+    r = nsccn("index", str(shop_repo), "--in-process", "--embed", env={"HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 0, r.stderr
+    lines = [line for line in r.stderr.splitlines() if line.startswith("nsccn: ")]
+    n = len(SHOP)
+    assert lines[0].startswith("nsccn: parsing 1/") and f"nsccn: parsing {n}/{n} files" in r.stderr
+    embedded = [line for line in lines if line.startswith("nsccn: embedding ")]
+    assert embedded and embedded[-1].split()[2].split("/")[0] == embedded[-1].split()[2].split("/")[1]
+    assert "\r" not in r.stderr  # no bar redrawn into the log
+    (shop_repo / "shop" / "extra.py").write_text("def extra():\n    return 1\n")
+    quiet = nsccn("index", str(shop_repo), "--in-process", "--json")
+    assert quiet.returncode == 0 and "nsccn: parsing" not in quiet.stderr
+
+
 def test_an_index_runs_parsers_end_once_every_file_is_committed(shop_repo):
     """The parsers of an index run end when the watcher has nothing left for them, not with the
     run: while the writer resolves (held back here) and reads the history, what they held (up to a
