@@ -56,25 +56,38 @@ def work_tree_top(start: Path) -> Path | None:
     return next((cand for cand in (start, *start.parents) if (cand / ".git").exists()), None)
 
 
-class _LineProgress:
-    """Progress for a log or a pipe (stderr not a terminal): a plain line at the start, then at
-    most one every `every_s` seconds, and at the end, so long work (embedding a large repository
-    takes minutes) is never silent and never floods the log."""
+class _Progress:
+    """The progress of one phase of `nsccn index` (files parsed, entities embedded), made on its
+    first report: a tqdm bar on a terminal; into a log or a pipe a plain line at the start, at
+    most one every `every_s` seconds and at the end, so long work (embedding a large repository
+    takes minutes) is never silent and never floods the log; nothing with `quiet` (--json)."""
 
-    def __init__(self, what: str, unit: str, every_s: float = 10.0):
-        self.what, self.unit, self.every_s = what, unit, every_s
-        self.started = time.monotonic()
-        self.last = None
+    def __init__(self, what: str, unit: str, quiet: bool, every_s: float = 10.0):
+        self.what, self.unit, self.quiet, self.every_s = what, unit, quiet, every_s
+        self.bar = None
+        self.started = self.last = None
 
     def __call__(self, done: int, total: int) -> None:
+        if self.quiet:
+            return
         now = time.monotonic()
-        if self.last is None or done >= total or now - self.last >= self.every_s:
+        if self.started is None:
+            self.started = now
+            if sys.stderr.isatty():
+                from tqdm import tqdm  # a run with nothing to parse does without
+
+                self.bar = tqdm(total=total, unit=self.unit, desc=self.what, file=sys.stderr)
+        if self.bar is not None:
+            self.bar.n = done
+            self.bar.refresh()
+        elif self.last is None or done >= total or now - self.last >= self.every_s:
             self.last = now
             print(f"nsccn: {self.what} {done}/{total} {self.unit} ({now - self.started:.0f} s)", file=sys.stderr,
                   flush=True)
 
     def close(self) -> None:
-        pass
+        if self.bar is not None:
+            self.bar.close()
 
 
 def cmd_index(args) -> int:
@@ -82,43 +95,8 @@ def cmd_index(args) -> int:
     if not root.is_dir():
         print(f"nsccn: {root} is not a directory", file=sys.stderr)
         return EXIT_USAGE
-    bar = None
-
-    def progress(done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            if args.json:
-                return
-            if not sys.stderr.isatty():  # a log, not a terminal: a line now and then, not a bar
-                bar = _LineProgress("parsing", "files")
-            else:
-                from tqdm import tqdm  # a run with nothing to parse does without
-
-                bar = tqdm(total=total, unit="file", desc="parsing", file=sys.stderr)
-        if isinstance(bar, _LineProgress):
-            bar(done, total)
-        else:
-            bar.update(1)
-
-    ebar = None
-
-    def embed_progress(done: int, total: int) -> None:
-        nonlocal ebar
-        if ebar is None:
-            if args.json:
-                return
-            if not sys.stderr.isatty():
-                ebar = _LineProgress("embedding", "entities")
-            else:
-                from tqdm import tqdm
-
-                ebar = tqdm(total=total, unit="entity", desc="embedding", file=sys.stderr)
-        if isinstance(ebar, _LineProgress):
-            ebar(done, total)
-            return
-        ebar.n = done
-        ebar.refresh()
-
+    progress = _Progress("parsing", "files", quiet=args.json)
+    embed_progress = _Progress("embedding", "entities", quiet=args.json)
     in_process, scan, config = args.in_process, None, None
     started = time.perf_counter()
     if not args.pipeline:
@@ -160,9 +138,8 @@ def cmd_index(args) -> int:
                                  overrides=_tcp_override(args))
         if isinstance(summary, int):
             return summary
-    for b in (bar, ebar):
-        if b is not None:
-            b.close()
+    progress.close()
+    embed_progress.close()
     for warning in summary.warnings:  # the index is complete; these say what it could not honour
         print(f"nsccn: warning: {warning}", file=sys.stderr)
     if args.json:

@@ -459,10 +459,10 @@ def test_queries_featured_with_vectors_train_every_fold_but_their_own_and_are_sc
     train_ranker, records, dev, mined = _four_repositories()
     vectors = [copy.deepcopy(r) for r in records if r["repo"] in ("r0", "r2")]  # the same queries, with vectors
     trained_on: list[set] = []
-    real_fit = train_ranker.fit
+    real_fit, vector_ids = train_ranker.fit, {id(v) for v in vectors}
 
     def fit(train, **kw):  # the real training; what each fold trained on is kept to look at
-        trained_on.append({(r["repo"], id(r) in {id(v) for v in vectors}) for r in train})
+        trained_on.append({(r["repo"], id(r) in vector_ids) for r in train})
         return real_fit(train, **kw)
 
     monkeypatch.setattr(train_ranker, "fit", fit)
