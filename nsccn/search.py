@@ -389,11 +389,13 @@ def _indexed_suffix_matches(store: Store, path: str, limit: int = 5) -> list[str
     return found[:limit]
 
 
-def vector_stream(store: Store, query: str, limit: int = STREAM_DEPTH, embedder=None) -> list[int]:
-    """Nearest entities by embedding; empty when the index has no vectors yet."""
+def vector_stream(store: Store, query: str, limit: int = STREAM_DEPTH, embedder=None,
+                  skip_path=None) -> list[int]:
+    """Nearest entities by embedding; empty when the index has no vectors yet (`skip_path`:
+    `semantic.nearest_rowids`)."""
     from nsccn import semantic  # heavy imports (onnxruntime) only when vectors are asked for
 
-    return semantic.nearest_rowids(store, query, limit, embedder=embedder)
+    return semantic.nearest_rowids(store, query, limit, embedder=embedder, skip_path=skip_path)
 
 
 # -- fusion -----------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from nsccn.embed import FALLBACK_MODEL, embedding_text, load_bundled_query_embedder, load_embedder, text_hash
+from nsccn.model import split_entity_id
 from nsccn.store import EMBEDDABLE_SQL, TEXT_COLUMNS, Store
 from nsccn.vectors import VectorStore
 
@@ -123,8 +124,10 @@ def _recorded_model(vs: VectorStore) -> tuple[str | None, int | None]:
     return (vs.model_id.split("@")[0], vs.dim) if vs.model_id else (None, None)
 
 
-def nearest_rowids(store: Store, query: str, limit: int, embedder=None) -> list[int]:
-    """Entity rowids nearest to the query; [] when the index has no vectors."""
+def nearest_rowids(store: Store, query: str, limit: int, embedder=None,
+                   skip_path: Callable[[str], bool] | None = None) -> list[int]:
+    """Entity rowids nearest to the query; [] when the index has no vectors. `skip_path`: entities
+    of the paths it is true for are left out (the entity id carries the path: no row read for it)."""
     if not has_vectors(store):
         return []
     vs = VectorStore(store.conn)
@@ -137,7 +140,7 @@ def nearest_rowids(store: Store, query: str, limit: int, embedder=None) -> list[
         )
     q = embedder.embed_query(query)
     hits = vs.knn(q, k=limit)
-    ids = [eid for eid, _ in hits]
+    ids = [eid for eid, _ in hits if skip_path is None or not skip_path(split_entity_id(eid)[1])]
     rows = dict(store.conn.execute(
         f"SELECT id, rowid FROM entities WHERE id IN ({','.join('?' * len(ids))})", ids
     ).fetchall()) if ids else {}

@@ -298,9 +298,8 @@ def vector_ranks(store: Store, query: str, embedder=None) -> list[int] | None:
     remain."""
     from nsccn.search import STREAM_DEPTH, is_test_path, vector_stream
 
-    nearest = vector_stream(store, query, limit=2 * STREAM_DEPTH, embedder=embedder)
-    rows = store.entity_at_rowids(nearest)
-    return [r for r in nearest if r in rows and not is_test_path(rows[r].path)][:STREAM_DEPTH] or None
+    nearest = vector_stream(store, query, limit=2 * STREAM_DEPTH, embedder=embedder, skip_path=is_test_path)
+    return nearest[:STREAM_DEPTH] or None
 
 
 def _has_vectors(store: Store) -> bool:
