@@ -186,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mirrors", type=Path, required=True, help="directory of {owner}+{name}/repo bare clones")
     ap.add_argument("--repos", default=",".join(REPOSITORIES), help="comma-separated owner/name (default: the 18)")
-    ap.add_argument("--per-repo", type=int, default=400, help="instances per repository (newest kept commits; the shipped model: 400)")
+    ap.add_argument("--per-repo", type=int, default=800, help="instances per repository (newest kept commits; the shipped model: 800)")
     ap.add_argument("--out", type=Path, required=True, help="output JSONL")
     args = ap.parse_args(argv)
     if args.per_repo < 1:
