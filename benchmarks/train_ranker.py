@@ -155,6 +155,19 @@ def table(results: dict[str, list[dict]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def split_vector_rows(scored: list[dict], label: str, noun: str) -> dict[str, list[dict]]:
+    """Table rows of a scoring run: the queries as featured without vectors under `label`, and,
+    where some were also featured with vectors, those same queries without and with them."""
+    plain = [r for r in scored if not r.get("vectors")]
+    with_vectors = [r for r in scored if r.get("vectors")]
+    if not with_vectors:
+        return {label: plain}
+    same = {r["instance_id"] for r in with_vectors}
+    return {label: plain,
+            f"  the {noun} featured with vectors, without them": [r for r in plain if r["instance_id"] in same],
+            f"  the same {noun} with vectors": with_vectors}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dev", type=Path, required=True, help="features of the dev set (localize.py --features)")
@@ -221,14 +234,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for cfg, rows in baseline_rows(args.baselines, ("bm25", "full"), ids).items():
         results[f"{cfg} (localize.py rankings)"] = rows
     results["fusion (lexical-full)"] = score_records(dev)
-    scored = loro(dev, mined, seed=args.seed, vectors=vectors)
-    results["learned, leave-one-repo-out"] = [r for r in scored if not r.get("vectors")]
-    if vectors:
-        with_vectors = [r for r in scored if r.get("vectors")]
-        same = {r["instance_id"] for r in with_vectors}
-        results["  the instances featured with vectors, without them"] = [
-            r for r in results["learned, leave-one-repo-out"] if r["instance_id"] in same]
-        results["  the same instances with vectors"] = with_vectors
+    results |= split_vector_rows(loro(dev, mined, seed=args.seed, vectors=vectors), "learned, leave-one-repo-out",
+                                 "instances")
     if args.ablate:
         for groups in ablations:
             results[f"  without {'+'.join(sorted(groups))}"] = loro(dev, mined, disabled=groups, seed=args.seed)
@@ -243,12 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     grouped: dict[str, list[dict]] = {}
     if args.grouped and mined:
         rows = grouped_folds(dev, mined, seed=args.seed, evidence=args.evidence_weights, vectors=vectors)
-        grouped["learned, grouped folds"] = [r for r in rows if "evidence" not in r and not r.get("vectors")]
-        if vectors:
-            same = {r["instance_id"] for r in rows if r.get("vectors")}
-            grouped["  the queries featured with vectors, without them"] = [
-                r for r in grouped["learned, grouped folds"] if r["instance_id"] in same]
-            grouped["  the same queries with vectors"] = [r for r in rows if r.get("vectors")]
+        grouped |= split_vector_rows([r for r in rows if "evidence" not in r], "learned, grouped folds", "queries")
         for w in args.evidence_weights:
             grouped[f"  a file's best function score x {w:g}"] = [r for r in rows if r.get("evidence") == w]
         if args.mined_train:
