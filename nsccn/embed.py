@@ -400,6 +400,11 @@ def _bundled_embedder(
     )
 
 
+# A query waits on its embedding: two threads take a quarter off its wall time (67 -> 52 ms
+# unoptimized, 45 -> 33 optimized) for ~15% more CPU (`benchmarks/query_embed.py`).
+QUERY_THREADS = 2
+
+
 class _BundledOnnx:
     """The bundled MiniLM run straight through onnxruntime and tokenizers, with sentence-transformers'
     recipe (the tokenizer settings fastembed's `load_tokenizer` reads from the same files, mean
@@ -435,9 +440,11 @@ class _BundledOnnx:
         tok.no_padding()
         self.tokenizer = tok
         so = ort.SessionOptions()
-        # Optimizing the graph takes ~0.5 s and pays back only over many texts: a process that
-        # embeds one query skips it (its vector differs by < 1e-6).
-        so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimize
+        # The basic level (constant folding: the int8 weights dequantized once, not on every run)
+        # is all the gain: a query 67 -> 45 ms on one thread, bulk texts at the CPU of the extended
+        # and all levels (`benchmarks/query_embed.py`). It adds ~0.15-0.2 s to the load, which a
+        # process that embeds one query skips (its vector differs by < 1e-6).
+        so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_BASIC if optimize
                                        else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
         if threads is not None:
             so.intra_op_num_threads = threads
@@ -484,7 +491,7 @@ class _BundledOnnx:
         return out
 
 
-def load_bundled_query_embedder(threads: int | None = 1, optimize: bool = False) -> Embedder:
+def load_bundled_query_embedder(threads: int | None = QUERY_THREADS, optimize: bool = False) -> Embedder:
     """The bundled model for embedding queries against vectors it made, loaded in a fraction of
     `load_embedder`'s time (no fastembed, no probing of model caches, no graph optimization
     unless `optimize`)."""

@@ -241,3 +241,24 @@ def test_bundled_query_embedder_gives_the_same_vectors_without_importing_fastemb
     mine = lean.embed_query(q)
     forget_queries()
     assert np.abs(mine - fallback.embed_query(q)).max() < 1e-5
+
+
+def test_a_process_that_embeds_queries_again_gets_the_optimized_graph_with_the_same_vectors(monkeypatch, fallback):
+    """The first query of a process loads the unoptimized graph (a one-shot CLI call); from the
+    second on, the basic-optimized one (a server, a benchmark), whose vectors agree."""
+    import onnxruntime as ort
+
+    from nsccn import semantic
+    from nsccn.embed import forget_queries
+
+    monkeypatch.setattr(semantic, "_query_embeddings", 0)
+    first, second, third = (semantic.bundled_query_embedder() for _ in range(3))
+    level = ort.GraphOptimizationLevel
+    assert first.backend.session.get_session_options().graph_optimization_level == level.ORT_DISABLE_ALL
+    assert second.backend.session.get_session_options().graph_optimization_level == level.ORT_ENABLE_BASIC
+    assert third is second  # loaded once
+    q = "session redirect handling drops the auth header"
+    forget_queries()
+    plain = first.embed_query(q)
+    forget_queries()
+    assert np.abs(plain - second.embed_query(q)).max() < 1e-5
