@@ -20,11 +20,7 @@ EMBED_CHUNK = 256
 
 
 _query_embeddings = 0
-
-
-@lru_cache(maxsize=2)
-def _query_embedder(optimize: bool):
-    return load_bundled_query_embedder(optimize=optimize)
+_query_model: dict[bool, object] = {}  # optimized? -> the one embedder kept
 
 
 def bundled_query_embedder():
@@ -34,7 +30,11 @@ def bundled_query_embedder():
     third less per query (`benchmarks/query_embed.py`). The vectors agree to < 1e-6."""
     global _query_embeddings
     _query_embeddings += 1
-    return _query_embedder(_query_embeddings > 1)
+    optimize = _query_embeddings > 1
+    if optimize not in _query_model:
+        _query_model.clear()  # the plain graph is not needed again
+        _query_model[optimize] = load_bundled_query_embedder(optimize=optimize)
+    return _query_model[optimize]
 
 
 @lru_cache(maxsize=4)
