@@ -9,19 +9,15 @@ after, how many queries got better and worse, and the two-sided sign test's p of
 import gzip
 import json
 import sys
-from math import comb
+from pathlib import Path
 
-KEYS = ("file@1", "file@3", "file@5", "function@5", "function@10")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # benchmarks/
+from paired_sign import KEYS, compare  # noqa: E402
 
 
 def load(path, row):
     data = json.load(gzip.open(path) if path.endswith(".gz") else open(path))
     return {r["instance_id"]: r for r in data[row]["instances"]}
-
-
-def sign_p(better, worse):
-    n = better + worse
-    return min(1.0, 2 * sum(comb(n, i) for i in range(min(better, worse) + 1)) / 2 ** n) if n else 1.0
 
 
 for row in sys.argv[3:] or ["learned, grouped folds"]:
@@ -33,10 +29,6 @@ for row in sys.argv[3:] or ["learned, grouped folds"]:
     for part, common in sorted(parts.items()):
         line = []
         for k in KEYS:
-            xs = [i for i in common if a[i]["metrics"].get(k) is not None]
-            before = 100 * sum(a[i]["metrics"][k] for i in xs) / max(1, len(xs))
-            after = 100 * sum(b[i]["metrics"][k] for i in xs) / max(1, len(xs))
-            better = sum(1 for i in xs if b[i]["metrics"][k] and not a[i]["metrics"][k])
-            worse = sum(1 for i in xs if a[i]["metrics"][k] and not b[i]["metrics"][k])
-            line.append(f"{k} {before:.1f}->{after:.1f} (+{better}/-{worse}, p={sign_p(better, worse):.3f})")
+            before, after, better, worse, p = compare(a, b, common, k)
+            line.append(f"{k} {before:.1f}->{after:.1f} (+{better}/-{worse}, p={p:.3f})")
         print(" ", part, len(common), "; ".join(line))

@@ -9,16 +9,13 @@ both answered, how many queries got better and worse, and the two-sided sign tes
 """
 import json
 import sys
-from math import comb
+from pathlib import Path
 
-KEYS = ("file@1", "file@3", "file@5", "function@5", "function@10")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # benchmarks/
+from paired_sign import KEYS, compare  # noqa: E402
+
 PAIRS = (("bm25", "default"), ("lexical-full", "default"), ("bm25", "lexical-full"), ("vector", "default+vectors"),
          ("default", "default+vectors"))
-
-
-def sign_p(better, worse):
-    n = better + worse
-    return min(1.0, 2 * sum(comb(n, i) for i in range(min(better, worse) + 1)) / 2 ** n) if n else 1.0
 
 
 runs: dict[str, dict[str, dict]] = {}
@@ -39,9 +36,5 @@ for a_name, b_name in PAIRS:
     common = sorted(a.keys() & b.keys())
     print(f"{a_name} -> {b_name} ({len(common)} queries)")
     for k in KEYS:
-        xs = [i for i in common if a[i]["metrics"].get(k) is not None]
-        before = 100 * sum(a[i]["metrics"][k] for i in xs) / max(1, len(xs))
-        after = 100 * sum(b[i]["metrics"][k] for i in xs) / max(1, len(xs))
-        better = sum(1 for i in xs if b[i]["metrics"][k] and not a[i]["metrics"][k])
-        worse = sum(1 for i in xs if a[i]["metrics"][k] and not b[i]["metrics"][k])
-        print(f"  {k:12s} {before:5.1f} -> {after:5.1f}  better {better:3d}, worse {worse:3d}, p = {sign_p(better, worse):.3g}")
+        before, after, better, worse, p = compare(a, b, common, k)
+        print(f"  {k:12s} {before:5.1f} -> {after:5.1f}  better {better:3d}, worse {worse:3d}, p = {p:.3g}")
