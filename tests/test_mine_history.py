@@ -70,3 +70,13 @@ def test_mined_instances_from_a_repository(tmp_path):
     assert row["gold_files"] == ["pkg/cache.py"]
     # The method, and the outermost function around the nested helper's changed line.
     assert row["gold_functions"] == ["pkg/cache.py:Cache.get", "pkg/cache.py:make_cache"]
+
+
+def test_the_held_out_repositories_are_in_no_training_data():
+    """The evaluation set of a shipped model shares no repository with what it was trained on:
+    the mined repositories and the dev set's."""
+    dev = {"sympy/sympy", "pytest-dev/pytest", "psf/requests", "pallets/flask"}  # ../shared/bench/README.md
+    held_out = {r.lower() for r in mh.HELD_OUT_REPOSITORIES}
+    assert len(held_out) == len(mh.HELD_OUT_REPOSITORIES) == 12
+    assert not held_out & {r.lower() for r in mh.REPOSITORIES}
+    assert not held_out & {r.lower() for r in dev}
