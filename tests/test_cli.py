@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -223,7 +224,9 @@ def test_an_index_runs_parsers_end_once_every_file_is_committed(shop_repo):
     actors = summary["pipeline"]["actors"]
     for name in ("parser-0", "parser-1"):
         assert actors[name]["state"] == "finished", actors[name]
-        assert actors[name]["restarts"] == 0 and [code for _, code in actors[name]["exits"]] == [0]
+        # One exit each: 0, or the stop's own SIGTERM for a parser still starting (its handler not
+        # yet installed) when the other had parsed everything; a crash is any other code.
+        assert actors[name]["restarts"] == 0 and [code for _, code in actors[name]["exits"]] in ([0], [-signal.SIGTERM])
     assert actors["writer"]["state"] == "stopped"
     assert summary["files_indexed"] == len(SHOP)
     with Store(shop_repo / ".nsccn" / "index.db", readonly=True) as store:
