@@ -193,8 +193,9 @@ def mine_repository(gitdir: Path, repo: str, per_repo: int, ref: str = "HEAD", s
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mirrors", type=Path, required=True, help="directory of {owner}+{name}/repo bare clones")
-    ap.add_argument("--repos", default=",".join(REPOSITORIES), help="comma-separated owner/name (default: the 18)")
-    ap.add_argument("--held-out", action="store_true",
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--repos", default=",".join(REPOSITORIES), help="comma-separated owner/name (default: the 18)")
+    which.add_argument("--held-out", action="store_true",
                     help="the 12 repositories kept out of all training instead (HELD_OUT_REPOSITORIES): an "
                          "evaluation set for a shipped model")
     ap.add_argument("--per-repo", type=int, default=800, help="instances per repository (newest kept commits; the shipped model: 800)")

