@@ -516,3 +516,59 @@ def test_train_ranker_refuses_an_unknown_ablation_group_before_reading_records(t
         train_ranker.main(["--dev", str(dev), "--vectors", str(missing)])
     assert exit_.value.code == 2
     assert f"no such feature file: {missing}" in capsys.readouterr().err
+
+
+def test_the_learning_curve_trains_on_samples_and_scores_only_repositories_it_never_trained_on(tmp_path, capsys):
+    import json
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import ranker_learning_curve as lc
+
+    _, records, _, _ = _four_repositories()
+    train = [r for r in records if r["repo"] != "r3"]
+    assert lc.sample_queries(train, 10, seed=1) == lc.sample_queries(train, 10, seed=1)  # a seed draws one sample
+    assert len(lc.sample_queries(train, 10, seed=1)) == 10 and lc.sample_queries(train, 999, seed=1) == train
+    two = lc.sample_repos(train, 2, seed=0)
+    assert len({r["repo"] for r in two}) == 2 and all(  # whole repositories, every query of each
+        sum(1 for r in two if r["repo"] == repo) == sum(1 for r in train if r["repo"] == repo) for repo in {r["repo"] for r in two})
+    paths = {}
+    for name, recs in (("train", train), ("test", [r for r in records if r["repo"] == "r3"])):
+        paths[name] = tmp_path / f"{name}.jsonl"
+        paths[name].write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert lc.main(["--train", str(paths["train"]), "--test", str(paths["test"]), "--sizes", "12", "--repos", "1",
+                    "--out", str(tmp_path / "out")]) == 0
+    text = (tmp_path / "out" / "metrics.md").read_text()
+    assert "| 12 queries | 12 |" in text and f"| {len(train)} queries | {len(train)} |" in text
+    assert "| 1 repositories |" in text and f"| 3 repositories | {len(train)} |" in text
+    assert "Scored on 18 queries of 1 repositories" in text
+    everything = [line for line in text.splitlines() if line.startswith(f"| {len(train)} queries")][0]
+    assert float(everything.split("|")[3]) >= 90.0  # file@1: the mentioned file first, learned from 54 queries
+    with pytest.raises(SystemExit):  # a test repository in the training data is refused
+        lc.main(["--train", str(paths["train"]), "--test", str(paths["train"])])
+    assert "also in training" in capsys.readouterr().err
+
+
+def test_the_posthoc_sweep_ranks_as_the_model_does_at_its_own_settings(tmp_path, capsys):
+    import json
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import ranker_posthoc
+    from localize import aggregate, instance_metrics
+
+    records = synthetic_records(60)
+    model = fit(records[:40], seed=0, rounds=30)
+    save_ranker(model, tmp_path / "m.npz")
+    held = records[40:]
+    scored = ranker_posthoc.raw_scores(load_ranker(tmp_path / "m.npz"), held)
+    as_shipped = aggregate([{"metrics": instance_metrics(r["gold_files"], r["gold_functions"], *rerank(model, r))}
+                            for r in held])
+    assert ranker_posthoc.evaluate(scored, ranker_posthoc.with_evidence(model.function_evidence)) == as_shipped
+    # A function's file counting for it can only reorder functions, never files.
+    heard = ranker_posthoc.evaluate(scored, ranker_posthoc.functions_hear_files(5.0, model.function_evidence, False))
+    assert [heard[k] for k in ("file@1", "file@3", "file@5")] == [as_shipped[k] for k in ("file@1", "file@3", "file@5")]
+    (tmp_path / "held.jsonl").write_text("".join(json.dumps(r) + "\n" for r in held))
+    assert ranker_posthoc.main(["--records", str(tmp_path / "held.jsonl"), "--model", str(tmp_path / "m.npz")]) == 0
+    out = capsys.readouterr().out
+    assert "20 queries of" in out and f"| function_evidence {model.function_evidence} (shipped) |" in out
