@@ -92,10 +92,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"test repositories also in training: {', '.join(sorted(shared))}")
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     log(f"{len(train)} training queries ({len({r['repo'] for r in train})} repositories), {len(test)} test queries")
-    rows = curve(train, test, sorted(set(args.sizes)) + [len(train)], sample_queries, args.seeds, "queries", log)
+    sizes = [n for n in sorted(set(args.sizes)) if n < len(train)] + [len(train)]  # the last: everything
+    rows = curve(train, test, sizes, sample_queries, args.seeds, "queries", log)
     if args.repos:
         n_repos = len({r["repo"] for r in train})
-        rows += curve(train, test, sorted(set(args.repos)) + [n_repos], sample_repos, args.seeds, "repositories", log)
+        points = [n for n in sorted(set(args.repos)) if n < n_repos] + [n_repos]
+        rows += curve(train, test, points, sample_repos, args.seeds, "repositories", log)
     text = table(rows, len(test), len({r["repo"] for r in test}))
     print(text)
     if args.out:

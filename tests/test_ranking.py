@@ -536,12 +536,13 @@ def test_the_learning_curve_trains_on_samples_and_scores_only_repositories_it_ne
     for name, recs in (("train", train), ("test", [r for r in records if r["repo"] == "r3"])):
         paths[name] = tmp_path / f"{name}.jsonl"
         paths[name].write_text("".join(json.dumps(r) + "\n" for r in recs))
-    assert lc.main(["--train", str(paths["train"]), "--test", str(paths["test"]), "--sizes", "12", "--repos", "1",
+    assert lc.main(["--train", str(paths["train"]), "--test", str(paths["test"]), "--sizes", "12", "999", "--repos", "1", "9",
                     "--out", str(tmp_path / "out")]) == 0
     text = (tmp_path / "out" / "metrics.md").read_text()
     assert "| 12 queries | 12 |" in text and f"| {len(train)} queries | {len(train)} |" in text
     assert "| 1 repositories |" in text and f"| 3 repositories | {len(train)} |" in text
     assert "Scored on 18 queries of 1 repositories" in text
+    assert text.count(f"| {len(train)} queries |") == 1 and text.count("| 3 repositories |") == 1  # everything once
     everything = [line for line in text.splitlines() if line.startswith(f"| {len(train)} queries")][0]
     assert float(everything.split("|")[3]) >= 90.0  # file@1: the mentioned file first, learned from 54 queries
     with pytest.raises(SystemExit):  # a test repository in the training data is refused
