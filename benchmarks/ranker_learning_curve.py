@@ -51,15 +51,18 @@ def curve(train: list[dict], test: list[dict], points: list[int], draw, seeds: l
     """One row per point: the mean over seeds of each metric on `test`, and the spread."""
     rows = []
     for n in points:
-        runs = []
+        runs, sizes = [], []
         for seed in seeds:
             sample = draw(train, n, seed)
+            sizes.append(len(sample))
             started = time.perf_counter()
             metrics = aggregate(score_records(test, fit(sample, seed=seed)))
             runs.append(metrics)
             log(f"  {label} {n}: seed {seed}, {len(sample)} queries, {time.perf_counter() - started:.0f} s: "
                 + " / ".join(f"{metrics[k]:.1f}" for k in KEYS))
-        rows.append({"label": label, "point": n, "queries": len(draw(train, n, seeds[0])),
+        # A repository sample's size differs between seeds: its range.
+        queries = str(sizes[0]) if min(sizes) == max(sizes) else f"{min(sizes)}-{max(sizes)}"
+        rows.append({"label": label, "point": n, "queries": queries,
                      **{k: statistics.fmean(m[k] for m in runs) for k in KEYS},
                      **{f"{k}_range": max(m[k] for m in runs) - min(m[k] for m in runs) for k in KEYS}})
     return rows

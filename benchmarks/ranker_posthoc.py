@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +32,7 @@ from paired_sign import KEYS  # noqa: E402
 
 from nsccn.model import split_entity_id  # noqa: E402
 from nsccn.ranking import SHIPPED_MODEL, load_ranker, order, with_function_evidence  # noqa: E402
-from nsccn.ranking.features import FILE_FEATURES, FUNCTION_FEATURES  # noqa: E402
+from nsccn.ranking.features import Candidates  # noqa: E402
 from nsccn.ranking.train import load_records  # noqa: E402
 
 EVIDENCE = (0.0, 0.15, 0.3, 0.45, 0.6, 0.9)
@@ -40,13 +41,12 @@ LOG_RANK_SHARES = (0.1, 0.3, 0.5)
 
 
 def raw_scores(ranker, records: list[dict]) -> list[tuple[dict, np.ndarray, np.ndarray]]:
-    """(record, file model scores without function evidence, function model scores)."""
-    out = []
-    for r in records:
-        fx = np.asarray(r["file_rows"], dtype=np.float64).reshape(-1, len(FILE_FEATURES))
-        gx = np.asarray(r["function_rows"], dtype=np.float64).reshape(-1, len(FUNCTION_FEATURES))
-        out.append((r, ranker.files.predict(fx), ranker.functions.predict(gx)))
-    return out
+    """(record, file model scores without function evidence, function model scores): the
+    model's own scoring (`Ranker.score`) with the evidence weight at 0, so each weight swept is
+    added here and nothing is predicted twice."""
+    plain = replace(ranker, function_evidence=0.0)
+    return [(r, *plain.score(Candidates(r["files"], r["file_rows"], r["functions"], r["function_rows"])))
+            for r in records]
 
 
 def evaluate(scored, rank: Callable) -> dict:

@@ -7,14 +7,27 @@ Models with and without the association features are trained in four grouped fol
 held-out twelve's feature records (three repositories a fold) and score the fold left out; the
 association table comes from the 18 mined repositories' pairs only. Output: association-*.txt.
 """
-import sys, json, math, collections, random
-import numpy as np
+import collections
+import glob
+import json
+import math
+import sys
 from pathlib import Path
+
+import lightgbm as lgb
+import numpy as np
+
 _ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(_ROOT / "benchmarks")); sys.path.insert(0, str(_ROOT))
 from nsccn.search import analyze_query
 from nsccn.text import split_identifier
+from localize import instance_metrics
+from paired_sign import KEYS
+
 from nsccn.model import split_entity_id
+from nsccn.ranking import FUNCTION_EVIDENCE, order, with_function_evidence
+from nsccn.ranking.features import FILE_FEATURES, FUNCTION_FEATURES
+from nsccn.ranking.train import PARAMS, ROUNDS
 
 STOP = set("the a an to of in on for and or is be with from by at as it this that not when use used using fix fixed fixes add added remove removed update make".split())
 
@@ -108,22 +121,8 @@ def build_table_repos(pairs, min_repos=3, min_pair=2):
     return table, R
 
 
-# --- the pilot
-import glob
-import lightgbm as lgb
-from localize import instance_metrics
-from nsccn.ranking import order
-from nsccn.ranking.features import FILE_FEATURES, FUNCTION_FEATURES
-from nsccn.ranking.train import PARAMS, ROUNDS
-
-RECORDS, HELD_OUT, MINED, KIND = sys.argv[1:5]
-recs = [json.loads(l) for f in sorted(glob.glob(RECORDS)) for l in open(f)]
-q = {json.loads(l)["instance_id"]: json.loads(l)["problem_statement"] for l in open(HELD_OUT)}
-pairs = [json.loads(l) for l in open(MINED)]
-table, _ = (build_table_repos(pairs) if KIND == "repos" else build_table(pairs))
-for r in recs:
-    r["_query"] = q[r["instance_id"]]
-    r["_fa"], r["_ga"] = add_features(r, table)
+# --- the pilot. LightGBM is called directly: `nsccn.ranking.train.fit` knows only the shipped
+# feature columns, and the association columns are appended to them here.
 
 def mats(rs, level, extra):
     xs, ys, gs = [], [], []
@@ -134,30 +133,43 @@ def mats(rs, level, extra):
         xs.append(rows); ys.append(np.asarray(r[f"{level}_labels"], float)); gs.append(len(rows))
     return xs, ys, gs
 
+
 def train(rs, level, extra):
     xs, ys, gs = mats(rs, level, extra)
     keep = [i for i in range(len(xs)) if len(ys[i]) and ys[i].any()]
     d = lgb.Dataset(np.vstack([xs[i] for i in keep]), np.concatenate([ys[i] for i in keep]), group=[gs[i] for i in keep])
     return lgb.train(dict(PARAMS, seed=0), d, num_boost_round=ROUNDS)
 
-repos = sorted({r["repo"] for r in recs})
-folds = [repos[i::4] for i in range(4)]
-res = {False: [], True: []}
-for extra in (False, True):
-    for fold in folds:
-        tr = [r for r in recs if r["repo"] not in fold]; te = [r for r in recs if r["repo"] in fold]
-        mf, mg = train(tr, "file", extra), train(tr, "function", extra)
-        for r in te:
-            fx, gx = mats([r], "file", extra)[0][0], mats([r], "function", extra)[0][0]
-            gs = mg.predict(gx) if len(gx) else np.zeros(0)
-            fs = mf.predict(fx) if len(fx) else np.zeros(0)
-            from nsccn.ranking import with_function_evidence
-            fs = with_function_evidence(r["files"], fs, r["functions"], gs, 0.3)
-            res[extra].append(instance_metrics(r["gold_files"], r["gold_functions"],
-                order(r["files"], fs, r["fusion_files"])[:50], order(r["functions"], gs, r["fusion_functions"])[:50]))
-KEYS = ("file@1", "file@3", "file@5", "function@5", "function@10")
-for extra, ms in res.items():
-    print("assoc" if extra else "base ", " ".join(f"{100*np.mean([m[k] for m in ms if m[k] is not None]):5.1f}" for k in KEYS))
-for k in KEYS:
-    b = [m[k] for m in res[False]]; a = [m[k] for m in res[True]]
-    print(k, "better", sum(1 for x, y in zip(b, a) if x is not None and y > x), "worse", sum(1 for x, y in zip(b, a) if x is not None and y < x))
+
+def main():
+    records_glob, held_out, mined, kind = sys.argv[1:5]
+    recs = [json.loads(l) for f in sorted(glob.glob(records_glob)) for l in open(f)]
+    q = {json.loads(l)["instance_id"]: json.loads(l)["problem_statement"] for l in open(held_out)}
+    pairs = [json.loads(l) for l in open(mined)]
+    table, _ = (build_table_repos(pairs) if kind == "repos" else build_table(pairs))
+    for r in recs:
+        r["_query"] = q[r["instance_id"]]
+        r["_fa"], r["_ga"] = add_features(r, table)
+    repos = sorted({r["repo"] for r in recs})
+    folds = [repos[i::4] for i in range(4)]
+    res = {False: [], True: []}
+    for extra in (False, True):
+        for fold in folds:
+            tr = [r for r in recs if r["repo"] not in fold]; te = [r for r in recs if r["repo"] in fold]
+            mf, mg = train(tr, "file", extra), train(tr, "function", extra)
+            for r in te:
+                fx, gx = mats([r], "file", extra)[0][0], mats([r], "function", extra)[0][0]
+                gs = mg.predict(gx) if len(gx) else np.zeros(0)
+                fs = mf.predict(fx) if len(fx) else np.zeros(0)
+                fs = with_function_evidence(r["files"], fs, r["functions"], gs, FUNCTION_EVIDENCE)
+                res[extra].append(instance_metrics(r["gold_files"], r["gold_functions"],
+                    order(r["files"], fs, r["fusion_files"])[:50], order(r["functions"], gs, r["fusion_functions"])[:50]))
+    for extra, ms in res.items():
+        print("assoc" if extra else "base ", " ".join(f"{100*np.mean([m[k] for m in ms if m[k] is not None]):5.1f}" for k in KEYS))
+    for k in KEYS:
+        b = [m[k] for m in res[False]]; a = [m[k] for m in res[True]]
+        print(k, "better", sum(1 for x, y in zip(b, a) if x is not None and y > x), "worse", sum(1 for x, y in zip(b, a) if x is not None and y < x))
+
+
+if __name__ == "__main__":
+    main()
