@@ -31,7 +31,7 @@ import numpy as np
 
 _HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(_HERE.parent))
-from nsccn.embed import BUNDLED_MODELS, FALLBACK_MODEL, _BundledOnnx, embedding_text  # noqa: E402
+from nsccn.embed import BUNDLED_MODELS, _BundledOnnx, embedding_text  # noqa: E402
 from nsccn.languages.python import PythonExtractor  # noqa: E402
 from nsccn.testpaths import is_test_path  # noqa: E402
 
@@ -102,14 +102,7 @@ def corpus(gitdir: Path, commit: str) -> dict[str, str]:
 def load_model(model: str, threads: int) -> _BundledOnnx:
     if model in BUNDLED_MODELS:
         return _BundledOnnx(threads, optimize=True, model_id=model)
-    backend = _BundledOnnx(threads, optimize=True, model_id=FALLBACK_MODEL)  # its tokenizer and options
-    import onnxruntime as ort
-
-    from nsccn.embed import session_options
-    backend.session = ort.InferenceSession(model, session_options(threads, ort.GraphOptimizationLevel.ORT_ENABLE_BASIC),
-                                           providers=["CPUExecutionProvider"])
-    backend.source = model
-    return backend
+    return _BundledOnnx(threads, optimize=True, onnx_path=Path(model))  # the bundled tokenizer
 
 
 def scores(ids: list[str], sims: np.ndarray, gold: list[str]) -> dict[str, int]:

@@ -20,7 +20,7 @@ import numpy as np
 _ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(_ROOT / "benchmarks")); sys.path.insert(0, str(_ROOT))
 from localize import instance_metrics  # noqa: E402
-from paired_sign import KEYS, sign_p  # noqa: E402
+from paired_sign import KEYS, compare  # noqa: E402
 
 from nsccn.ranking import FUNCTION_EVIDENCE, order, with_function_evidence  # noqa: E402
 from nsccn.ranking.features import FILE_FEATURES, FUNCTION_FEATURES  # noqa: E402
@@ -59,15 +59,14 @@ def main():
     names = ("no vectors", "plain MiniLM vectors", "tuned vectors")
     results = [grouped([json.loads(line) for f in sorted(glob.glob(g)) for line in open(f)]) for g in sys.argv[1:4]]
     ids = sorted(set.intersection(*(set(r) for r in results)))
+    records = [{i: {"metrics": res[i]} for i in ids} for res in results]
     print(f"{len(ids)} queries, four grouped folds over the twelve held-out repositories")
     for name, res in zip(names, results):
         print(f"{name:22s}", " ".join(f"{k} {100 * np.mean([res[i][k] for i in ids if res[i][k] is not None]):5.1f}" for k in KEYS))
     for a, b in ((1, 2), (0, 2)):
-        print(f"{names[a]} -> {names[b]}:", "; ".join(
-            f"{k} +{sum(1 for i in ids if results[a][i][k] is not None and results[b][i][k] > results[a][i][k])}"
-            f"/-{sum(1 for i in ids if results[a][i][k] is not None and results[b][i][k] < results[a][i][k])}"
-            f" p {sign_p(sum(1 for i in ids if results[a][i][k] is not None and results[b][i][k] > results[a][i][k]), sum(1 for i in ids if results[a][i][k] is not None and results[b][i][k] < results[a][i][k])):.2g}"
-            for k in KEYS))
+        cells = (compare(records[a], records[b], ids, k) for k in KEYS)
+        print(f"{names[a]} -> {names[b]}:", "; ".join(f"{k} +{better}/-{worse} p {p:.2g}"
+                                                       for k, (_, _, better, worse, p) in zip(KEYS, cells)))
 
 
 if __name__ == "__main__":
