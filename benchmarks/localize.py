@@ -511,11 +511,13 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
                   workdir: Path, index_fn: Callable[[Path, Path], Any] | None = None,
                   localize_fn: Callable[..., Any] | None = None, workers: int = 1,
                   embed_test_files: bool = False, features: Path | None = None,
-                  history: bool = True, features_expand: tuple[int, int] | None = None) -> dict[str, Any]:
+                  history: bool = True, features_expand: tuple[int, int] | None = None,
+                  embedding_model: str | None = None) -> dict[str, Any]:
     """Run every instance under every configuration; write rankings.jsonl and metrics.json.
 
     `index_fn` / `localize_fn` default to `nsccn.indexer.index_repository` (with `workers` parser
-    processes and the `embed_test_files` setting) / `nsccn.search.localize`.
+    processes, the `embed_test_files` setting and `embedding_model`, else the configured default)
+    / `nsccn.search.localize`.
     Returns the metrics dictionary (also written to OUTDIR/metrics.json).
     """
     if index_fn is None:
@@ -524,7 +526,10 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
         from nsccn.config import Config
         from nsccn.indexer import index_repository
 
-        build = partial(index_repository, config=Config(embed_test_files=embed_test_files), workers=workers)
+        config = Config(embed_test_files=embed_test_files)
+        if embedding_model:
+            config.embedding_model = embedding_model
+        build = partial(index_repository, config=config, workers=workers)
 
         def index_fn(tree: Path, db: Path, embed: bool = False) -> Any:  # the repository: WORKDIR/owner+name/tree
             if embed:
@@ -835,7 +840,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="embed at most this many characters per entity instead of the model's own max_chars "
                          "(nsccn.embed.KNOWN_MODELS): what shorter texts cost in localization; use a workdir of "
                          "its own, the vectors of another length would be re-made")
+    ap.add_argument("--embedding-onnx", type=Path, metavar="ONNX",
+                    help="embed with this ONNX file of MiniLM's shape (a model being evaluated, e.g. "
+                         "train_embedder.py export's) instead of the default model; its vectors carry an id "
+                         "of their own (nsccn.embed.register_onnx_model), so use a workdir of its own")
     args = ap.parse_args(argv)
+    embedding_model = None
+    if args.embedding_onnx:
+        from nsccn.embed import ModelUnavailable, register_onnx_model
+
+        try:
+            embedding_model = register_onnx_model(args.embedding_onnx)
+        except ModelUnavailable as exc:
+            ap.error(str(exc))
     if args.embed_max_chars:
         import dataclasses
 
@@ -859,7 +876,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     workdir = args.workdir or args.out / "work"
     metrics = run_benchmark(instances, args.mirrors, configs, args.out, workdir, workers=args.workers,
                             embed_test_files=args.embed_test_files, features=args.features,
-                            history=not args.no_history, features_expand=args.features_expand)
+                            history=not args.no_history, features_expand=args.features_expand,
+                            embedding_model=embedding_model)
     table = markdown_table(metrics)
     (args.out / "metrics.md").write_text(table)
     print(table)

@@ -50,10 +50,34 @@ PLAIN_MINILM_ALIASES = frozenset(
 )
 BUNDLED_TOKENIZER_DIR = Path(__file__).parent / "models" / "all-MiniLM-L6-v2"  # both bundled models'
 TUNED_ONNX = Path(__file__).parent / "models" / "minilm-code-v1" / "model.onnx"
+# ONNX files of MiniLM's shape registered at run time (`register_onnx_model`: a model being
+# evaluated), loaded and queried as the bundled ones are, each under an id of its own.
+_REGISTERED_ONNX: dict[str, Path] = {}
+
+
+def register_onnx_model(path: str | os.PathLike[str]) -> str:
+    """Make an ONNX file of MiniLM's shape (the bundled tokenizer's vocabulary, 384 dimensions,
+    mean pooling) loadable by `load_embedder` and queried by `semantic` as a bundled model.
+    Returns its model id, ``onnx:<file stem>-<hash of its bytes>``: vectors of other weights
+    never share an index with its own."""
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise ModelUnavailable(f"no ONNX file at {path}")
+    model_id = f"onnx:{path.stem}-{hashlib.sha256(path.read_bytes()).hexdigest()[:12]}"
+    _REGISTERED_ONNX[model_id] = path
+    KNOWN_MODELS[model_id] = ModelSpec(model_id, 384, max_chars=KNOWN_MODELS[FALLBACK_MODEL].max_chars)
+    return model_id
+
+
+def is_bundled(model_id: str) -> bool:
+    """Whether `model_id` is a bundled model or a registered ONNX file (loaded without fastembed)."""
+    return model_id in BUNDLED_MODELS or model_id in _REGISTERED_ONNX
 
 
 def bundled_onnx_path(model_id: str) -> Path:
-    """The ONNX file of a bundled model (`BUNDLED_MODELS`)."""
+    """The ONNX file of a bundled model (`BUNDLED_MODELS`) or a registered one."""
+    if model_id in _REGISTERED_ONNX:
+        return _REGISTERED_ONNX[model_id]
     if model_id == FALLBACK_MODEL:
         return TUNED_ONNX
     if model_id == PLAIN_MINILM:
@@ -359,6 +383,8 @@ def load_embedder(
         if requested.lower() in aliases:
             _resolve_dim(KNOWN_MODELS[bundled], dim)  # MiniLM is 384 or nothing
             return _bundled_embedder(requested, batch_size, threads, providers, False, None, bundled)
+    if requested in _REGISTERED_ONNX:
+        return _bundled_embedder(requested, batch_size, threads, providers, False, None, requested)
 
     try:
         spec = _spec_for(requested)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 
-from nsccn.embed import BUNDLED_MODELS, FALLBACK_MODEL, embedding_text, load_bundled_query_embedder, load_embedder, text_hash
+from nsccn.embed import FALLBACK_MODEL, embedding_text, is_bundled, load_bundled_query_embedder, load_embedder, text_hash
 from nsccn.model import split_entity_id
 from nsccn.store import EMBEDDABLE_SQL, TEXT_COLUMNS, Store
 from nsccn.vectors import VectorStore
@@ -24,7 +24,7 @@ _query_model: dict[tuple[str, bool], object] = {}  # (model id, optimized?) -> t
 
 
 def bundled_query_embedder(model_id: str = FALLBACK_MODEL):
-    """A bundled model (the index's own: `BUNDLED_MODELS`) for a query. The first query of a
+    """A bundled model (the index's own: `embed.is_bundled`) for a query. The first query of a
     process gets the model that loads in ~30 ms; a process that asks again is one that embeds many
     (a server without the embedder actor, a benchmark): from then on the optimized graph,
     ~0.15-0.2 s more to load once, then a third less per query (`benchmarks/query_embed.py`).
@@ -145,7 +145,7 @@ def nearest_rowids(store: Store, query: str, limit: int, embedder=None,
     if not has_vectors(store):
         return []
     vs = VectorStore(store.conn)
-    if embedder is None and vs.model_id in BUNDLED_MODELS:
+    if embedder is None and is_bundled(vs.model_id):
         embedder = bundled_query_embedder(vs.model_id)  # the vectors' own model, without fastembed's imports
     embedder = embedder or default_embedder(*_recorded_model(vs))
     if vs.model_id != embedder.model_id:

@@ -320,3 +320,16 @@ def test_progress_line_speaks_only_for_long_work(capsys):
     assert lines[0] == "  sympy+sympy: embedded 1024/2560 (16 s, about 24 s left)"
     assert lines[-1] == "  sympy+sympy: embedded 2560/2560 (40 s)"
     assert len(lines) == 3  # at 16 s, 32 s, and the end
+
+
+def test_embedding_onnx_that_is_missing_is_a_usage_error(two_commits, tmp_path):
+    """`--embedding-onnx` names a file to evaluate: a missing one stops the run before any work."""
+    gitdir, c1, _ = two_commits
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text(json.dumps({"instance_id": "o__r-1", "repo": "o/r", "base_commit": c1,
+                                   "problem_statement": "b fails", "gold_files": ["pkg/b.py"]}) + "\n")
+    run = subprocess.run([sys.executable, str(_PATH), "--dataset", str(dataset), "--mirrors", str(gitdir.parent.parent),
+                          "--configs", "vector", "--out", str(tmp_path / "out"),
+                          "--embedding-onnx", str(tmp_path / "absent.onnx")], capture_output=True, text=True)
+    assert run.returncode == 2 and "no ONNX file at" in run.stderr
+    assert not (tmp_path / "out").exists()

@@ -3,6 +3,7 @@
 import pytest
 
 from conftest import write_repo
+from nsccn.config import Config
 from nsccn.embed import load_embedder
 from nsccn.indexer import index_repository
 from nsccn.search import analyze_query, fuse, localize, search
@@ -205,6 +206,31 @@ def test_an_index_embedded_by_the_plain_minilm_answers_with_it_until_re_embedded
     with Store(repo / ".nsccn/index.db", readonly=True) as store:
         assert store.conn.execute("SELECT value FROM vec_meta WHERE key='model_id'").fetchone()[0] == FALLBACK_MODEL
         assert nearest_rowids(store, query, 5)
+
+
+def test_an_index_embedded_by_a_registered_onnx_file_is_queried_with_it(tmp_path):
+    """A model being evaluated (an ONNX file of MiniLM's shape, `register_onnx_model`) embeds an
+    index under an id of its own and answers its queries: no other model's query vectors are
+    compared with its vectors, and a missing file is a clear error."""
+    import shutil
+
+    from nsccn.embed import ModelUnavailable, bundled_onnx_path, register_onnx_model
+    from nsccn.semantic import nearest_rowids
+
+    candidate = tmp_path / "candidate.onnx"
+    shutil.copyfile(bundled_onnx_path("nsccn/all-MiniLM-L6-v2-onnx-int8"), candidate)
+    model_id = register_onnx_model(candidate)
+    assert model_id.startswith("onnx:candidate-") and register_onnx_model(candidate) == model_id
+    with pytest.raises(ModelUnavailable, match="no ONNX file"):
+        register_onnx_model(tmp_path / "absent.onnx")
+    repo = write_repo(tmp_path / "repo", BILLING)
+    summary = index_repository(repo, workers=1, embed=True, config=Config(embedding_model=model_id))
+    assert summary.vectors["model"] == model_id
+    with Store(repo / ".nsccn/index.db", readonly=True) as store:
+        hits = search(store, "nag people who owe us money", limit=3, signals=frozenset({"vector"}))
+        assert hits[0].entity.id == "func:billing/mail.py:send_reminder"
+        with pytest.raises(RuntimeError, match="re-embed"):
+            nearest_rowids(store, "overdue bills", 5, embedder=load_embedder("bundled", threads=1))
 
 
 def test_embed_without_test_files(tmp_path):
