@@ -3,6 +3,9 @@
 configuration by configuration: means and query-by-query better/worse with the sign test.
 
     python benchmarks/results/code-embedder/paired_localize.py --before OUT_DIR... --after OUT_DIR...
+    python benchmarks/results/code-embedder/paired_localize.py --before OUT_DIR... --configs A B
+
+(the second: configuration A against B within the same runs, e.g. `default` against `vector`)
 
 Each OUT_DIR holds a `rankings.jsonl` (one per repository is how the held-out runs write them).
 """
@@ -31,9 +34,17 @@ def load(dirs: list[Path]) -> dict[str, dict[str, dict]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--before", type=Path, nargs="+", required=True)
-    ap.add_argument("--after", type=Path, nargs="+", required=True)
+    ap.add_argument("--after", type=Path, nargs="+")
+    ap.add_argument("--configs", nargs=2, metavar=("A", "B"), help="compare configuration A with B in --before")
     args = ap.parse_args(argv)
-    before, after = load(args.before), load(args.after)
+    if (args.after is None) == (args.configs is None):
+        ap.error("give --after or --configs")
+    before = load(args.before)
+    if args.configs:
+        a, b = args.configs
+        before, after = {f"{a} -> {b}": before[a]}, {f"{a} -> {b}": before[b]}
+    else:
+        after = load(args.after)
     print("| config | queries | " + " | ".join(KEYS) + " |")
     print("|---|---|" + "---|" * len(KEYS))
     for config in [c for c in before if c in after]:
