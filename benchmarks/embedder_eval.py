@@ -31,7 +31,7 @@ import numpy as np
 
 _HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(_HERE.parent))
-from nsccn.embed import BUNDLED_MODELS, _BundledOnnx, embedding_text  # noqa: E402
+from nsccn.embed import BUNDLED_MODELS, _BundledOnnx, embedding_text, register_onnx_model  # noqa: E402
 from nsccn.languages.python import PythonExtractor  # noqa: E402
 from nsccn.testpaths import is_test_path  # noqa: E402
 
@@ -100,9 +100,8 @@ def corpus(gitdir: Path, commit: str) -> dict[str, str]:
 
 
 def load_model(model: str, threads: int) -> _BundledOnnx:
-    if model in BUNDLED_MODELS:
-        return _BundledOnnx(threads, optimize=True, model_id=model)
-    return _BundledOnnx(threads, optimize=True, onnx_path=Path(model))  # the bundled tokenizer
+    """A bundled model by id, or an ONNX file of MiniLM's shape by path (the bundled tokenizer)."""
+    return _BundledOnnx(threads, optimize=True, model_id=model if model in BUNDLED_MODELS else register_onnx_model(model))
 
 
 def scores(ids: list[str], sims: np.ndarray, gold: list[str]) -> dict[str, int]:

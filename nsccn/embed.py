@@ -473,8 +473,8 @@ class _BundledOnnx:
     (`benchmarks/embed_throughput.py`)."""
 
     def __init__(self, threads: int | None = None, optimize: bool = True, providers: list[str] | None = None,
-                 model_id: str = FALLBACK_MODEL, onnx_path: Path | None = None):
-        """`onnx_path`: another file of MiniLM's shape (a model being evaluated) instead of `model_id`'s."""
+                 model_id: str = FALLBACK_MODEL):
+        """`model_id`: a bundled model or a registered ONNX file (`register_onnx_model`)."""
         import json
 
         import onnxruntime as ort
@@ -505,7 +505,7 @@ class _BundledOnnx:
         # process that embeds one query skips (its vector differs by < 1e-6).
         so = session_options(threads, ort.GraphOptimizationLevel.ORT_ENABLE_BASIC if optimize
                              else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
-        onnx_path = Path(onnx_path) if onnx_path is not None else bundled_onnx_path(model_id)
+        onnx_path = bundled_onnx_path(model_id)
         if not onnx_path.is_file():
             raise ModelUnavailable(f"the bundled ONNX file is missing: {onnx_path}")
         self.session = ort.InferenceSession(str(onnx_path), providers=providers or ["CPUExecutionProvider"],

@@ -214,11 +214,11 @@ def test_an_index_embedded_by_a_registered_onnx_file_is_queried_with_it(tmp_path
     compared with its vectors, and a missing file is a clear error."""
     import shutil
 
-    from nsccn.embed import ModelUnavailable, bundled_onnx_path, register_onnx_model
+    from nsccn.embed import PLAIN_MINILM, ModelUnavailable, bundled_onnx_path, register_onnx_model
     from nsccn.semantic import nearest_rowids
 
     candidate = tmp_path / "candidate.onnx"
-    shutil.copyfile(bundled_onnx_path("nsccn/all-MiniLM-L6-v2-onnx-int8"), candidate)
+    shutil.copyfile(bundled_onnx_path(PLAIN_MINILM), candidate)
     model_id = register_onnx_model(candidate)
     assert model_id.startswith("onnx:candidate-") and register_onnx_model(candidate) == model_id
     with pytest.raises(ModelUnavailable, match="no ONNX file"):
