@@ -451,6 +451,57 @@ def test_live_pipeline(tmp_path):
     assert not info_path(repo, Config()).exists() and not run_dir(repo, Config()).exists()
 
 
+def test_a_writer_asks_the_watcher_again_until_it_hears_where_the_bulk_stands(tmp_path):
+    """A writer's first Hello can be lost (a pipeline replacing a dying one: a socket connected to
+    the old process's end), and with it the watcher's BulkStart/BulkDone: the writer would wait
+    for a bulk end forever, never resolving or reporting the index complete. It asks again until
+    it has heard, then stops asking."""
+    from msgspec.structs import replace
+
+    from nsccn.messages import BulkDone, BulkStart, encode_spec
+    from workers.base import default_spec
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    spec = replace(default_spec("writer", str(repo)), supervised=False)
+    Path(spec.addresses.watcher[6:]).parent.mkdir(parents=True, exist_ok=True)
+    ctx = zmq.Context.instance()
+    watcher = ctx.socket(zmq.PULL)  # stands in for the watcher
+    watcher.bind(spec.addresses.watcher)
+    proc = subprocess.Popen([PY, "-m", "workers.writer", "--spec", encode_spec(spec)], stderr=subprocess.PIPE)
+    to_writer = ctx.socket(zmq.PUSH)
+    to_writer.connect(spec.addresses.writer)
+    try:
+        hellos = []
+        deadline = time.monotonic() + 60
+        while len(hellos) < 2 and time.monotonic() < deadline:  # the first is dropped: lost
+            if watcher.poll(1000):
+                msg = decode(watcher.recv())
+                if isinstance(msg, Hello):
+                    hellos.append(msg)
+        assert len(hellos) == 2 and all(h.kind == "writer" and h.pid == proc.pid for h in hellos)
+        to_writer.send(encode(BulkStart(generation=0, total=0)))
+        to_writer.send(encode(BulkDone(generation=0, total=0)))
+        time.sleep(1.0)  # a Hello already on its way
+        while watcher.poll(0):
+            watcher.recv()
+        asked = []
+        end = time.monotonic() + 3.0
+        while time.monotonic() < end:
+            if watcher.poll(200) and isinstance(decode(watcher.recv()), Hello):
+                asked.append(1)
+        assert not asked, "the writer kept asking after the watcher answered"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        watcher.close(0)
+        to_writer.close(0)
+    assert "Traceback" not in proc.stderr.read().decode()
+
+
 # -- the embedder: bulk jobs, the priority lane, junk -----------------------------------------------
 
 

@@ -53,6 +53,9 @@ if TYPE_CHECKING:  # numpy and the vector table: imported once a model is known 
 BULK_BATCH = 256  # files per transaction during the initial scan...
 BULK_BATCH_LINES = 20_000  # ...or this many lines parsed: what a batch holds in memory, whatever the files' size
 BULK_MAX_AGE_S = 0.5  # ...or this old, whichever first
+# Until the watcher has told us where its bulk stands, ask again this often: a Hello or its answer
+# can be lost when a pipeline replaces a dying one (a socket connected to the old process's end).
+HELLO_RETRY_S = 1.0
 RANKS_REFRESH_SHARE = 0.05  # as nsccn.indexer: PageRank again once this share of files changed
 # Tests hold the resolution of a bulk back to see what the pipeline does meanwhile (seconds).
 _RESOLVE_DELAY = float(os.environ.get("NSCCN_TEST_RESOLVE_DELAY", "0") or 0)
@@ -119,6 +122,7 @@ class Writer(Actor):
         self.skipped = Counter()
         self.skipped_examples: dict[str, str] = {}  # reason -> one path, for `nsccn index`
         self.send(self.to_watcher, self.hello())
+        self.hello_again = time.monotonic() + HELLO_RETRY_S
         if self.to_embedder is not None:
             self.send(self.to_embedder, self.hello())
         self.tick("running")
@@ -154,6 +158,9 @@ class Writer(Actor):
                     if len(self.batch) >= BULK_BATCH or self.batch_lines >= BULK_BATCH_LINES:
                         self._flush()
             now = time.monotonic()
+            if self.bulk_gen < 0 and now >= self.hello_again:  # no BulkStart/BulkDone heard yet
+                self.send(self.to_watcher, self.hello())
+                self.hello_again = now + HELLO_RETRY_S
             if self.batch and (not self.bulk_active or now - self.batch_started >= BULK_MAX_AGE_S):
                 self._flush()
             if self.batch or got:
