@@ -7,6 +7,7 @@ supervisor's actors are gone afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -451,6 +452,21 @@ def test_live_pipeline(tmp_path):
     assert not info_path(repo, Config()).exists() and not run_dir(repo, Config()).exists()
 
 
+@contextlib.contextmanager
+def standalone_worker(kind: str, spec, env=None):
+    """A worker process started by hand from its spec (its peers are the test's sockets); killed
+    on the way out if the test did not stop it."""
+    from nsccn.messages import encode_spec
+
+    proc = subprocess.Popen([PY, "-m", f"workers.{kind}", "--spec", encode_spec(spec)], stderr=subprocess.PIPE, env=env)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_a_writer_asks_the_watcher_again_until_it_hears_where_the_bulk_stands(tmp_path):
     """A writer's first Hello can be lost (a pipeline replacing a dying one: a socket connected to
     the old process's end), and with it the watcher's BulkStart/BulkDone: the writer would wait
@@ -458,7 +474,7 @@ def test_a_writer_asks_the_watcher_again_until_it_hears_where_the_bulk_stands(tm
     it has heard, then stops asking."""
     from msgspec.structs import replace
 
-    from nsccn.messages import BulkDone, BulkStart, encode_spec
+    from nsccn.messages import BulkDone, BulkStart
     from workers.base import default_spec
 
     repo = tmp_path / "repo"
@@ -468,10 +484,9 @@ def test_a_writer_asks_the_watcher_again_until_it_hears_where_the_bulk_stands(tm
     ctx = zmq.Context.instance()
     watcher = ctx.socket(zmq.PULL)  # stands in for the watcher
     watcher.bind(spec.addresses.watcher)
-    proc = subprocess.Popen([PY, "-m", "workers.writer", "--spec", encode_spec(spec)], stderr=subprocess.PIPE)
     to_writer = ctx.socket(zmq.PUSH)
     to_writer.connect(spec.addresses.writer)
-    try:
+    with standalone_worker("writer", spec) as proc:
         hellos = []
         deadline = time.monotonic() + 60
         while len(hellos) < 2 and time.monotonic() < deadline:  # the first is dropped: lost
@@ -493,12 +508,8 @@ def test_a_writer_asks_the_watcher_again_until_it_hears_where_the_bulk_stands(tm
         assert not asked, "the writer kept asking after the watcher answered"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        watcher.close(0)
-        to_writer.close(0)
+    watcher.close(0)
+    to_writer.close(0)
     assert "Traceback" not in proc.stderr.read().decode()
 
 
@@ -519,11 +530,8 @@ def test_embedder_answers_queries_before_the_next_bulk_batch(tmp_path):
     run.mkdir(parents=True, exist_ok=True)
     writer = ctx.socket(zmq.PULL)  # stands in for the writer
     writer.bind(spec.addresses.writer)
-    from nsccn.messages import encode_spec
-
     env = {k: v for k, v in os.environ.items() if k != "NSCCN_EMBED_MODEL"}
-    proc = subprocess.Popen([PY, "-m", "workers.embedder", "--spec", encode_spec(spec)], stderr=subprocess.PIPE, env=env)
-    try:
+    with standalone_worker("embedder", spec, env) as proc:
         assert writer.poll(60_000), "no ModelInfo from the embedder"
         info = decode(writer.recv())
         assert isinstance(info, ModelInfo) and info.dim > 0 and info.pid == proc.pid
@@ -551,11 +559,7 @@ def test_embedder_answers_queries_before_the_next_bulk_batch(tmp_path):
         client.close()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        writer.close(0)
+    writer.close(0)
     log = proc.stderr.read().decode()
     assert "dropped a message" in log and "Traceback" not in log
 
