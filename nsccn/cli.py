@@ -439,9 +439,10 @@ def pipeline_embedder(nav: Navigator):
 def find_root(start: Path) -> Path:
     """The repository a query is about, found as git finds its own: the nearest directory at or
     above `start` whose index exists, not looking above a `.git` (the top of a work tree). `start`
-    itself when none has one (the command then says there is no index), or when the index
-    directory is an absolute path (it does not say which directory it indexes)."""
-    from nsccn.config import load_config
+    itself when none has one (the command then says there is no index). An index directory
+    outside the repository (an absolute path) says which repository it holds: that one, when
+    `start` is in it, else `start`."""
+    from nsccn.config import indexed_root, load_config
 
     start = start.resolve()
     for cand in (start, *start.parents):
@@ -450,7 +451,8 @@ def find_root(start: Path) -> Path:
         except (ValueError, OSError):
             return cand  # its configuration is bad: the Navigator there says so
         if Path(config.index_dir).is_absolute():
-            return start
+            held = indexed_root(config)
+            return held if held is not None and (held == start or held in start.parents) else start
         if config.db_path(cand).is_file():
             return cand
         if (cand / ".git").exists():

@@ -24,10 +24,18 @@ import msgspec
 
 INDEX_DIR = ".nsccn"
 CONFIG_FILE = "config.json"
+# In an index directory outside the repository (an absolute `index_dir`), the repository it
+# indexes: its location no longer says so, and from a subdirectory, or for another repository,
+# the same directory must not be taken for a fresh index of where one stands.
+INDEX_ROOT_FILE = "root"
 
 
 class ConfigError(ValueError):
     """A configuration file or variable that cannot be used; the message names it."""
+
+
+class IndexDirInUse(ConfigError):
+    """An index directory outside the repository that holds another repository's index."""
 
 
 class PipelineSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -227,11 +235,36 @@ def index_dir(root: Path, config: Config | None = None) -> Path:
     return d if d.is_absolute() else Path(root) / d
 
 
-def ensure_index_dir(root: Path, config: Config) -> Path:
-    """The index directory, created 0700 (an existing one must be a real directory of ours)."""
-    from nsccn.private import private_dir
+def indexed_root(config: Config) -> Path | None:
+    """The repository an index directory outside any repository holds (its `INDEX_ROOT_FILE`),
+    None for an index directory inside its repository or one that has not indexed yet."""
+    d = Path(config.index_dir)
+    if not d.is_absolute():
+        return None
+    try:
+        text = (d / INDEX_ROOT_FILE).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return Path(text) if text else None
 
-    return private_dir(index_dir(root, config))
+
+def ensure_index_dir(root: Path, config: Config) -> Path:
+    """The index directory, created 0700 (an existing one must be a real directory of ours).
+    One outside the repository records which repository it indexes, and refuses another while
+    it holds an index (indexing another tree there would drop every file of the first)."""
+    from nsccn.private import private_dir, write_private
+
+    d = private_dir(index_dir(root, config))
+    if Path(config.index_dir).is_absolute():
+        root = Path(root).resolve()
+        held = indexed_root(config)
+        if held is not None and held != root and config.db_path(root).exists():
+            raise IndexDirInUse(
+                f"{d} holds the index of {held}, not of {root}: run nsccn in {held} (or any directory in it), "
+                f"or give {root} an index directory of its own (NSCCN_INDEX_DIR, `index_dir`)")
+        if held != root:
+            write_private(d / INDEX_ROOT_FILE, f"{root}\n".encode())
+    return d
 
 
 def config_json(config: Config) -> str:

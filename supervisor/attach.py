@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from nsccn.config import Config, index_dir
+from nsccn.config import Config, ensure_index_dir, index_dir
 from nsccn.messages import Attach, Ok
 from nsccn.private import PrivatePathError, open_private, private_dir
 from supervisor.addresses import key_path, running_pipeline, start_lock_path, stopped_path
@@ -70,7 +70,7 @@ def ensure_pipeline(root: Path, config: Config, workers: int = 0, embed: bool = 
     info = running_pipeline(root, config)
     if info and info.get("pid"):
         return info, None
-    private_dir(index_dir(root, config))
+    ensure_index_dir(root, config)  # one outside the repository: never another repository's
     fd = open_private(start_lock_path(root, config), os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # the starter holds it until its pipeline holds the pipeline lock

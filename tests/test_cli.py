@@ -158,6 +158,35 @@ def test_cli_index_from_a_subdirectory_of_an_unindexed_work_tree_indexes_its_top
     assert (sub / ".nsccn").is_dir()
 
 
+def test_an_index_directory_outside_the_repository_is_found_from_a_subdirectory_and_never_given_to_another(
+        shop_repo, tmp_path):
+    """With NSCCN_INDEX_DIR the index's location says nothing of what it indexes, so it records
+    its repository: from a subdirectory queries, status and `nsccn index` work on the whole
+    repository (not on the subdirectory, whose index would drop every other file), and another
+    repository is refused there with a message, the first one's index kept."""
+    env = {"NSCCN_INDEX_DIR": str(tmp_path / "outside-index")}
+    r = nsccn("index", "--in-process", cwd=shop_repo, env=env)
+    assert r.returncode == 0, r.stderr
+    sub = shop_repo / "shop"
+    r = nsccn("status", "--json", cwd=sub, env=env)
+    status = json.loads(r.stdout)
+    assert status["root"] == str(shop_repo.resolve()) and status["stale_files"]["deleted"] == 0, status
+    r = nsccn("index", "--in-process", "--json", cwd=sub, env=env)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["files_deleted"] == 0 and summary["files_unchanged"] == status["files"], summary
+    r = nsccn("search", "add_item", "--json", cwd=sub, env=env)
+    assert json.loads(r.stdout)["results"][0]["id"] == "method:shop/models.py:User.add_item"
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "lone.py").write_text("def lone():\n    return 1\n")
+    r = nsccn("index", str(other), "--in-process", env=env)
+    assert r.returncode != 0 and f"holds the index of {shop_repo.resolve()}" in r.stderr, (r.stdout, r.stderr)
+    r = nsccn("search", "add_item", "--json", cwd=shop_repo, env=env)
+    assert json.loads(r.stdout)["results"][0]["id"] == "method:shop/models.py:User.add_item"
+
+
 def test_cli_status_without_an_index_exits_3(tmp_path):
     (tmp_path / ".git").mkdir()  # a repository of its own: no looking above it
     r = nsccn("status", "--json", cwd=tmp_path)
