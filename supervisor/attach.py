@@ -67,10 +67,10 @@ def ensure_pipeline(root: Path, config: Config, workers: int = 0, embed: bool = 
                     timeout_s: float = START_TIMEOUT_S) -> tuple[dict, subprocess.Popen | None]:
     """The info of the repository's running pipeline, started detached when none runs (and the
     process started, for the caller to reap). Several callers at once start exactly one."""
+    ensure_index_dir(root, config)  # one outside the repository: never another repository's (nor its pipeline)
     info = running_pipeline(root, config)
     if info and info.get("pid"):
         return info, None
-    ensure_index_dir(root, config)  # one outside the repository: never another repository's
     fd = open_private(start_lock_path(root, config), os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # the starter holds it until its pipeline holds the pipeline lock

@@ -32,7 +32,7 @@ from pathlib import Path
 import msgspec
 import zmq
 
-from nsccn.config import Config, index_dir, load_config
+from nsccn.config import Config, ensure_index_dir, index_dir, load_config
 from nsccn.messages import (
     ActorSpec,
     Attach,
@@ -224,6 +224,7 @@ class Supervisor:
     # -- the loop ----------------------------------------------------------------------------------
 
     def run(self) -> int:
+        ensure_index_dir(self.root, self.config)  # one outside the repository: never another repository's
         if not self.lock.acquire():
             from supervisor.addresses import running_pipeline
 

@@ -181,8 +181,10 @@ def test_an_index_directory_outside_the_repository_is_found_from_a_subdirectory_
     other = tmp_path / "other"
     other.mkdir()
     (other / "lone.py").write_text("def lone():\n    return 1\n")
-    r = nsccn("index", str(other), "--in-process", env=env)
-    assert r.returncode != 0 and f"holds the index of {shop_repo.resolve()}" in r.stderr, (r.stdout, r.stderr)
+    for command in (["index", str(other), "--in-process"], ["index", str(other), "--pipeline"],
+                    ["serve", str(other), "--no-mcp"]):
+        r = nsccn(*command, env=env)
+        assert r.returncode != 0 and f"holds the index of {shop_repo.resolve()}" in r.stderr, (command, r.stderr)
     r = nsccn("search", "add_item", "--json", cwd=shop_repo, env=env)
     assert json.loads(r.stdout)["results"][0]["id"] == "method:shop/models.py:User.add_item"
 
