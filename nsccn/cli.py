@@ -289,7 +289,8 @@ def cmd_refs(nav: Navigator, args) -> dict:
 
 
 def cmd_map(nav: Navigator, args) -> dict:
-    out = nav.repo_map(args.max_tokens, args.focus or None)
+    focus = [_from_here(nav, args, f) for f in args.focus] if args.focus else None  # a file as typed in a subdirectory
+    out = nav.repo_map(args.max_tokens, focus)
     if not args.json:
         print(out["map"], end="")
         print(f"# {out['tokens']} tokens, {out['files_shown']} of {out['files_total']} files", file=sys.stderr)

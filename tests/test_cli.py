@@ -124,6 +124,10 @@ def test_cli_works_from_a_subdirectory_of_the_repository(shop_index):
     assert r.returncode == 0 and "class User(Model):" in r.stdout, r.stderr
     r = nsccn("skeleton", "shop/models.py", cwd=sub)  # a path from the repository root works too
     assert r.returncode == 0 and "class User(Model):" in r.stdout
+    for focus in ("models.py", "shop/models.py"):  # the map's focus too, either way
+        r = nsccn("map", "--focus", focus, "--json", cwd=sub)
+        assert r.returncode == 0, (focus, r.stderr)
+        assert json.loads(r.stdout)["map"].startswith("shop/models.py:"), r.stdout[:300]
     r = nsccn("status", "--json", "--root", str(sub))
     assert r.returncode == 0 and json.loads(r.stdout)["root"] == str(repo.resolve())
 
