@@ -4,6 +4,7 @@ addresses and the lock."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import msgspec
@@ -137,3 +138,21 @@ def test_one_pipeline_per_repository(tmp_path):
     assert not Path(first.info).exists()
     assert second.acquire()
     second.release()
+
+
+def test_a_socket_file_made_where_an_actors_was_removed_is_not_taken_for_its_own(tmp_path):
+    """An actor removes the ipc socket files it bound when it exits, unless a successor has bound
+    the path since. The inode alone cannot tell: a file made after ours was removed gets the
+    freed inode at once, and a stopping actor removed its successor's socket (a replacement
+    pipeline's writer then never heard from its watcher)."""
+    from workers.base import _file_identity
+
+    path = tmp_path / "writer.sock"
+    path.write_bytes(b"")
+    ours = os.stat(path)
+    path.unlink()
+    time.sleep(0.05)  # a successor binds later than we did
+    path.write_bytes(b"")
+    theirs = os.stat(path)
+    assert _file_identity(theirs) != _file_identity(ours)
+    assert _file_identity(os.stat(path)) == _file_identity(theirs)

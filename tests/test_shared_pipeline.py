@@ -61,13 +61,36 @@ async def status(client: Client) -> dict:
     return json.loads(r.content[0].text)
 
 
+def run_dir_evidence(data: dict) -> str:
+    """For a timeout's message: the pipeline's socket files (name, inode, change time) and every
+    live process that names its repository, so a pipeline stuck waiting explains itself."""
+    p = data.get("pipeline") or {}
+    lines = []
+    if p.get("run_dir"):
+        try:
+            lines += [f"{f.name} ino {f.stat().st_ino} ctime {f.stat().st_ctime_ns}" for f in sorted(Path(p["run_dir"]).iterdir())]
+        except OSError as exc:
+            lines.append(f"run dir {p['run_dir']}: {exc}")
+    root = (p.get("root") or data.get("root") or "").encode()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and root:
+            try:
+                cmd = (d / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if root in cmd:
+                words = cmd.replace(b"\0", b" ").decode(errors="replace")
+                lines.append(f"pid {d.name}: {words[:160]}")
+    return "\n".join(lines)
+
+
 async def until(client: Client, pred, timeout: float = 90, what: str = "") -> dict:
     deadline = time.monotonic() + timeout
     while True:
         data = await status(client)
         if pred(data):
             return data
-        assert time.monotonic() < deadline, f"timed out waiting for {what}: {data}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}: {data}\n{run_dir_evidence(data)}"
         await asyncio.sleep(0.2)
 
 

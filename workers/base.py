@@ -120,7 +120,7 @@ class Actor:
         self.last_error: str | None = None
         self._tick = time.monotonic()
         self._sockets: list[zmq.Socket] = []
-        self._bound: list[tuple[str, int]] = []  # ipc socket files we created (path, inode)
+        self._bound: list[tuple[str, tuple[int, int, int]]] = []  # ipc socket files we created (path, identity)
         self._sup: zmq.Socket | None = None
         self._hb_thread: threading.Thread | None = None
         self._dropped_logged = 0
@@ -153,7 +153,7 @@ class Actor:
             s.bind(bind_address(bind))
             if bind.startswith("ipc://"):
                 with contextlib.suppress(OSError):
-                    self._bound.append((bind[6:], os.stat(bind[6:]).st_ino))
+                    self._bound.append((bind[6:], _file_identity(os.stat(bind[6:]))))
         if connect:
             self.secure(s, connect, server=False)
             s.connect(connect)
@@ -348,11 +348,17 @@ class Actor:
             if self._auth is not None:
                 self._auth.stop()
             self.ctx.term()
-            for path, ino in self._bound:  # ours, unless a successor has bound the path since
+            for path, identity in self._bound:  # ours, unless a successor has bound the path since
                 with contextlib.suppress(OSError):
-                    if os.stat(path).st_ino == ino:
+                    if _file_identity(os.stat(path)) == identity:
                         os.unlink(path)
         return code
+
+
+def _file_identity(st: os.stat_result) -> tuple[int, int, int]:
+    """Which file a path is: the inode alone is not enough, a file made after ours was removed
+    gets the freed inode at once (a successor's socket, which ours must not remove)."""
+    return st.st_dev, st.st_ino, st.st_ctime_ns
 
 
 def default_spec(kind: str, root: str, name: str | None = None) -> ActorSpec:
