@@ -343,15 +343,17 @@ class Actor:
             self._hb_stop.set()
             self._hb_wake.set()
             self._hb_thread.join(timeout=2)
+            # Our socket files, unless a successor has bound the path since: checked while our
+            # sockets still hold them open, so no later file can have been given their inodes.
+            for path, identity in self._bound:
+                with contextlib.suppress(OSError):
+                    if _file_identity(os.stat(path)) == identity:
+                        os.unlink(path)
             for s in self._sockets:
                 s.close(0)
             if self._auth is not None:
                 self._auth.stop()
             self.ctx.term()
-            for path, identity in self._bound:  # ours, unless a successor has bound the path since
-                with contextlib.suppress(OSError):
-                    if _file_identity(os.stat(path)) == identity:
-                        os.unlink(path)
         return code
 
 
