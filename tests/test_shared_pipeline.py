@@ -37,18 +37,23 @@ def nsccn(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
                           env=env or dict(os.environ))
 
 
-def pipeline_processes(repo: Path) -> list[int]:
-    """Pids of the detached pipelines (`python -m supervisor pipeline REPO`) of this repository."""
-    want = b"\0".join([b"supervisor", b"pipeline", str(repo).encode()])
+def processes_naming(needle: bytes) -> list[tuple[int, bytes]]:
+    """(pid, command line) of every live process whose command line holds `needle`."""
     out = []
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
-                if want in (d / "cmdline").read_bytes() and alive(int(d.name)):
-                    out.append(int(d.name))
+                cmd = (d / "cmdline").read_bytes()
             except OSError:
-                pass
+                continue
+            if needle in cmd and alive(int(d.name)):
+                out.append((int(d.name), cmd))
     return out
+
+
+def pipeline_processes(repo: Path) -> list[int]:
+    """Pids of the detached pipelines (`python -m supervisor pipeline REPO`) of this repository."""
+    return [pid for pid, _ in processes_naming(b"\0".join([b"supervisor", b"pipeline", str(repo).encode()]))]
 
 
 def stop_all(repo: Path, env: dict) -> None:
@@ -68,19 +73,16 @@ def run_dir_evidence(data: dict) -> str:
     lines = []
     if p.get("run_dir"):
         try:
-            lines += [f"{f.name} ino {f.stat().st_ino} ctime {f.stat().st_ctime_ns}" for f in sorted(Path(p["run_dir"]).iterdir())]
+            for f in sorted(Path(p["run_dir"]).iterdir()):
+                st = f.stat()
+                lines.append(f"{f.name} ino {st.st_ino} ctime {st.st_ctime_ns}")
         except OSError as exc:
             lines.append(f"run dir {p['run_dir']}: {exc}")
-    root = (p.get("root") or data.get("root") or "").encode()
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit() and root:
-            try:
-                cmd = (d / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if root in cmd:
-                words = cmd.replace(b"\0", b" ").decode(errors="replace")
-                lines.append(f"pid {d.name}: {words[:160]}")
+    root = p.get("root") or data.get("root")
+    if root:
+        for pid, cmd in processes_naming(root.encode()):
+            words = cmd.replace(b"\0", b" ").decode(errors="replace")
+            lines.append(f"pid {pid}: {words[:160]}")
     return "\n".join(lines)
 
 

@@ -22,10 +22,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-from localize import aggregate, instance_metrics  # noqa: E402
+from localize import aggregate  # noqa: E402
 from paired_sign import KEYS, compare  # noqa: E402
+from train_ranker import score_records  # noqa: E402
 
-from nsccn.ranking.train import fit, load_records, rerank  # noqa: E402
+from nsccn.ranking.train import fit, load_records  # noqa: E402
 
 
 def records(pattern: str) -> list[dict]:
@@ -55,12 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         for seed in args.seeds:
             ranker = fit(train, seed=seed)
             for p, recs in heldout.items():
-                scored = {}
-                for rec in recs:
-                    files, functions = rerank(ranker, rec)
-                    scored[rec["instance_id"]] = {"metrics": instance_metrics(
-                        rec["gold_files"], rec["gold_functions"], files[:50], functions[:50])}
-                out[(seed, p)] = scored
+                out[(seed, p)] = {r["instance_id"]: r for r in score_records(recs, ranker)}
             print(f"seed {seed} done", file=sys.stderr, flush=True)
         args.out.write_bytes(pickle.dumps(out))
         return 0
