@@ -150,8 +150,9 @@ def index_repository(
         if plan.to_parse or plan.to_delete:
             store.set_meta("resolve_pending", "1")
         summary.files_unchanged = plan.unchanged
+        full = not known or interrupted  # a first build, or a repair after a crash: resolve everything
         changed_paths: set[str] = set()
-        names: set[str] = set()
+        names: set[str] = set()  # what an incremental resolution must look up again (none when full)
         if plan.to_delete:
             names |= store.delete_files(plan.to_delete)
             changed_paths.update(plan.to_delete)
@@ -183,12 +184,12 @@ def index_repository(
             summary.lines_indexed += result.line_count
             batch_lines += result.line_count
             if len(batch) >= WRITE_BATCH or batch_lines >= WRITE_BATCH_LINES:
-                names |= store.write_files(batch)
+                names |= store.write_files(batch, affected_names=not full)
                 changed_paths.update(p.path for p in batch)
                 summary.files_indexed += len(batch)
                 batch, batch_lines = [], 0
         if batch:
-            names |= store.write_files(batch)
+            names |= store.write_files(batch, affected_names=not full)
             changed_paths.update(p.path for p in batch)
             summary.files_indexed += len(batch)
         history = None
@@ -201,7 +202,7 @@ def index_repository(
             from nsccn.resolve import resolve_affected, resolve_all  # only a run that wrote needs it
             from nsccn.resolve_partitions import bulk_children
 
-            if not known or interrupted:  # a first build, or a repair after a crash
+            if full:
                 # With parser processes (workers != 1), child processes resolve as well: the
                 # cores the parse used are free now (nsccn.resolve_partitions).
                 resolve_all(store, children=bulk_children(store) if workers != 1 else 0)

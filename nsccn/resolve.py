@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import sys
 from collections import defaultdict
 
 from nsccn.languages import query_language
@@ -55,12 +56,21 @@ class Resolver:
         packages = {p.rsplit("/", 1)[0] if "/" in p else "" for p, *_ in rows if p.endswith("/__init__.py")}
         self.language: dict[str, str] = {}
         project_rows = []
+        # The table's memory grows with the repository (a 100k-file tree: ~370 MB), so it holds
+        # each path, kind and name once, one (id, kind) per entity, and no empty set or list:
+        # every reader asks `.get(path, ())`.
+        paths: dict[str, str] = {}
         for path, module, imports, globals_, language in rows:
-            self.imports[path] = json.loads(imports)
-            self.globals[path] = set(json.loads(globals_))
-            self.language[path] = language
+            path = paths.setdefault(path, path)
+            bound = json.loads(imports)
+            if bound:
+                self.imports[path] = bound
+            names = json.loads(globals_)
+            if names:
+                self.globals[path] = set(names)
+            self.language[path] = sys.intern(language)
             if language in PROJECT_LANGUAGES:
-                project_rows.append((path, language, self.imports[path]))
+                project_rows.append((path, language, bound))
                 continue
             self.modules.setdefault(module, path)
             canonical = _canonical_module(path, module, packages) if language == "python" else module
@@ -69,13 +79,17 @@ class Resolver:
         self._language_names(rows, Project(project_rows))
         self.by_key: dict[tuple[str, str], tuple[str, str]] = {}  # (path, qualname) -> (id, kind)
         self.by_name: dict[str, list[tuple[str, str]]] = defaultdict(list)  # name -> [(id, kind)]
+        kinds: dict[str, str] = {}
         for eid, kind, path, qualname, name in c.execute("SELECT id, kind, path, qualname, name FROM entities"):
+            path = paths.get(path, path)
             if kind == "module":
                 self.module_entity[path] = eid
                 continue
-            self.by_key[(path, qualname)] = (eid, kind)
-            self.by_name[name].append((eid, kind))
-        self.stars = {p: [v for k, v in imp.items() if k.startswith("*")] for p, imp in self.imports.items()}
+            entry = (eid, kinds.setdefault(kind, kind))
+            self.by_key[(path, qualname)] = entry
+            self.by_name[qualname if name == qualname else name].append(entry)
+        stars = ((p, [v for k, v in imp.items() if k.startswith("*")]) for p, imp in self.imports.items())
+        self.stars = {p: found for p, found in stars if found}
         self._dotted_cache: dict[str, list[str] | None] = {}
         self.bases: dict[str, list[str]] = defaultdict(list)
         self._mro_cache: dict[str, list[str]] = {}  # cleared whenever bases change

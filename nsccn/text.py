@@ -10,7 +10,14 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 
-@lru_cache(maxsize=1 << 18)  # identifiers repeat across a repository: split each once
+# Identifiers repeat across a repository: split each once. The caches are bounded small because
+# a parser lives as long as its pipeline: 2**18 entries let each parser grow by ~55 MB over a
+# 100k-file tree, and sympy's 44k distinct identifiers parse no slower through 2**14
+# (benchmarks/results/pipeline-scale/identifier-cache.md).
+_IDENT_CACHE = 1 << 14
+
+
+@lru_cache(maxsize=_IDENT_CACHE)
 def _split(ident: str) -> tuple[str, ...]:
     parts: list[str] = []
     for chunk in ident.split("_"):
@@ -24,7 +31,7 @@ def split_identifier(ident: str) -> list[str]:
     return list(_split(ident))
 
 
-@lru_cache(maxsize=1 << 18)
+@lru_cache(maxsize=_IDENT_CACHE)
 def _terms(ident: str) -> tuple[str, ...]:
     """An identifier's index terms: itself in lower case, then its parts when they differ."""
     low = ident.lower()

@@ -180,3 +180,23 @@ def test_a_first_build_writes_refs_without_their_indexes_and_resolution_makes_th
     with Store(db, readonly=True) as store:
         assert set(edges_of(store, "func:a.py:f", "CALLS")) == {"func:b.py:g"}
         assert set(edges_of(store, "func:b.py:h", "CALLS")) == {"func:b.py:g"}
+
+
+def test_the_symbol_table_holds_each_entity_once_and_no_empty_entries(shop_index):
+    """The resolver's table grows with the repository (a bulk resolution's child holds all of it:
+    a 100k-file tree made it 369 MB), so each entity's (id, kind) is one object that both lookups
+    share, each path is one string object, and a file with no globals, imports or star imports
+    has no entry (every reader asks `.get(path, ())`)."""
+    from nsccn.resolve import Resolver
+
+    _, store = shop_index
+    r = Resolver(store)
+    by_id = {entry[0]: entry for entries in r.by_name.values() for entry in entries}
+    assert len(r.by_key) == len(by_id) > 10
+    assert all(by_id[entry[0]] is entry for entry in r.by_key.values())
+    path_object = {p: p for p in r.language}
+    assert all(path_object[path] is path for path, _ in r.by_key)
+    assert len(r.language) > len(r.globals) and len(r.language) > len(r.stars)  # the fixture has files without them
+    assert all(r.globals.values()) and all(r.stars.values()) and all(r.imports.values())
+    # and the answers are those of the rules: an import, self+MRO, a name defined once
+    assert r.by_key[("shop/models.py", "User")][1] == "class"

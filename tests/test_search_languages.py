@@ -220,3 +220,15 @@ def test_ranker_features_read_scoped_qualnames_per_language():
     assert _scoped_forms("src/cart.rs", "Cart.total") == ["Cart::total"]
     assert _scoped_forms("lib/cart.rb", "Cart.total") == ["Cart::total", "Cart#total"]
     assert _scoped_forms("shop/cart.py", "Cart.total") == []  # Python: the dotted form only
+
+
+def test_the_identifier_caches_stay_small_whatever_the_repository():
+    """A parser lives as long as its pipeline and splits every identifier it meets: its caches
+    are bounded (2**14 entries each) so its memory does not grow with the repository (with
+    2**18, a 100k-file tree grew each parser from 41 to 140 MB)."""
+    from nsccn import text
+
+    for i in range(20_000):
+        assert index_terms(f"distinctName{i}") == f"distinctname{i} distinct name {i}"
+    assert text._split.cache_info().currsize <= 1 << 14
+    assert text._terms.cache_info().currsize <= 1 << 14

@@ -330,8 +330,9 @@ class Writer(Actor):
             self.last_seq[path] = m.seq
         self._ack(acks)
         if changed:
-            self.resolve_paths.update(changed)
-            self.resolve_names |= names
+            if not self._resolves_everything():  # else all is resolved again: nothing to remember
+                self.resolve_paths.update(changed)
+                self.resolve_names |= names
             self.needs_resolve = True
             if self.ranks_due is not None:  # PageRank waits for a pause in the edits
                 self.ranks_due = time.monotonic() + LIVE_RANKS_DELAY_S
@@ -346,7 +347,7 @@ class Writer(Actor):
             if changed:
                 self.store.set_meta(RESOLVE_MARKER, "1")
             if to_write:
-                names |= self.store.write_files(to_write)
+                names |= self.store.write_files(to_write, affected_names=not self._resolves_everything())
             if to_delete:
                 names |= self.store.delete_files(to_delete)
             for path, mtime in to_touch:
@@ -359,6 +360,11 @@ class Writer(Actor):
             # New rows get rowids above every existing one: the sweep from here finds them.
             self.sweep = max_rowid
         return names
+
+    def _resolves_everything(self) -> bool:
+        """The next resolution is a full one (a first build, or after an interrupted one): it
+        needs no list of what changed, which on a first build is every path and name."""
+        return self.first_build or self.resolve_full
 
     def _failed(self, path: str, exc: Exception) -> None:
         self.last_error = f"{path}: {type(exc).__name__}: {exc}"
@@ -384,7 +390,7 @@ class Writer(Actor):
     def _resolve(self) -> None:
         """As the library indexer: everything on a first build or after an interrupted one, the
         affected references otherwise; PageRank once enough of the repository changed."""
-        full = self.first_build or self.resolve_full
+        full = self._resolves_everything()
         with self.busy("resolving"):
             if _RESOLVE_DELAY:
                 time.sleep(_RESOLVE_DELAY)
@@ -415,7 +421,10 @@ class Writer(Actor):
                 self.store.set_meta(RESOLVE_MARKER, "0")
                 self.store.set_meta("last_indexed", str(time.time()))
         self.stats["resolves"] += 1
-        self.log.info("resolved %s (%d paths changed)", "everything" if full else "affected refs", len(self.resolve_paths))
+        if full:
+            self.log.info("resolved everything")
+        else:
+            self.log.info("resolved affected refs (%d paths changed)", len(self.resolve_paths))
         self.resolve_paths.clear()
         self.resolve_names.clear()
         self.resolve_full = False

@@ -151,10 +151,12 @@ class Store:
         """Record a new mtime for a file whose content did not change."""
         self.conn.execute("UPDATE files SET mtime=? WHERE path=?", (mtime, path))
 
-    def write_files(self, parsed: Iterable[ParsedFile]) -> set[str]:
+    def write_files(self, parsed: Iterable[ParsedFile], affected_names: bool = True) -> set[str]:
         """Replace each file's rows, all in one transaction. Returns the names whose meaning may
         have changed, for `resolve.resolve_affected`: only what the file defines or exports
-        differently than before. An edit inside a body changes no other file's edges."""
+        differently than before. An edit inside a body changes no other file's edges.
+        `affected_names=False` (a build that resolves every reference anyway) returns none: on a
+        first build they are every name of the repository, held until the end for nothing."""
         affected: set[str] = set()
         now = time.time()
         parsed = list(parsed)
@@ -167,10 +169,11 @@ class Store:
                     self.conn.execute(f"DROP INDEX IF EXISTS {name}")
             sym, tails, heads = self._intern_refs(parsed)
             for pf in parsed:
-                before = self._symbols(pf.path)
+                before = self._symbols(pf.path) if affected_names else None
                 self._delete_file_rows(pf.path)
                 self._insert_file(pf, now, sym, tails, heads)
-                affected |= _changed_names(before, _symbols_of(pf))
+                if affected_names:
+                    affected |= _changed_names(before, _symbols_of(pf))
         return affected
 
     def delete_files(self, paths: Iterable[str]) -> set[str]:
