@@ -90,9 +90,11 @@ def test_map_with_room_for_everything_shows_everything(mixed_repo):
     assert m["map"].count("def hook") == 14 * 12 + 150  # every definition, nested ones under their test
 
 
-def test_the_rank_graph_is_every_weighted_edge_between_two_entities_in_edge_order(shop_index):
+@pytest.mark.parametrize("block_rows", [repomap.BLOCK_ROWS, 3])  # 3: edges read in many blocks
+def test_the_rank_graph_is_every_weighted_edge_between_two_entities_in_edge_order(shop_index, block_rows, monkeypatch):
     # PageRank's float sums follow the graph's order: edges by (source, relation), then as resolved.
     _, store = shop_index
+    monkeypatch.setattr(repomap, "BLOCK_ROWS", block_rows)
     src, dst, w, n, rowids = repomap._read_graph(store)
     at = {int(r): i for i, r in enumerate(rowids)}
     expected = [
