@@ -10,11 +10,11 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 
-# Identifiers repeat across a repository: split each once. The caches are bounded small because
-# a parser lives as long as its pipeline: 2**18 entries let each parser grow by ~55 MB over a
-# 100k-file tree, and sympy's 44k distinct identifiers parse no slower through 2**14
-# (benchmarks/results/pipeline-scale/identifier-cache.md).
-_IDENT_CACHE = 1 << 14
+# Identifiers repeat across a repository: split each once. The caches are bounded because a
+# parser lives as long as its pipeline: at 2**18 entries each, a parser grew from 41 to 140 MB over
+# a 100k-file tree. 2**16 holds all of sympy's 44k distinct identifiers (2**14 cost the pipeline
+# 3% more CPU there): benchmarks/results/pipeline-scale/identifier-cache.md.
+_IDENT_CACHE = 1 << 16
 
 
 @lru_cache(maxsize=_IDENT_CACHE)
