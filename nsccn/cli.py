@@ -232,9 +232,14 @@ def cmd_trace(nav: Navigator, args) -> dict:
     out = nav.trace(args.entity_id, args.direction, args.depth, relations, args.min_confidence)
     if not args.json:
         _print_tree(out)
-        if out.get("stale"):
-            print(f"# note: {out['stale']}", file=sys.stderr)
+        _print_notes(out, "stale", "unresolved")
     return out
+
+
+def _print_notes(out: dict, *keys: str) -> None:
+    for key in keys:
+        if out.get(key):
+            print(f"# note: {out[key]}", file=sys.stderr)
 
 
 def _print_tree(out: dict) -> None:
@@ -285,6 +290,7 @@ def cmd_refs(nav: Navigator, args) -> dict:
             print(f"{r['file']}:{r['line']}  {r['relation']}  from {r['from']}  ({r['resolution']}, {r['confidence']})")
         if not out["references"]:
             print("no references")
+        _print_notes(out, "unresolved")
     return out
 
 
@@ -294,6 +300,7 @@ def cmd_map(nav: Navigator, args) -> dict:
     if not args.json:
         print(out["map"], end="")
         print(f"# {out['tokens']} tokens, {out['files_shown']} of {out['files_total']} files", file=sys.stderr)
+        _print_notes(out, "unresolved")
     return out
 
 
@@ -302,6 +309,7 @@ def cmd_context(nav: Navigator, args) -> dict:
     if not args.json:
         print(out["context"])
         print(f"# {out['tokens']} of {out['max_tokens']} tokens", file=sys.stderr)
+        _print_notes(out, "unresolved")
     return out
 
 

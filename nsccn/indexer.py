@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from nsccn.config import Config, ensure_index_dir, load_config
 from nsccn.model import ParsedFile
-from nsccn.store import WRITER_CACHE_MIB, IndexMissing, Store
+from nsccn.store import RESOLVE_PENDING, WRITER_CACHE_MIB, IndexMissing, Store
 
 if TYPE_CHECKING:  # the scan (pathspec) is imported by the runs that scan, not by the pipeline's CLI
     from nsccn.scan import FileInfo, ScanResult
@@ -146,9 +146,9 @@ def index_repository(
         plan = plan_changes(root, store, scan.files, known)
         # A run that died between writing files and resolving their references leaves this set:
         # the next run re-resolves everything instead of trusting half-made edges.
-        interrupted = store.get_meta("resolve_pending") == "1"
+        interrupted = store.get_meta(RESOLVE_PENDING) == "1"
         if plan.to_parse or plan.to_delete:
-            store.set_meta("resolve_pending", "1")
+            store.set_meta(RESOLVE_PENDING, "1")
         summary.files_unchanged = plan.unchanged
         full = not known or interrupted  # a first build, or a repair after a crash: resolve everything
         changed_paths: set[str] = set()
@@ -217,10 +217,10 @@ def index_repository(
                 compute_ranks(store)
                 pending = 0
             store.set_meta("ranks_pending_files", str(pending))
-            store.set_meta("resolve_pending", "0")
+            store.set_meta(RESOLVE_PENDING, "0")
             store.set_meta("last_indexed", str(time.time()))
         elif plan.to_parse:  # only touched (same content, new mtime): nothing to resolve after all
-            store.set_meta("resolve_pending", "0")
+            store.set_meta(RESOLVE_PENDING, "0")
         if history is not None:
             summary.history_commits = history(store).kept
         elif config.history:

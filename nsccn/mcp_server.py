@@ -12,7 +12,8 @@ What every tool guarantees:
 - bad input is a tool error (`ToolError`) whose message names the valid range or the closest
   ids, never a stack trace;
 - an answer that involves files changed on disk since they were indexed, or that was computed
-  while the pipeline is still indexing or embedding, carries a `stale` / `partial` note.
+  while the pipeline is still indexing or embedding, carries a `stale` / `partial` note; one
+  built from edges while written files wait for their references to be resolved, `unresolved`.
 
 Each answer is one text block meant for the model (compact JSON for the structured tools, plain
 numbered code for skeletons and windows) plus the same data as `structuredContent` for
@@ -376,8 +377,14 @@ class NavigatorService:
             return f"the index is still being built ({what}); answers may miss what is not indexed yet"
         return None
 
-    def notes(self, out: dict, files: Iterable[str] | None = None, whole_index: bool = False) -> dict:
-        """Add `stale` / `partial` notes to an answer."""
+    def notes(self, out: dict, files: Iterable[str] | None = None, whole_index: bool = False,
+              graph: bool = False) -> dict:
+        """Add `stale` / `partial` notes to an answer; `graph`: it is built from edges, so also
+        `unresolved` when files were written whose references are not resolved yet."""
+        if graph:
+            unresolved = self.nav.unresolved_note()
+            if unresolved:
+                out["unresolved"] = unresolved
         if files is not None:
             changed = self.changed_files(files)
             if changed and "stale" not in out:
@@ -562,7 +569,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
                     out["truncated"] = (f"cut at skeleton line {offset + k} of {len(lines)} by the {cap}-token cap; call "
                                         f"read_skeleton(file_path={rel!r}, offset={offset + k}) for the rest")
                     text += ("" if text.endswith("\n") else "\n") + f"# ... {out['truncated']}\n"
-                for key in ("stale", "partial"):
+                for key in ("stale", "partial", "unresolved"):
                     if out.get(key):
                         text += f"# note: {out[key]}\n"
                 return text, out
@@ -621,7 +628,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
                     adjacency[src].append(it)
             files = [e.split(":", 2)[1] for e in order if e.split(":", 1)[0] in ENTITY_KINDS and e.count(":") >= 2]
             base = {"root": res["root"], "direction": res["direction"], "depth": res["depth"], "relations": res["relations"]}
-            svc.notes(base, files)
+            svc.notes(base, files, graph=True)
             n_edges = sum(len(v) for v in adjacency.values())
 
             def build(k: int) -> dict:
@@ -690,7 +697,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
                         hint += " or open a smaller entity inside: " + ", ".join(c.id for c in children)
                     out["truncated"] = f"cut at line {nxt - 1} of {hi} by the {cap}-token cap; {hint}"
                     text += f"# ... {out['truncated']}\n"
-                for key in ("stale", "partial"):
+                for key in ("stale", "partial", "unresolved"):
                     if out.get(key):
                         text += f"# note: {out[key]}\n"
                 return text, out
@@ -721,10 +728,10 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             out = {k: res[k] for k in ("tokens", "files_shown", "files_total", "truncated")}
             if res.get("hint"):
                 out["hint"] = res["hint"]
-            svc.notes(out, whole_index=True)
+            svc.notes(out, whole_index=True, graph=True)
             text = (f"# repository map: {res['files_shown']} of {res['files_total']} files, {res['tokens']} tokens"
                     + (f"; {res['hint']}" if res.get("hint") else "") + "\n" + res["map"])
-            for key in ("stale", "partial"):
+            for key in ("stale", "partial", "unresolved"):
                 if out.get(key):
                     text += f"# note: {out[key]}\n"
             out["map"] = res["map"]
@@ -783,7 +790,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             res = svc.nav.find_references(entity_id, limit=offset + limit)
             refs = res["references"][offset:]
             base = {"entity_id": res["entity_id"], "total": res["total"], "offset": offset}
-            svc.notes(base, [r["file"] for r in refs] + [res["entity_id"].split(":", 2)[1]])
+            svc.notes(base, [r["file"] for r in refs] + [res["entity_id"].split(":", 2)[1]], graph=True)
 
             def build(k: int) -> dict:
                 out = {**base, "references": refs[:k]}
@@ -818,9 +825,9 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             budget = max(MIN_CONTEXT_TOKENS, max_tokens - count_tokens(head) - (80 if max_tokens > 400 else 8))
             res = svc.nav.assemble_context(query, budget)
             out = {"query": _echo(query), "tokens": res["tokens"], "max_tokens": max_tokens, "entities": res["entities"]}
-            svc.notes(out, [e.split(":", 2)[1] for e in res["entities"]])
+            svc.notes(out, [e.split(":", 2)[1] for e in res["entities"]], graph=True)
             text = head.replace("@TOKENS@", str(res["tokens"]), 1) + res["context"] + ("" if res["context"].endswith("\n") else "\n")
-            for key in ("stale", "partial"):
+            for key in ("stale", "partial", "unresolved"):
                 if out.get(key):
                     text += f"# note: {out[key]}\n"
             out["context"] = res["context"]

@@ -13,7 +13,7 @@ from pathlib import Path
 from nsccn import graph, search as search_mod
 from nsccn.config import Config, load_config, load_settings
 from nsccn.model import split_entity_id
-from nsccn.store import EntityRow, IndexMissing, Store
+from nsccn.store import RESOLVE_PENDING, EntityRow, IndexMissing, Store
 from nsccn.tokens import count_tokens, truncate_to_tokens
 from nsccn.repofile import PathOutsideRepository, UnreadableFile, safe_path, stat_file
 from nsccn.window import MAX_CONTEXT_LINES, read_source, relocate, window_of_lines
@@ -302,7 +302,7 @@ class Navigator:
         stale = self.stale_note(meta["file"] for meta in out["entities"].values() if "file" in meta)
         if stale:
             out["stale"] = stale
-        return out
+        return self._with_unresolved(out)
 
     def window(self, entity_id: str, context_lines: int = 5) -> dict:
         row = self.entity(entity_id)
@@ -355,6 +355,26 @@ class Navigator:
                 changed.append(p)
         return changed
 
+    def unresolved_note(self) -> str | None:
+        """A line saying the graph is behind the files, or None: files were written whose references
+        are not resolved yet (a build or an edit being resolved now, or an index run that stopped
+        before resolving). Answers built from edges carry it, so that no edge is not read as none."""
+        store = self.store
+        if store.get_meta(RESOLVE_PENDING) != "1":
+            return None
+        if store.conn.execute("SELECT 1 FROM edges LIMIT 1").fetchone() is None:
+            return ("no reference of this index is resolved yet (its first build is resolving them, or stopped "
+                    "before it could): there are no edges, so an empty answer means unknown, not none; "
+                    "`nsccn status` says when the index is complete")
+        return ("files were written since their references were last resolved (they are being resolved now, or an "
+                "index run stopped first: the next `nsccn index` resolves them): edges may be missing or out of date")
+
+    def _with_unresolved(self, out: dict) -> dict:
+        note = self.unresolved_note()
+        if note:
+            out["unresolved"] = note
+        return out
+
     def stale_note(self, paths) -> str | None:
         """A line naming which of these indexed files changed on disk (size or mtime) since they
         were indexed, or None: for answers built from the index (search, trace)."""
@@ -398,13 +418,13 @@ class Navigator:
         out = {"entity_id": row.id, "references": refs, "total": len(edges)}
         if len(edges) > limit:
             out["more"] = f"{len(edges) - limit} more; raise limit"
-        return out
+        return self._with_unresolved(out)
 
     def repo_map(self, max_tokens: int = 1024, focus: list[str] | None = None) -> dict:
         try:
             from nsccn.repomap import repo_map  # numpy: loaded by the commands that need it
 
-            return repo_map(self.store, max_tokens, focus)
+            return self._with_unresolved(repo_map(self.store, max_tokens, focus))
         except ValueError as exc:
             raise NavigatorError(str(exc)) from exc
 
@@ -462,8 +482,8 @@ class Navigator:
             if m and m["map"]:
                 add("## repository map (focused)\n" + m["map"])
         text = "\n".join(parts)
-        return {"query": query, "context": text, "tokens": count_tokens(text), "max_tokens": max_tokens,
-                "entities": included}
+        return self._with_unresolved({"query": query, "context": text, "tokens": count_tokens(text),
+                                      "max_tokens": max_tokens, "entities": included})
 
     def status(self) -> dict:
         try:
@@ -482,6 +502,7 @@ class Navigator:
             "last_indexed": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(last))) if last else None,
             "stale_files": stale,
         }
+        self._with_unresolved(out)
         try:
             from nsccn import semantic
 

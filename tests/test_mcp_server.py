@@ -597,3 +597,32 @@ def test_queries_are_fast_in_process(server):
         return (time.perf_counter() - t) / 10
 
     assert run(server, script) < 0.25
+
+
+def test_graph_answers_say_when_written_files_are_not_resolved_yet(tmp_path):
+    """A commit that wrote files leaves the resolve marker until their references are resolved (a
+    writer busy resolving, or a run that stopped first): the graph tools say so, in the data and
+    in the text, and stop saying it once a run has resolved them; the other tools are unaffected."""
+    from nsccn.store import Store
+
+    repo = make_repo(tmp_path / "r")
+    server = create_server(repo)
+    db = repo / ".nsccn" / "index.db"
+    with Store(db) as store:
+        store.set_meta("resolve_pending", "1")
+
+    async def script(c):
+        calls = {"trace_causal_path": {"entity_id": "func:acme/auth.py:check_expiry", "direction": "upstream"},
+                 "find_references": {"entity_id": "func:acme/auth.py:check_expiry"},
+                 "repo_map": {"max_tokens": 512}, "assemble_context": {"query": "token expiry", "max_tokens": 2000}}
+        for tool, args in calls.items():
+            r = await c.call_tool(tool, args)
+            assert "edges may be missing or out of date" in r.structured_content["unresolved"], tool
+            assert "out of date" in r.content[0].text, tool
+        window = (await c.call_tool("open_surgical_window", {"entity_id": "func:acme/auth.py:check_expiry"})).structured_content
+        assert "unresolved" not in window
+        index_repository(repo, workers=1)  # the next run resolves them
+        for tool, args in calls.items():
+            assert "unresolved" not in (await c.call_tool(tool, args)).structured_content, tool
+
+    run(server, script)

@@ -44,7 +44,7 @@ from nsccn.messages import (
 )
 from nsccn.resolve import resolve_affected, resolve_all
 from nsccn.resolve_partitions import ResolveFailed, bulk_children
-from nsccn.store import EMBEDDABLE_SQL as _EMBEDDABLE, TEXT_COLUMNS, WRITER_CACHE_MIB, Store
+from nsccn.store import EMBEDDABLE_SQL as _EMBEDDABLE, RESOLVE_PENDING, TEXT_COLUMNS, WRITER_CACHE_MIB, Store
 from workers.base import Actor, ActorFailed, actor_main
 
 if TYPE_CHECKING:  # numpy and the vector table: imported once a model is known (an index run without
@@ -61,7 +61,6 @@ RANKS_REFRESH_SHARE = 0.05  # as nsccn.indexer: PageRank again once this share o
 _RESOLVE_DELAY = float(os.environ.get("NSCCN_TEST_RESOLVE_DELAY", "0") or 0)
 LIVE_RANKS_DELAY_S = 2.0  # PageRank after live edits waits for a quiet moment
 EMBED_JOB_TIMEOUT_S = 300.0
-RESOLVE_MARKER = "resolve_pending"
 
 
 class Writer(Actor):
@@ -95,7 +94,7 @@ class Writer(Actor):
         self.resolve_names: set[str] = set()
         # A marker left by a crash between a commit and its resolution: the next resolution (at
         # the end of the watcher's scan, which every watcher start does) resolves everything.
-        self.resolve_full = self.store.get_meta(RESOLVE_MARKER) == "1"
+        self.resolve_full = self.store.get_meta(RESOLVE_PENDING) == "1"
         self.first_build = self._count("SELECT COUNT(*) FROM files") == 0
         self.needs_resolve = False
         self.ranks_due: float | None = None
@@ -345,7 +344,7 @@ class Writer(Actor):
         max_rowid = self._count("SELECT COALESCE(MAX(rowid), 0) FROM entities")
         with self.store.conn:
             if changed:
-                self.store.set_meta(RESOLVE_MARKER, "1")
+                self.store.set_meta(RESOLVE_PENDING, "1")
             if to_write:
                 names |= self.store.write_files(to_write, affected_names=not self._resolves_everything())
             if to_delete:
@@ -418,7 +417,7 @@ class Writer(Actor):
                 pending = 0
             with self.store.conn:
                 self.store.set_meta("ranks_pending_files", str(pending))
-                self.store.set_meta(RESOLVE_MARKER, "0")
+                self.store.set_meta(RESOLVE_PENDING, "0")
                 self.store.set_meta("last_indexed", str(time.time()))
         self.stats["resolves"] += 1
         if full:

@@ -20,10 +20,10 @@ import apsw
 
 from nsccn.model import TEXT, ParsedFile
 from nsccn.private import open_private, private_dir
-from nsccn.store.schema import INHERITS_ID, REF_INDEXES, SCHEMA_VERSION, migrate
+from nsccn.store.schema import INHERITS_ID, REF_INDEXES, RESOLVE_PENDING, SCHEMA_VERSION, migrate
 from nsccn.store.terms import file_terms
 
-__all__ = ["WRITER_CACHE_MIB", "Store", "EntityRow", "EdgeRow", "SCHEMA_VERSION", "IndexMissing", "IndexNotReady"]
+__all__ = ["WRITER_CACHE_MIB", "RESOLVE_PENDING", "Store", "EntityRow", "EdgeRow", "SCHEMA_VERSION", "IndexMissing", "IndexNotReady"]
 
 COUNTS_KEY = "counts"  # meta: Store.counts() as JSON, deleted by every write that changes them
 # The writers' page cache: resolution writes 600k edges in one transaction, and a 64 MiB cache of

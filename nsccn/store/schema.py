@@ -152,8 +152,11 @@ HISTORY_SCHEMA = """
 # build writes its refs without them and makes them once, one sort each (`Store.ref_indexes`).
 REF_INDEXES = {"refs_tail": "CREATE INDEX refs_tail ON refs(tail)", "refs_head": "CREATE INDEX refs_head ON refs(head)"}
 
+# "1" from a commit that wrote files until their references are resolved: a run that dies in
+# between leaves it, and readers say the graph is behind (`Navigator.unresolved_note`).
+RESOLVE_PENDING = "resolve_pending"
 # Meta keys about the index run's state: meaningless once the tables are rebuilt.
-RUN_META = ("resolve_pending", "ranks_pending_files", "last_indexed", "counts")
+RUN_META = (RESOLVE_PENDING, "ranks_pending_files", "last_indexed", "counts")
 
 
 def migrate(conn: apsw.Connection, where: str = "") -> int:
