@@ -84,7 +84,9 @@ class Navigator:
             raise NavigatorError("entity_id is empty; ids look like func:path/to/file.py:name")
         row = self.store.entity(entity_id.strip())
         if row is None:
-            raise NavigatorError(f"unknown entity id {said(entity_id)}", self.closest_ids(entity_id))
+            building = ("; files are being written into the index now (or a run stopped before it was done: "
+                        "`nsccn status`): it may not be indexed yet") if self.unresolved_note() else ""
+            raise NavigatorError(f"unknown entity id {said(entity_id)}{building}", self.closest_ids(entity_id))
         return row
 
     def closest_ids(self, wrong: str, n: int = 5) -> list[str]:

@@ -326,6 +326,8 @@ def test_answers_built_from_edges_say_when_the_references_are_not_resolved_yet(s
         for args in (["refs", target], ["map"], ["context", "save a model"]):
             r = nsccn(*args, *root, "--json")
             assert r.returncode == 0 and "unresolved" in json.loads(r.stdout), (args, r.stderr)
+        r = nsccn("trace", "func:shop/later.py:soon", *root)  # not (yet) indexed: maybe not yet, it says
+        assert r.returncode == 1 and "files are being written into the index now" in r.stderr
         assert run.wait(timeout=90) == 0, run.stderr.read()
     finally:
         run.kill()
@@ -333,6 +335,8 @@ def test_answers_built_from_edges_say_when_the_references_are_not_resolved_yet(s
     r = nsccn("trace", target, "--direction", "upstream", *root, "--json")
     out = json.loads(r.stdout)
     assert out["adjacency_list"] and "unresolved" not in out and "# note" not in nsccn("refs", target, *root).stderr
+    r = nsccn("trace", "func:shop/later.py:soon", *root)
+    assert r.returncode == 1 and "unknown entity id" in r.stderr and "being written" not in r.stderr
     with Store(shop_repo / ".nsccn" / "index.db") as store:  # as a run that stopped after writing leaves it
         store.set_meta("resolve_pending", "1")
     out = json.loads(nsccn("refs", target, *root, "--json").stdout)
