@@ -4,7 +4,6 @@ fastembed); a skeleton counts tokens only when asked. Checked by what a real `ns
 imported when it answers (the wall time is measured by benchmarks/cli_latency.py)."""
 
 import json
-import os
 import subprocess
 import sys
 import time

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import apsw
 import numpy as np
-import pytest
 import zmq
 
 from nsccn.config import Config, load_config

@@ -241,7 +241,7 @@ def test_recenter_keeps_search_consistent(store):
 def test_in_memory_exact_search_agrees_with_vec0_and_follows_writes(store, conn, tmp_path):
     rng = np.random.default_rng(11)
     vecs = unit(rng.standard_normal((300, 64)))
-    ids = fill(store, vecs)
+    fill(store, vecs)
     queries = unit(rng.standard_normal((5, 64)))
     for q in queries:
         mem = store.knn(q, 20, quantized=False)
