@@ -176,8 +176,7 @@ def cmd_search(nav: Navigator, args) -> dict:
             print(f"  ... {out['more']}")
         if out.get("query_capped"):
             print(f"# note: {out['query_capped']}", file=sys.stderr)
-        if out.get("stale"):
-            print(f"# note: {out['stale']}", file=sys.stderr)
+        _print_notes(out, "stale")
         print(f"# ranking: {out['ranking']}", file=sys.stderr)
     return out
 
@@ -222,8 +221,7 @@ def cmd_skeleton(nav: Navigator, args) -> dict:
         if args.tokens:
             print(f"# {out['tokens']} tokens (source {out['source_tokens']}, {out['reduction']:.0%} smaller)",
                   file=sys.stderr)
-        if out.get("stale"):
-            print(f"# note: {out['stale']}", file=sys.stderr)
+        _print_notes(out, "stale")
     return out
 
 
@@ -270,8 +268,7 @@ def cmd_window(nav: Navigator, args) -> dict:
     if not args.json:
         print(f"# {out['entity_id']}  {out['file']}:{out['start']}-{out['end']}")
         print(out["code"], end="")
-        if out.get("stale"):
-            print(f"# note: {out['stale']}", file=sys.stderr)
+        _print_notes(out, "stale")
     return out
 
 

@@ -378,13 +378,11 @@ class NavigatorService:
         return None
 
     def notes(self, out: dict, files: Iterable[str] | None = None, whole_index: bool = False,
-              graph: bool = False) -> dict:
-        """Add `stale` / `partial` notes to an answer; `graph`: it is built from edges, so also
-        `unresolved` when files were written whose references are not resolved yet."""
-        if graph:
-            unresolved = self.nav.unresolved_note()
-            if unresolved:
-                out["unresolved"] = unresolved
+              answer: dict | None = None) -> dict:
+        """Add `stale` / `partial` notes to an answer; `answer`: the navigator's answer it is made
+        from, whose `unresolved` note (an answer built from edges) it keeps."""
+        if answer and answer.get("unresolved"):
+            out["unresolved"] = answer["unresolved"]
         if files is not None:
             changed = self.changed_files(files)
             if changed and "stale" not in out:
@@ -404,6 +402,11 @@ class NavigatorService:
         if live and isinstance(live.get("stale"), str):
             out["stale"] = live["stale"] + (f"; also: {out['stale']}" if out.get("stale") else "")
         return out
+
+
+def _note_lines(out: dict) -> str:
+    """The answer's notes as `# note:` lines for the text the model reads."""
+    return "".join(f"# note: {out[key]}\n" for key in ("stale", "partial", "unresolved") if out.get(key))
 
 
 def _result(text: str, data: dict) -> ToolResult:
@@ -569,9 +572,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
                     out["truncated"] = (f"cut at skeleton line {offset + k} of {len(lines)} by the {cap}-token cap; call "
                                         f"read_skeleton(file_path={rel!r}, offset={offset + k}) for the rest")
                     text += ("" if text.endswith("\n") else "\n") + f"# ... {out['truncated']}\n"
-                for key in ("stale", "partial", "unresolved"):
-                    if out.get(key):
-                        text += f"# note: {out[key]}\n"
+                text += _note_lines(out)
                 return text, out
 
             k, text = _fit(len(body_lines), lambda k: build(k)[0], cap)
@@ -628,7 +629,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
                     adjacency[src].append(it)
             files = [e.split(":", 2)[1] for e in order if e.split(":", 1)[0] in ENTITY_KINDS and e.count(":") >= 2]
             base = {"root": res["root"], "direction": res["direction"], "depth": res["depth"], "relations": res["relations"]}
-            svc.notes(base, files, graph=True)
+            svc.notes(base, files, answer=res)
             n_edges = sum(len(v) for v in adjacency.values())
 
             def build(k: int) -> dict:
@@ -697,9 +698,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
                         hint += " or open a smaller entity inside: " + ", ".join(c.id for c in children)
                     out["truncated"] = f"cut at line {nxt - 1} of {hi} by the {cap}-token cap; {hint}"
                     text += f"# ... {out['truncated']}\n"
-                for key in ("stale", "partial", "unresolved"):
-                    if out.get(key):
-                        text += f"# note: {out[key]}\n"
+                text += _note_lines(out)
                 return text, out
 
             k, text = _fit(len(code_lines), lambda k: build(k)[0], cap)
@@ -728,12 +727,10 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             out = {k: res[k] for k in ("tokens", "files_shown", "files_total", "truncated")}
             if res.get("hint"):
                 out["hint"] = res["hint"]
-            svc.notes(out, whole_index=True, graph=True)
+            svc.notes(out, whole_index=True, answer=res)
             text = (f"# repository map: {res['files_shown']} of {res['files_total']} files, {res['tokens']} tokens"
                     + (f"; {res['hint']}" if res.get("hint") else "") + "\n" + res["map"])
-            for key in ("stale", "partial", "unresolved"):
-                if out.get(key):
-                    text += f"# note: {out[key]}\n"
+            text += _note_lines(out)
             out["map"] = res["map"]
             text, cut = truncate_to_tokens(text, cap)
             if cut:
@@ -790,7 +787,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             res = svc.nav.find_references(entity_id, limit=offset + limit)
             refs = res["references"][offset:]
             base = {"entity_id": res["entity_id"], "total": res["total"], "offset": offset}
-            svc.notes(base, [r["file"] for r in refs] + [res["entity_id"].split(":", 2)[1]], graph=True)
+            svc.notes(base, [r["file"] for r in refs] + [res["entity_id"].split(":", 2)[1]], answer=res)
 
             def build(k: int) -> dict:
                 out = {**base, "references": refs[:k]}
@@ -825,11 +822,9 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             budget = max(MIN_CONTEXT_TOKENS, max_tokens - count_tokens(head) - (80 if max_tokens > 400 else 8))
             res = svc.nav.assemble_context(query, budget)
             out = {"query": _echo(query), "tokens": res["tokens"], "max_tokens": max_tokens, "entities": res["entities"]}
-            svc.notes(out, [e.split(":", 2)[1] for e in res["entities"]], graph=True)
+            svc.notes(out, [e.split(":", 2)[1] for e in res["entities"]], answer=res)
             text = head.replace("@TOKENS@", str(res["tokens"]), 1) + res["context"] + ("" if res["context"].endswith("\n") else "\n")
-            for key in ("stale", "partial", "unresolved"):
-                if out.get(key):
-                    text += f"# note: {out[key]}\n"
+            text += _note_lines(out)
             out["context"] = res["context"]
             text, cut = truncate_to_tokens(text, max_tokens)
             if cut:

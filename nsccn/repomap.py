@@ -47,14 +47,12 @@ def _read_graph(store: Store) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, 
     del pairs
     rels = ",".join(f"'{r}'" for r in RANK_RELATIONS)
     weight = {sid: RANK_RELATIONS[name] for sid, name in c.execute(f"SELECT id, name FROM symbols WHERE name IN ({rels})")}
-    if not weight:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), len(rowids), rowids
     # In the order of the index edges_source (ties by the primary key): PageRank's float sums follow it.
     # The weight is the relation's times the confidence, multiplied by SQLite as Python would.
     scaled = " ".join(f"WHEN {sid} THEN {w!r}" for sid, w in weight.items())
     q = (f"SELECT source, target, confidence * CASE relation {scaled} END FROM edges"
          f" WHERE relation IN ({','.join(map(str, weight))}) ORDER BY source, relation, ref, n")
-    rows = c.execute(q)
+    rows = c.execute(q) if weight else iter(())
     last = len(node) - 1  # ids past every entity's symbol map to that last, empty slot
     kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     while len(block := _numbers(islice(rows, BLOCK_ROWS), 3, "d")):  # a block at a time: only kept edges stay

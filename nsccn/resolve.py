@@ -61,7 +61,7 @@ class Resolver:
         # every reader asks `.get(path, ())`.
         paths: dict[str, str] = {}
         for path, module, imports, globals_, language in rows:
-            path = paths.setdefault(path, path)
+            paths[path] = path
             bound = json.loads(imports)
             if bound:
                 self.imports[path] = bound

@@ -198,5 +198,4 @@ def test_the_symbol_table_holds_each_entity_once_and_no_empty_entries(shop_index
     assert all(path_object[path] is path for path, _ in r.by_key)
     assert len(r.language) > len(r.globals) and len(r.language) > len(r.stars)  # the fixture has files without them
     assert all(r.globals.values()) and all(r.stars.values()) and all(r.imports.values())
-    # and the answers are those of the rules: an import, self+MRO, a name defined once
     assert r.by_key[("shop/models.py", "User")][1] == "class"
