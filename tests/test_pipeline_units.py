@@ -156,3 +156,60 @@ def test_a_socket_file_made_where_an_actors_was_removed_is_not_taken_for_its_own
     theirs = os.stat(path)
     assert _file_identity(theirs) != _file_identity(ours)
     assert _file_identity(os.stat(path)) == _file_identity(theirs)
+
+
+_SIGNAL_DURING_A_LOG_LINE = r'''
+import logging, os, signal, sys
+from msgspec.structs import replace
+from workers.base import Actor, default_spec, setup_logging
+
+
+class Guard(logging.Handler):
+    """Fails on a log line written while another is being written; the first line's write is
+    where the SIGTERM lands (sent from inside it), as it can land inside any write."""
+    busy = False
+    sent = False
+
+    def emit(self, record):
+        if Guard.busy:
+            print("REENTRANT: " + record.getMessage(), file=sys.stderr, flush=True)
+            return
+        Guard.busy = True
+        try:
+            if not Guard.sent:
+                Guard.sent = True
+                os.kill(os.getpid(), signal.SIGTERM)  # its Python handler runs before this returns
+            sys.stderr.write(self.format(record) + "\n")
+        finally:
+            Guard.busy = False
+
+
+class Chatty(Actor):
+    kind = "parser"
+
+    def run(self):
+        while not self.stop.is_set():
+            self.log.info("working")
+
+
+spec = replace(default_spec("parser", sys.argv[1]), supervised=False)
+setup_logging("chatty")
+logging.getLogger().handlers = [Guard()]
+sys.exit(Chatty(spec).main())
+'''
+
+
+def test_a_stop_signal_during_a_log_line_writes_no_second_line_inside_it(tmp_path):
+    """An actor's SIGTERM handler runs between two bytecodes of the main thread, maybe inside its
+    write of a log line; logging there too was a reentrant write to stderr (a "Logging error"
+    traceback in a writer's log, seen in CI). The handler only records the signal; the actor says
+    so in its log once its loop has ended."""
+    import subprocess
+    import sys
+
+    (tmp_path / "repo").mkdir()
+    r = subprocess.run([sys.executable, "-c", _SIGNAL_DURING_A_LOG_LINE, str(tmp_path / "repo")],
+                       capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parent.parent)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "REENTRANT" not in r.stderr
+    assert "got SIGTERM: stopping" in r.stderr

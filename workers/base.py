@@ -114,6 +114,7 @@ class Actor:
         self.log = logging.getLogger(f"nsccn.{self.kind}")
         self.ctx = zmq.Context()
         self.stop = threading.Event()
+        self.stopped_by: str | None = None  # the signal that asked us to stop (logged by main)
         self.stats: dict = {"dropped": 0}
         self.state = "starting"
         self.busy_label: str | None = None
@@ -290,7 +291,10 @@ class Actor:
         sock.close(linger=300)  # let the last beat (final counters) reach the supervisor
 
     def _on_signal(self, signum, frame) -> None:
-        self.log.info("got %s: stopping", signal.Signals(signum).name)
+        # No logging here: the handler runs between two bytecodes of the main thread, maybe inside
+        # its own write of a log line to stderr, and a second write there is a reentrant call
+        # (a "Logging error" traceback in the log). `main` logs the signal once `run` returns.
+        self.stopped_by = signal.Signals(signum).name
         self.state = "stopping"
         self.stop.set()
 
@@ -335,6 +339,8 @@ class Actor:
             self.log.exception("crashed")
             code = 1
         finally:
+            if self.stopped_by:
+                self.log.info("got %s: stopping", self.stopped_by)
             self.state = "stopped"
             try:
                 self.close()
