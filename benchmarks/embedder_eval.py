@@ -33,6 +33,7 @@ _HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(_HERE.parent))
 from nsccn.embed import BUNDLED_MODELS, _BundledOnnx, embedding_text, register_onnx_model  # noqa: E402
 from nsccn.languages.python import PythonExtractor  # noqa: E402
+from nsccn.static_embed import STATIC_MAX_CHARS, STATIC_MODEL, STATIC_MODEL_FILE, StaticModel  # noqa: E402
 from nsccn.testpaths import is_test_path  # noqa: E402
 
 KEYS = ("file@1", "file@5", "function@5", "function@10")
@@ -62,16 +63,26 @@ class Blobs:
         self.proc.wait()
 
 
-def entity_texts(path: str, data: bytes) -> dict[str, str]:
-    """`path:qualname` -> the text the index embeds, for the functions, methods and classes of a
-    Python file ({} when it does not parse)."""
+def entity_parts(path: str, data: bytes) -> dict[str, tuple[str, str, str, str, str]]:
+    """`path:qualname` -> (qualname, signature, docstring, body head, path), for the functions,
+    methods and classes of a Python file ({} when it does not parse)."""
     try:
         entities = PythonExtractor(path, data).extract().entities
     except (SyntaxError, ValueError, RecursionError):
         return {}
-    return {f"{path}:{e.qualname}": embedding_text(e.qualname, e.signature, e.docstring, e.body_head, path=path,
-                                                  max_chars=750)
+    return {f"{path}:{e.qualname}": (e.qualname, e.signature, e.docstring, e.body_head, path)
             for e in entities if e.kind in KINDS}
+
+
+def text_of(parts: tuple[str, str, str, str, str], max_chars: int) -> str:
+    qualname, signature, docstring, body_head, path = parts
+    return embedding_text(qualname, signature, docstring, body_head, path=path, max_chars=max_chars)
+
+
+def entity_texts(path: str, data: bytes, max_chars: int = 750) -> dict[str, str]:
+    """`path:qualname` -> the text the index embeds (for a model reading `max_chars` characters),
+    for the functions, methods and classes of a Python file ({} when it does not parse)."""
+    return {i: text_of(p, max_chars) for i, p in entity_parts(path, data).items()}
 
 
 def mirror_of(mirrors: Path, repo: str) -> Path:
@@ -84,24 +95,29 @@ def newest_commit(gitdir: Path, commits: set[str]) -> str:
     return max(sorted(dates), key=dates.get)
 
 
-def corpus(gitdir: Path, commit: str) -> dict[str, str]:
-    """Every non-test Python entity's embedded text at `commit`."""
+def corpus(gitdir: Path, commit: str) -> dict[str, tuple[str, str, str, str, str]]:
+    """Every non-test Python entity's parts (`entity_parts`) at `commit`."""
     paths = subprocess.check_output(["git", "--git-dir", str(gitdir), "ls-tree", "-r", "--name-only", commit],
                                     text=True).splitlines()
     blobs = Blobs(gitdir)
-    texts: dict[str, str] = {}
+    parts: dict[str, tuple[str, str, str, str, str]] = {}
     for path in paths:
         if path.endswith(".py") and not is_test_path(path):
             data = blobs.read(commit, path)
             if data is not None:
-                texts.update(entity_texts(path, data))
+                parts.update(entity_parts(path, data))
     blobs.close()
-    return texts
+    return parts
 
 
-def load_model(model: str, threads: int) -> _BundledOnnx:
-    """A bundled model by id, or an ONNX file of MiniLM's shape by path (the bundled tokenizer)."""
-    return _BundledOnnx(threads, optimize=True, model_id=model if model in BUNDLED_MODELS else register_onnx_model(model))
+def load_model(model: str, threads: int):
+    """A bundled model by id, the static model (`nsccn/static-code-v1`) or a static model file
+    (`.npz`) by path, or an ONNX file of MiniLM's shape by path (the bundled tokenizer). Returns
+    (backend with `embed(texts)`, characters of entity text it reads)."""
+    if model == STATIC_MODEL or model.endswith(".npz"):
+        return StaticModel.load(STATIC_MODEL_FILE if model == STATIC_MODEL else model), STATIC_MAX_CHARS
+    onnx = _BundledOnnx(threads, optimize=True, model_id=model if model in BUNDLED_MODELS else register_onnx_model(model))
+    return onnx, 750
 
 
 def scores(ids: list[str], sims: np.ndarray, gold: list[str]) -> dict[str, int]:
@@ -125,12 +141,12 @@ def evaluate(records: list[dict], mirrors: Path, models: list[str], threads: int
     for repo, rs in by_repo.items():
         gitdir = mirror_of(mirrors, repo)
         commit = newest_commit(gitdir, {r["base_commit"] for r in rs})
-        texts = corpus(gitdir, commit)
-        ids = list(texts)
-        queries = [r for r in rs if r["gold_functions"] and all(g in texts for g in dict.fromkeys(r["gold_functions"]))]
-        for m, backend in backends.items():
+        parts = corpus(gitdir, commit)
+        ids = list(parts)
+        queries = [r for r in rs if r["gold_functions"] and all(g in parts for g in dict.fromkeys(r["gold_functions"]))]
+        for m, (backend, max_chars) in backends.items():
             t0 = time.perf_counter()
-            docs = backend.embed([texts[i] for i in ids])
+            docs = backend.embed([text_of(parts[i], max_chars) for i in ids])
             qs = backend.embed([r["problem_statement"] for r in queries])
             for r, q in zip(queries, qs):
                 hits[m][repo].append(scores(ids, docs @ q, list(dict.fromkeys(r["gold_functions"]))))
@@ -159,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dataset", type=Path, required=True)
     ap.add_argument("--mirrors", type=Path, required=True)
-    ap.add_argument("--models", nargs="+", default=list(BUNDLED_MODELS[::-1]))
+    ap.add_argument("--models", nargs="+", default=[STATIC_MODEL, BUNDLED_MODELS[0]])
     ap.add_argument("--repo", action="append", help="only these repositories (repeatable)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", type=Path, help="write the table (and OUT.json the numbers) here")

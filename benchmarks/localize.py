@@ -74,8 +74,8 @@ CONFIGS: dict[str, frozenset[str]] = {
     "bm25+qa": frozenset({"bm25", "query_analysis"}),
     "bm25+qa+graph": frozenset({"bm25", "query_analysis", "graph"}),
     "lexical-full": frozenset({"bm25", "query_analysis", "graph", "prior"}),
-    # What `nsccn localize` runs: the learned ranker over every signal the index has (vectors when
-    # the index holds them: run a vector configuration beside it to embed).
+    # What `nsccn localize` runs: the learned ranker over every signal the index has (the index is
+    # built as `nsccn index` builds it by default: with the static model's vectors).
     "default": frozenset({"bm25", "query_analysis", "graph", "prior", "learned"}),
 }
 
@@ -510,7 +510,7 @@ def update_history(db: Path, gitdir: Path, commit: str) -> Any:
 def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[str], out: Path,
                   workdir: Path, index_fn: Callable[[Path, Path], Any] | None = None,
                   localize_fn: Callable[..., Any] | None = None, workers: int = 1,
-                  embed_test_files: bool = False, features: Path | None = None,
+                  embed_test_files: bool | None = None, features: Path | None = None,
                   history: bool = True, features_expand: tuple[int, int] | None = None,
                   embedding_model: str | None = None) -> dict[str, Any]:
     """Run every instance under every configuration; write rankings.jsonl and metrics.json.
@@ -526,7 +526,8 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
         from nsccn.config import Config
         from nsccn.indexer import index_repository
 
-        config = Config(embed_test_files=embed_test_files)
+        # Built as `nsccn index` builds by default (the static vectors included), unless told otherwise.
+        config = Config() if embed_test_files is None else Config(embed_test_files=embed_test_files)
         if embedding_model:
             config.embedding_model = embedding_model
         build = partial(index_repository, config=config, workers=workers)
@@ -821,9 +822,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="where trees and indexes live (default OUTDIR/work); reused across runs")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                     help="parser processes for index updates (default: one per core)")
-    ap.add_argument("--embed-test-files", action="store_true",
-                    help="give test and documentation files vectors too (default: not; localize() demotes "
-                         "them and a fix is never in them, so they cost a third of the embedding for nothing)")
+    ap.add_argument("--embed-test-files", choices=("yes", "no"),
+                    help="give test and documentation files vectors or not (default: as `nsccn index` does, "
+                         "yes; `no` saves a third of a transformer's embedding: localize() demotes them)")
     ap.add_argument("--features", type=Path,
                     help="also write every instance's ranking candidates, features and labels here (JSONL): "
                          "the learned ranker's training data (benchmarks/train_ranker.py)")
@@ -875,7 +876,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error(f"no mirror for {', '.join(missing)} under {args.mirrors} (expected {{owner}}+{{name}}/repo)")
     workdir = args.workdir or args.out / "work"
     metrics = run_benchmark(instances, args.mirrors, configs, args.out, workdir, workers=args.workers,
-                            embed_test_files=args.embed_test_files, features=args.features,
+                            embed_test_files=None if args.embed_test_files is None else args.embed_test_files == "yes",
+                            features=args.features,
                             history=not args.no_history, features_expand=args.features_expand,
                             embedding_model=embedding_model)
     table = markdown_table(metrics)

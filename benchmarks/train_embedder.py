@@ -42,7 +42,7 @@ from embedder_eval import Blobs, entity_texts, mirror_of  # noqa: E402
 HARD_NEGATIVES = 5
 
 
-def pairs_of(records: list[dict], mirrors: Path, seed: int = 0):
+def pairs_of(records: list[dict], mirrors: Path, seed: int = 0, max_chars: int = 750):
     """Yield {"repo", "id", "query", "pos", "negs"} per record whose changed functions are found."""
     rng = random.Random(seed)
     by_repo: dict[str, list[dict]] = defaultdict(list)
@@ -56,7 +56,7 @@ def pairs_of(records: list[dict], mirrors: Path, seed: int = 0):
             for path in dict.fromkeys(g.split(":", 1)[0] for g in gold):
                 data = blobs.read(r["base_commit"], path) if path.endswith(".py") else None
                 if data is not None:
-                    texts.update(entity_texts(path, data))
+                    texts.update(entity_texts(path, data, max_chars))
             pos = [t for i, t in texts.items() if i in gold]
             negs = [t for i, t in texts.items() if i not in gold]
             if pos:
@@ -69,7 +69,7 @@ def cmd_pairs(args) -> int:
     records = [json.loads(line) for line in args.dataset.read_text().splitlines() if line.strip()]
     n = 0
     with args.out.open("w") as out:
-        for p in pairs_of(records, args.mirrors, args.seed):
+        for p in pairs_of(records, args.mirrors, args.seed, args.max_chars):
             out.write(json.dumps(p) + "\n")
             n += 1
     print(f"{n} pairs of {len(records)} records -> {args.out}")
@@ -212,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mirrors", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-chars", type=int, default=750, help="characters of entity text (the static model reads 2000)")
     p.set_defaults(run=cmd_pairs)
     t = sub.add_parser("train", help="fine-tune (PyTorch)")
     t.add_argument("--pairs", type=Path, required=True)

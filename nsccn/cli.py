@@ -121,7 +121,7 @@ def cmd_index(args) -> int:
 
         try:
             summary = index_repository(root, config=config, workers=args.workers, progress=progress,
-                                       embed=args.embed, embed_progress=embed_progress, scan=scan)
+                                       embed=not args.no_embed, embed_progress=embed_progress, scan=scan)
         except RuntimeError as exc:
             from nsccn.resolve_partitions import ResolveFailed  # not imported by a run that resolves nothing
 
@@ -134,7 +134,7 @@ def cmd_index(args) -> int:
     else:  # the actor pipeline (supervisor/): parser pool, single writer, embedder
         from supervisor.cli import pipeline_index
 
-        summary = pipeline_index(root, workers=args.workers, embed=args.embed, progress=not args.json,
+        summary = pipeline_index(root, workers=args.workers, embed=not args.no_embed, progress=not args.json,
                                  overrides=_tcp_override(args))
         if isinstance(summary, int):
             return summary
@@ -432,10 +432,12 @@ def pipeline_embedder(nav: Navigator):
         from supervisor.addresses import key_path, running_pipeline
     except ImportError:
         return None
+    from nsccn.static_embed import STATIC_MODEL
+
     info = running_pipeline(nav.root, nav.config)
     query = ((info or {}).get("addresses") or {}).get("query")
-    if not info or not info.get("embed") or not query or not nav._has_vectors():
-        return None
+    if not info or not info.get("embed") or not query or nav.vectors()[0] in (None, STATIC_MODEL):
+        return None  # no vectors, or the static model's: embedded here in microseconds
     from workers.query_client import QueryEmbedClient
 
     key_file = str(key_path(nav.root, nav.config)) if query.startswith("tcp://") else ""
@@ -517,7 +519,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("path", nargs="?", default=None,
                     help="the repository (default: the one around this directory whose index exists, else the top of the git work tree around it, else this directory)")
     sp.add_argument("--workers", type=int, default=0, help="parser processes (0: one per core)")
-    sp.add_argument("--embed", action="store_true", help="also compute embeddings (semantic search)")
+    vectors = sp.add_mutually_exclusive_group()
+    vectors.add_argument("--no-embed", action="store_true",
+                         help="no vectors (lexical + graph search only; by default every entity gets one)")
+    vectors.add_argument("--embed", action="store_true", help=argparse.SUPPRESS)  # the default since vectors are cheap
     mode = sp.add_mutually_exclusive_group()
     mode.add_argument("--in-process", action="store_true", help="index in this process (no actor pipeline)")
     mode.add_argument("--pipeline", action="store_true",

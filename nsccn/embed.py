@@ -1,6 +1,9 @@
 """Text embedding backends: which model makes the vectors, and the text each entity gets.
 
-Two sources, both ONNX Runtime on the CPU by default:
+The default is the static code embedding (`nsccn.static_embed`, ``nsccn/static-code-v1``): a token
+table trained for localization, well under a millisecond of CPU per entity, so every index has
+vectors. The transformers stay available as a user setting (``"embedding_model"``), two sources,
+both ONNX Runtime on the CPU:
 
 * a model fastembed knows (default ``nomic-ai/nomic-embed-text-v1.5`` at 256 dims), used only
   when it is already in a local cache: we never download implicitly, and we look at the cache
@@ -29,8 +32,15 @@ from typing import Any
 
 import numpy as np
 
-DEFAULT_MODEL = "nomic-ai/nomic-embed-text-v1.5"
+from nsccn.static_embed import STATIC_MAX_CHARS, STATIC_MODEL, load_static_model
+from nsccn.static_embed import ModelUnavailable as _StaticUnavailable
+
+DEFAULT_MODEL = STATIC_MODEL
 DEFAULT_DIM = 256
+# Names that ask for the static model (compared lowercased).
+STATIC_ALIASES = frozenset({STATIC_MODEL, "static", "static-code", "static-code-v1"})
+# The transformer `load_embedder` prefers when a transformer is asked for by a generic name.
+NOMIC_MODEL = "nomic-ai/nomic-embed-text-v1.5"
 
 # The bundled models, by the id their vectors carry. The default (the fallback whenever the
 # preferred model is not cached) is all-MiniLM-L6-v2 tuned on code search: commit messages ->
@@ -70,8 +80,9 @@ def register_onnx_model(path: str | os.PathLike[str]) -> str:
 
 
 def is_bundled(model_id: str) -> bool:
-    """Whether `model_id` is a bundled model or a registered ONNX file (loaded without fastembed)."""
-    return model_id in BUNDLED_MODELS or model_id in _REGISTERED_ONNX
+    """Whether `model_id` is a bundled model (the static one included) or a registered ONNX file
+    (loaded without fastembed)."""
+    return model_id in BUNDLED_MODELS or model_id in _REGISTERED_ONNX or model_id == STATIC_MODEL
 
 
 def bundled_onnx_path(model_id: str) -> Path:
@@ -133,12 +144,12 @@ KNOWN_MODELS: dict[str, ModelSpec] = {
     # Window 256 tokens (sentence-transformers' max_seq_length for this model); Python code
     # averages ~2.9 characters per WordPiece token (measured on the stdlib).
     FALLBACK_MODEL: ModelSpec(FALLBACK_MODEL, 384, max_chars=750),
+    STATIC_MODEL: ModelSpec(STATIC_MODEL, 256, max_chars=STATIC_MAX_CHARS),
     PLAIN_MINILM: ModelSpec(PLAIN_MINILM, 384, max_chars=750),
 }
 
 
-class ModelUnavailable(RuntimeError):
-    """The requested model is not in any local cache (and downloading was not allowed)."""
+ModelUnavailable = _StaticUnavailable  # one error for "this model cannot be had", whichever model
 
 
 @dataclass
@@ -204,6 +215,8 @@ class Embedder:
         return cached
 
     def _embed(self, texts: list[str]) -> np.ndarray:
+        if isinstance(self.backend, StaticBackend):  # no batches, no padding: rows summed per text
+            return self.backend.model.embed(texts)
         # Batches are padded to their longest text, so batching texts of similar length
         # (sorted, as sentence-transformers does) wastes less work on padding.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -379,6 +392,9 @@ def load_embedder(
     / ``search_document: ``).
     """
     requested = model or DEFAULT_MODEL
+    if requested.lower() in STATIC_ALIASES:
+        _resolve_dim(KNOWN_MODELS[STATIC_MODEL], dim)  # 256 or nothing
+        return static_embedder(requested)
     for aliases, bundled in ((FALLBACK_ALIASES, FALLBACK_MODEL), (PLAIN_MINILM_ALIASES, PLAIN_MINILM)):
         if requested.lower() in aliases:
             _resolve_dim(KNOWN_MODELS[bundled], dim)  # MiniLM is 384 or nothing
@@ -544,11 +560,47 @@ class _BundledOnnx:
         return out
 
 
+class StaticBackend:
+    """The static model (`nsccn.static_embed.StaticModel`) behind an `Embedder`."""
+
+    def __init__(self, model):
+        self.model = model
+        self.source = model.source
+
+
+def model_problem(config) -> str | None:
+    """Why the configured model cannot make vectors here, or None. Only the static model is
+    checked (its file is read in milliseconds); a transformer that is not cached falls back to
+    the bundled one (`load_embedder`)."""
+    name = (os.environ.get("NSCCN_EMBED_MODEL") or config.embedding_model).lower()
+    if name not in STATIC_ALIASES:
+        return None
+    try:
+        static_embedder(name)
+    except ModelUnavailable as exc:
+        return str(exc)
+    return None
+
+
+def static_embedder(requested: str = STATIC_MODEL) -> Embedder:
+    """The static code embedding; `ModelUnavailable` (one line) when its file is missing or of
+    another format or version."""
+    model = load_static_model()
+    spec = KNOWN_MODELS[STATIC_MODEL]
+    if model.dim != spec.native_dim or model.model_id != STATIC_MODEL:
+        raise ModelUnavailable(f"the static model file {model.source} holds {model.model_id} at {model.dim} "
+                               f"dimensions, not {STATIC_MODEL} at {spec.native_dim}")
+    return Embedder(model_name=STATIC_MODEL, dim=spec.native_dim, spec=spec, backend=StaticBackend(model),
+                    source=model.source, requested_model=requested)
+
+
 def load_bundled_query_embedder(threads: int | None = QUERY_THREADS, optimize: bool = False,
                                 model_id: str = FALLBACK_MODEL) -> Embedder:
-    """A bundled model (`BUNDLED_MODELS`) for embedding queries against vectors it made, loaded in
-    a fraction of `load_embedder`'s time (no fastembed, no probing of model caches, no graph
-    optimization unless `optimize`)."""
+    """A bundled model (`BUNDLED_MODELS`, or the static model) for embedding queries against
+    vectors it made, loaded in a fraction of `load_embedder`'s time (no fastembed, no probing of
+    model caches, no graph optimization unless `optimize`)."""
+    if model_id == STATIC_MODEL:
+        return static_embedder()
     spec = KNOWN_MODELS[model_id]
     backend = _BundledOnnx(threads, optimize, model_id=model_id)
     return Embedder(model_name=model_id, dim=spec.native_dim, spec=spec, backend=backend, threads=threads,

@@ -120,7 +120,7 @@ def index_repository(
     config: Config | None = None,
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
-    embed: bool = False,
+    embed: bool = True,
     embed_progress: Callable[[int, int], None] | None = None,
     scan: ScanResult | None = None,
 ) -> IndexSummary:
@@ -228,11 +228,16 @@ def index_repository(
 
             summary.history_commits = update_for_root(store, root, max_commits=config.history_max_commits).kept
         if embed:
+            from nsccn.embed import ModelUnavailable
             from nsccn.semantic import default_embedder, embed_index
 
-            embedder = default_embedder(config.embedding_model, config.embedding_dim)
-            summary.vectors = embed_index(store, embedder, progress=embed_progress,
-                                          include_tests=config.embed_test_files)
+            try:
+                embedder = default_embedder(config.embedding_model, config.embedding_dim or None)
+            except ModelUnavailable as exc:  # the index is complete without vectors; search says so
+                summary.warnings.append(f"no vectors: {exc}")
+            else:
+                summary.vectors = embed_index(store, embedder, progress=embed_progress,
+                                              include_tests=config.embed_test_files)
         counts = store.counts()
     summary.entities = counts["entities"]
     summary.edges = counts["edges"]

@@ -146,14 +146,15 @@ class Navigator:
             raise NavigatorError(f"diversity must be a number between 0 (plain ranking) and 1, not {said(diversity)}")
         from nsccn import ranking
 
-        signals = self._signals()
+        vectors, vectors_note = self.vectors()
+        signals = self._signals(vectors)
         ranker, which = ranking.active_ranker(self.db_path.parent)
         if ranker is not None and not ranking.reads_like_report(query):
             ranker, which = None, "hand-tuned fusion (a one- or two-word lookup; the learned ranker takes longer queries)"
         if ranker is not None:
             wanted = max(limit + offset, 40) if diversity else limit + offset
             hits = ranking.search(self.store, query, wanted, ranker, kinds=tuple(kinds) if kinds else None,
-                                  embedder=self.embedder, rrf_k=self.config.rrf_k)
+                                  embedder=self.embedder, rrf_k=self.config.rrf_k, use_vectors=vectors is not None)
             if diversity:
                 from nsccn.semantic import entity_vectors
 
@@ -165,7 +166,9 @@ class Navigator:
                 kinds=tuple(kinds) if kinds else None, rrf_k=self.config.rrf_k, diversity=float(diversity),
             )
         results = [h.as_dict() for h in hits[offset : offset + limit]]
-        out = {"query": query, "results": results, "signals": sorted(signals), "ranking": which}
+        out = {"query": query, "results": results, "signals": sorted(signals), "ranking": which, "vectors": vectors}
+        if vectors_note:
+            out["vectors_note"] = vectors_note
         capped = search_mod.capped_note(search_mod.analyze_query(query))
         if capped:
             out["query_capped"] = capped
@@ -184,11 +187,12 @@ class Navigator:
             raise NavigatorError(f"limit must be between 1 and {self.MAX_LOCALIZE}, not {said(limit)}")
         from nsccn import ranking
 
-        signals = self._signals()
+        vectors, vectors_note = self.vectors()
+        signals = self._signals(vectors)
         ranker, which = ranking.active_ranker(self.db_path.parent)
         if ranker is not None:
             loc = ranking.localize(self.store, report, limit=limit, embedder=self.embedder, ranker=ranker,
-                                   rrf_k=self.config.rrf_k)
+                                   rrf_k=self.config.rrf_k, use_vectors=vectors is not None)
         else:
             loc = search_mod.localize(self.store, report, limit=limit, signals=signals, embedder=self.embedder,
                                       rrf_k=self.config.rrf_k)
@@ -198,8 +202,11 @@ class Navigator:
             "functions": [rows[f].brief() for f in loc.functions if f in rows],
             "signals": sorted(signals),
             "ranking": which,
+            "vectors": vectors,
             "seconds": round(loc.seconds, 3),
         }
+        if vectors_note:
+            out["vectors_note"] = vectors_note
         capped = search_mod.capped_note(search_mod.analyze_query(report))
         if capped:
             out["query_capped"] = capped
@@ -239,9 +246,28 @@ class Navigator:
                 "ranking": ranking.active_ranker(self.db_path.parent)[1],
                 "note": "trained against the current code (after those fixes); measure before relying on it"}
 
-    def _signals(self) -> frozenset[str]:
-        """Every ranking signal, less the vectors while the index has none."""
-        return search_mod.ALL_SIGNALS if self._has_vectors() else search_mod.ALL_SIGNALS - {"vector"}
+    def _signals(self, vectors: str | None = "") -> frozenset[str]:
+        """Every ranking signal, less the vectors while the index has none (or their model cannot
+        embed a query here). `vectors`: what `vectors()` said, when the caller asked already."""
+        if vectors == "":
+            vectors = self.vectors()[0]
+        return search_mod.ALL_SIGNALS if vectors is not None else search_mod.ALL_SIGNALS - {"vector"}
+
+    def vectors(self) -> tuple[str | None, str | None]:
+        """(the model whose vectors answer queries, None when none do; a note saying why not)."""
+        if not self._has_vectors():
+            return None, ("the index has no vectors (`nsccn index --no-embed`, or a build still running): "
+                          "lexical and graph signals only")
+        from nsccn.embed import STATIC_MODEL, ModelUnavailable, static_embedder
+        from nsccn.vectors import VectorStore
+
+        model_id = VectorStore(self.store.conn).model_id
+        if model_id == STATIC_MODEL and self.embedder is None:
+            try:
+                static_embedder()
+            except ModelUnavailable as exc:
+                return None, f"the index's vectors are not used: {exc}; lexical and graph signals only"
+        return model_id, None
 
     def _has_vectors(self) -> bool:
         try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 
-from nsccn.embed import FALLBACK_MODEL, embedding_text, is_bundled, load_bundled_query_embedder, load_embedder, text_hash
+from nsccn.embed import FALLBACK_MODEL, STATIC_MODEL, embedding_text, is_bundled, load_bundled_query_embedder, load_embedder, text_hash
 from nsccn.model import split_entity_id
 from nsccn.store import EMBEDDABLE_SQL, TEXT_COLUMNS, Store
 from nsccn.vectors import VectorStore
@@ -31,7 +31,7 @@ def bundled_query_embedder(model_id: str = FALLBACK_MODEL):
     The vectors agree to < 1e-6."""
     global _query_embeddings
     _query_embeddings += 1
-    key = (model_id, _query_embeddings > 1)
+    key = (model_id, _query_embeddings > 1 and model_id != STATIC_MODEL)
     if key not in _query_model:
         _query_model.clear()  # the plain graph (or another model's) is not needed again
         _query_model[key] = load_bundled_query_embedder(optimize=key[1], model_id=model_id)
@@ -145,6 +145,8 @@ def nearest_rowids(store: Store, query: str, limit: int, embedder=None,
     if not has_vectors(store):
         return []
     vs = VectorStore(store.conn)
+    if vs.model_id == STATIC_MODEL:  # microseconds here: never a round trip to another process's model
+        embedder = bundled_query_embedder(STATIC_MODEL)
     if embedder is None and is_bundled(vs.model_id):
         embedder = bundled_query_embedder(vs.model_id)  # the vectors' own model, without fastembed's imports
     embedder = embedder or default_embedder(*_recorded_model(vs))

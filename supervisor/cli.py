@@ -147,6 +147,8 @@ def pipeline_index(
     summary.files_deleted = int(rs.get("removed", 0))
     summary.lines_indexed = int(rs.get("lines", 0))
     summary.warnings = list(ws.get("warnings") or [])
+    if sup.embed_problem:
+        summary.warnings.append(f"no vectors: {sup.embed_problem}")
     for part in (ws.get("skipped") or {}, rs.get("skipped") or {}):
         for why, n in part.items():
             summary.skipped[why] += n
@@ -161,7 +163,7 @@ def pipeline_index(
     summary.edges = counts["edges"]
     summary.edges_by_relation = counts["edges_by_relation"]
     summary.files_with_syntax_errors = counts["files_with_syntax_errors"]
-    if embed:
+    if sup.embed:
         c = sup.complete
         embedded = int(sup.stats_of("embedder").get("embedded", 0))
         summary.vectors = {
@@ -260,7 +262,7 @@ def _main(argv: list[str] | None = None) -> int:
         if name in ("index", "serve", "pipeline"):
             sp.add_argument("--workers", type=int, default=0, help="parser processes (0: one per core)")
         if name == "index":
-            sp.add_argument("--embed", action="store_true", help="also embed every entity before exiting")
+            sp.add_argument("--no-embed", action="store_true", help="no vectors (by default every entity gets one)")
             sp.add_argument("--json", action="store_true")
         if name in ("serve", "pipeline"):
             sp.add_argument("--no-embed", action="store_true")
@@ -273,7 +275,7 @@ def _main(argv: list[str] | None = None) -> int:
         print(f"{root} is not a directory", file=sys.stderr)
         return EXIT_USAGE
     if args.command == "index":
-        out = pipeline_index(root, args.workers, args.embed, progress=not args.json)
+        out = pipeline_index(root, args.workers, not args.no_embed, progress=not args.json)
         if isinstance(out, int):
             return out
         d = out.as_dict()

@@ -33,6 +33,7 @@ import msgspec
 import zmq
 
 from nsccn.config import Config, ensure_index_dir, index_dir, load_config
+from nsccn.embed import model_problem
 from nsccn.messages import (
     ActorSpec,
     Attach,
@@ -148,6 +149,13 @@ class Supervisor:
         self.auth = None
         self.policy = policy or Policy()
         self.embed = embed
+        # A model that cannot load would only crash the embedder again and again: say it once and
+        # index without vectors (search answers lexically and says why).
+        self.embed_problem = model_problem(self.config) if embed else None
+        if self.embed_problem:
+            if mode != "index":  # an index run prints it among its summary's warnings
+                log.warning("no vectors: %s", self.embed_problem)
+            self.embed = False
         # None: run until stopped; else end once no MCP front has been attached for this long.
         self.linger_s = linger_s
         self.clients: dict[str, dict] = {}  # client id -> pid, attached (wall clock), last_seen (monotonic)

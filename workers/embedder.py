@@ -75,7 +75,7 @@ def load_model(root):
         return HashEmbedder()
     return load_embedder(
         model,
-        config.embedding_dim,
+        config.embedding_dim or None,
         batch_size=config.embedding_batch_size,
         threads=config.embedding_threads or None,
     )

@@ -1,0 +1,480 @@
+#!/usr/bin/env python
+"""Build the static code embedding (`nsccn/models/static-code-v1/model.npz`) from mined data.
+
+    python benchmarks/mine_history.py --mirrors MIRRORS --per-repo 800 --out mined.jsonl
+    python benchmarks/train_embedder.py pairs --dataset mined.jsonl --mirrors MIRRORS --max-chars 2000 --out pairs.jsonl
+    python benchmarks/train_static_embedder.py build --pairs pairs.jsonl --work WORK --out nsccn/models/static-code-v1/model.npz
+
+Only numpy and scipy (both already installed with NSCCN; no PyTorch), on the CPU, in minutes.
+Steps, each cached in WORK:
+
+1. **Vocabulary** (`vocab`): the tokens of `nsccn.static_embed.tokens` over the pairs' texts
+   (commit messages and the function texts as the index embeds them), kept when they occur in at
+   least `--min-repos` repositories (a word of one code base only is a name BM25 sees; no
+   repository's own names are learned), the `--max-tokens` most frequent; identifiers of several
+   parts (`getattr`, `setdefault`) are tokens of their own when they pass the same bar.
+2. **Distillation** (`teacher`): every vocabulary token embedded alone by the bundled transformer
+   (`minilm-code-v1`, ONNX), PCA to `--dim` dimensions, each row scaled by the token's SIF weight
+   (1e-3 / (1e-3 + its frequency)): model2vec's recipe, with our tokens.
+3. **Training** (`train_table`): contrastive, on (message -> one changed function) pairs, batches
+   of one repository (the other messages' functions are in-batch negatives), plus up to five other
+   functions of the changed files (hard negatives); cross-entropy of the scaled cosines, Adam on
+   the rows a batch touches, a pull towards the distilled rows (`--anchor`). Repositories named by
+   `--valid-repos` are left out and scored after each epoch (message -> its functions among all
+   the texts of those repositories' pairs: MRR and recall@5).
+4. **Export**: int8 rows with a float scale per row (`StaticModel.save`).
+
+No dev-set repository (sympy, pytest, requests, flask) and none of the twelve held-out ones
+(`mine_history.HELD_OUT_REPOSITORIES`) may be in the pairs: `build` refuses them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import random
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+from scipy import sparse
+
+_HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(_HERE))
+sys.path.insert(0, str(_HERE.parent))
+from mine_history import HELD_OUT_REPOSITORIES  # noqa: E402
+
+from nsccn.static_embed import STATIC_MODEL, StaticModel, tokens  # noqa: E402
+from nsccn.text import split_identifier  # noqa: E402
+
+DEV_REPOSITORIES = ("sympy/sympy", "pytest-dev/pytest", "psf/requests", "pallets/flask")
+SIF = 1e-3
+
+
+def read_pairs(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def check_no_evaluation_data(pairs: list[dict]) -> None:
+    banned = set(DEV_REPOSITORIES) | set(HELD_OUT_REPOSITORIES)
+    bad = sorted({p["repo"] for p in pairs} & banned)
+    if bad:
+        raise SystemExit(f"the pairs hold evaluation repositories {bad}: leave them out of training")
+
+
+def texts_of(pair: dict) -> list[str]:
+    return [pair["query"], *pair["pos"], *pair["negs"]]
+
+
+def build_vocab(pairs: list[dict], min_repos: int = 2, max_tokens: int = 60000, min_count: int = 3) -> tuple[list[str], np.ndarray]:
+    """Tokens kept (most frequent first) and their frequencies (share of all token occurrences)."""
+    count: Counter[str] = Counter()
+    repos: dict[str, set[str]] = defaultdict(set)
+    seen_texts: set[str] = set()
+    for p in pairs:
+        for text in texts_of(p):
+            h = hashlib.blake2b(text.encode(), digest_size=8).digest()
+            if h in seen_texts:  # a function text repeats across pairs: count it once
+                continue
+            seen_texts.add(h)
+            # Every whole identifier is a candidate compound here; the vocabulary decides.
+            toks = tokens(text, compounds=_AnyCompound())
+            count.update(toks)
+            for t in set(toks):
+                repos[t].add(p["repo"])
+    kept = [t for t, c in count.most_common() if c >= min_count and len(repos[t]) >= min_repos]
+    kept = sorted(kept[:max_tokens], key=lambda t: (-count[t], t))
+    total = sum(count.values())
+    return kept, np.array([count[t] / total for t in kept], dtype=np.float64)
+
+
+def vocab_of_texts(texts: list[str], min_count: int = 5, max_tokens: int = 60000,
+                   base: list[str] | None = None) -> tuple[list[str], np.ndarray]:
+    """`base` (the tokens shared by several repositories' pairs) plus the tokens of the teacher's
+    corpus occurring in at least `min_count` texts, most frequent first, `max_tokens` in all; their
+    frequencies (share of all token occurrences in the corpus)."""
+    count: Counter[str] = Counter()
+    docs: Counter[str] = Counter()
+    for text in texts:
+        toks = tokens(text, compounds=_AnyCompound())
+        count.update(toks)
+        docs.update(set(toks))
+    kept = list(dict.fromkeys([*(base or []), *(t for t, _ in docs.most_common() if docs[t] >= min_count)]))
+    kept = kept[:max_tokens]
+    total = sum(count.values())
+    return kept, np.array([max(count[t], 1) / total for t in kept], dtype=np.float64)
+
+
+class _AnyCompound:
+    """A `compounds` argument that holds every identifier (vocabulary building)."""
+
+    def __contains__(self, item: str) -> bool:
+        return True
+
+
+def teacher_rows(vocab: list[str], threads: int = 2) -> np.ndarray:
+    """Each token embedded alone by the bundled transformer (384 dims, normalized)."""
+    from nsccn.embed import FALLBACK_MODEL, _BundledOnnx
+
+    model = _BundledOnnx(threads, optimize=True, model_id=FALLBACK_MODEL)
+    # A compound is embedded as its words (`getattr` as itself; `set_default` as "set default").
+    texts = [" ".join(split_identifier(t)) if "_" in t else t for t in vocab]
+    out = np.zeros((len(vocab), 384), dtype=np.float32)
+    step = 4096
+    for i in range(0, len(texts), step):
+        out[i : i + step] = model.embed(texts[i : i + step], batch_size=256)
+        print(f"teacher: {min(i + step, len(texts))}/{len(texts)} tokens", file=sys.stderr, flush=True)
+    return out
+
+
+def random_bank(rows: int, dim: int, seed: int = 0) -> np.ndarray:
+    """Fixed random unit rows: the identities of tokens (`StaticModel`'s bank)."""
+    bank = np.random.default_rng(seed).normal(size=(rows, dim))
+    return (bank / np.linalg.norm(bank, axis=1, keepdims=True)).astype(np.float32)
+
+
+def initial_model(vocab: list[str], teacher: np.ndarray, freq: np.ndarray, dim: int, identity: float,
+                  oov_weight: float, bank_rows: int, tf: str = "log", seed: int = 0) -> StaticModel:
+    """The distilled table plus `identity` times each token's own bank vector (at its SIF weight),
+    and the bank for unknown tokens at `oov_weight`."""
+    table = distilled_table(teacher, freq, dim)
+    bank = random_bank(bank_rows, dim, seed) if bank_rows else None
+    model = StaticModel(vocab, table, STATIC_MODEL, header={"tf": tf, "oov_weight": oov_weight}, bank=bank)
+    if identity and bank is not None:
+        weights = SIF / (SIF + freq)
+        own = np.zeros_like(table)
+        for i, t in enumerate(vocab):
+            for row, sign in model._bank_rows(t):
+                own[i] += sign * model.table[row]
+        table = table + identity * own * weights[:, None].astype(np.float32)
+        model = StaticModel(vocab, table, STATIC_MODEL, header={"tf": tf, "oov_weight": oov_weight}, bank=bank)
+    return model
+
+
+def distilled_table(teacher: np.ndarray, freq: np.ndarray, dim: int) -> np.ndarray:
+    """PCA of the teacher's rows to `dim`, each row scaled by its SIF weight."""
+    x = teacher.astype(np.float64) - teacher.mean(axis=0)
+    _, _, vt = np.linalg.svd(x, full_matrices=False)
+    rows = x @ vt[:dim].T
+    # Signs of principal components are arbitrary: fix them so the table is deterministic.
+    signs = np.sign(rows[np.abs(rows).argmax(axis=0), np.arange(dim)])
+    rows *= signs
+    rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+    return (rows * (SIF / (SIF + freq))[:, None]).astype(np.float32)
+
+
+class Encoded:
+    """Texts as (distinct token ids, tf weights) as the model embeds them, deduplicated by text."""
+
+    def __init__(self, model: StaticModel):
+        self.model = model
+        self.ids: list[np.ndarray] = []
+        self.weights: list[np.ndarray] = []
+        self.key: dict[str, int] = {}
+
+    def add(self, text: str) -> int:
+        k = self.key.get(text)
+        if k is None:
+            ids, weights = self.model.bag(text)
+            k = self.key[text] = len(self.ids)
+            self.ids.append(ids)
+            self.weights.append(weights)
+        return k
+
+    def matrix(self, texts: list[int], columns: dict[int, int]) -> sparse.csr_matrix:
+        indptr = [0]
+        cols: list[np.ndarray] = []
+        vals: list[np.ndarray] = []
+        for t in texts:
+            cols.append(np.fromiter((columns[i] for i in self.ids[t]), dtype=np.int64, count=len(self.ids[t])))
+            vals.append(self.weights[t])
+            indptr.append(indptr[-1] + len(self.ids[t]))
+        return sparse.csr_matrix((np.concatenate(vals) if vals else np.zeros(0, np.float32),
+                                  np.concatenate(cols) if cols else np.zeros(0, np.int64), indptr),
+                                 shape=(len(texts), len(columns)))
+
+
+def _normalized(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    norms = np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-9)
+    return x / norms, norms
+
+
+def train_table(pairs: list[dict], start: StaticModel, *, seed: int = 0, epochs: int = 4,
+                batch: int = 64, lr: float = 3e-3, scale: float = 20.0, anchor: float = 0.0,
+                norms_only: bool = False, hard_negatives: int = 5, valid: list[dict] | None = None, log=print) -> StaticModel:
+    """`start` after contrastive training on `pairs` (deterministic for a seed): its vocabulary's
+    rows move, the bank of unknown tokens stays as it is."""
+    rng = random.Random(seed)
+    vocab = start.vocab
+    n_vocab = len(vocab)
+    table = start.table.copy()  # vocabulary rows, then the bank's
+    init = start.table
+    m = np.zeros_like(table)
+    v = np.zeros_like(table)
+    steps = np.zeros(len(table), dtype=np.int64)  # lazy Adam: each row's own step count
+    enc = Encoded(start)
+
+    def model_now() -> StaticModel:
+        return StaticModel(vocab, table[:n_vocab], start.model_id, header=start.header, bank=start.bank)
+
+    items = []
+    for p in pairs:
+        items.append((p["repo"], enc.add(p["query"]), [enc.add(t) for t in p["pos"]],
+                      [enc.add(t) for t in p["negs"][:hard_negatives]]))
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    for epoch in range(epochs):
+        by_repo: dict[str, list] = defaultdict(list)
+        for it in items:
+            by_repo[it[0]].append(it)
+        chunks = []
+        for repo in sorted(by_repo):
+            its = by_repo[repo]
+            rng.shuffle(its)
+            chunks.extend(its[i : i + batch] for i in range(0, len(its), batch) if len(its[i : i + batch]) >= 2)
+        rng.shuffle(chunks)
+        losses = []
+        t0 = time.perf_counter()
+        for chunk in chunks:
+            queries = [it[1] for it in chunk]
+            docs: list[int] = []
+            target = []
+            for it in chunk:
+                target.append(len(docs))
+                docs.append(rng.choice(it[2]))
+            for it in chunk:
+                docs.extend(it[3])
+            positives = [set(it[2]) for it in chunk]
+            rows = np.unique(np.concatenate([enc.ids[t] for t in queries + docs]))
+            columns = {int(r): j for j, r in enumerate(rows)}
+            xq = enc.matrix(queries, columns)
+            xd = enc.matrix(docs, columns)
+            e = table[rows]
+            q, qn = _normalized(xq @ e)
+            d, dn = _normalized(xd @ e)
+            logits = scale * (q @ d.T)
+            # Another pair's changed function that is also one of this message's is no negative.
+            mask = np.array([[j != target[i] and docs[j] in positives[i] for j in range(len(docs))]
+                             for i in range(len(queries))])
+            logits[mask] = -1e9
+            logits -= logits.max(axis=1, keepdims=True)
+            prob = np.exp(logits)
+            prob /= prob.sum(axis=1, keepdims=True)
+            losses.append(float(-np.mean(np.log(prob[np.arange(len(queries)), target] + 1e-12))))
+            g = prob
+            g[np.arange(len(queries)), target] -= 1.0
+            g /= len(queries)
+            dq = scale * (g @ d)
+            dd = scale * (g.T @ q)
+            dq = (dq - q * np.sum(q * dq, axis=1, keepdims=True)) / qn
+            dd = (dd - d * np.sum(d * dd, axis=1, keepdims=True)) / dn
+            grad = np.asarray(xq.T @ dq + xd.T @ dd, dtype=np.float32)
+            if anchor:
+                grad += anchor * (e - init[rows])
+            keep = rows < n_vocab  # the bank is fixed
+            rows, grad, e = rows[keep], grad[keep], e[keep]
+            if norms_only:  # only how much each token weighs moves, not where it points
+                grad = e * (np.sum(grad * e, axis=1, keepdims=True) / np.maximum(np.sum(e * e, axis=1, keepdims=True), 1e-12))
+            steps[rows] += 1
+            t = steps[rows][:, None].astype(np.float32)
+            m[rows] = b1 * m[rows] + (1 - b1) * grad
+            v[rows] = b2 * v[rows] + (1 - b2) * grad * grad
+            mhat = m[rows] / (1 - b1 ** t)
+            vhat = v[rows] / (1 - b2 ** t)
+            table[rows] = e - lr * mhat / (np.sqrt(vhat) + eps)
+        msg = f"epoch {epoch + 1}/{epochs}: loss {np.mean(losses):.3f} ({len(chunks)} batches, {time.perf_counter() - t0:.0f} s)"
+        if valid:
+            msg += "  valid " + " ".join(f"{k} {x:.3f}" for k, x in score_pairs(model_now(), valid).items())
+        log(msg)
+    return model_now()
+
+
+def regress_table(texts: list[str], targets: np.ndarray, start: StaticModel, *, seed: int = 0, epochs: int = 3,
+                  batch: int = 512, lr: float = 3e-3, valid: list[dict] | None = None, log=print) -> StaticModel:
+    """`start` after regression onto the teacher (tokenlearn's step): each text's vector (the
+    normalized sum of its rows) towards the direction of the teacher's (PCA-reduced) vector,
+    1 - cosine, Adam on the rows a batch touches; the bank stays as it is."""
+    rng = np.random.default_rng(seed)
+    vocab = start.vocab
+    n_vocab = len(vocab)
+    table = start.table.copy()
+    m = np.zeros_like(table)
+    v = np.zeros_like(table)
+    steps = np.zeros(len(table), dtype=np.int64)
+    enc = Encoded(start)
+    keys = np.asarray([enc.add(t) for t in texts])
+    y = targets / np.maximum(np.linalg.norm(targets, axis=1, keepdims=True), 1e-9)
+    b1, b2, eps = 0.9, 0.999, 1e-8
+
+    def model_now() -> StaticModel:
+        return StaticModel(vocab, table[:n_vocab], start.model_id, header=start.header, bank=start.bank)
+
+    for epoch in range(epochs):
+        order = rng.permutation(len(texts))
+        losses = []
+        t0 = time.perf_counter()
+        for start_i in range(0, len(order), batch):
+            idx = order[start_i : start_i + batch]
+            docs = [int(keys[i]) for i in idx]
+            ids = [enc.ids[d] for d in docs]
+            if not any(len(a) for a in ids):
+                continue
+            rows = np.unique(np.concatenate(ids))
+            columns = {int(r): j for j, r in enumerate(rows)}
+            x = enc.matrix(docs, columns)
+            e = table[rows]
+            s, sn = _normalized(x @ e)
+            target = y[idx]
+            losses.append(float(np.mean(1.0 - np.sum(s * target, axis=1))))
+            ds = -target / len(idx)
+            ds = (ds - s * np.sum(s * ds, axis=1, keepdims=True)) / sn
+            grad = np.asarray(x.T @ ds, dtype=np.float32)
+            keep = rows < n_vocab
+            rows, grad, e = rows[keep], grad[keep], e[keep]
+            steps[rows] += 1
+            t = steps[rows][:, None].astype(np.float32)
+            m[rows] = b1 * m[rows] + (1 - b1) * grad
+            v[rows] = b2 * v[rows] + (1 - b2) * grad * grad
+            table[rows] = e - lr * (m[rows] / (1 - b1 ** t)) / (np.sqrt(v[rows] / (1 - b2 ** t)) + eps)
+        msg = f"regression epoch {epoch + 1}/{epochs}: 1 - cos {np.mean(losses):.4f} ({time.perf_counter() - t0:.0f} s)"
+        if valid:
+            msg += "  valid " + " ".join(f"{k} {x:.3f}" for k, x in score_pairs(model_now(), valid).items())
+        log(msg)
+    return model_now()
+
+
+def score_pairs(model: StaticModel, pairs: list[dict]) -> dict[str, float]:
+    """Per repository, every message ranks all texts of that repository's pairs: MRR of its
+    first changed function, and recall@5 (one of them in the top 5), averaged over messages."""
+    by_repo: dict[str, list[dict]] = defaultdict(list)
+    for p in pairs:
+        by_repo[p["repo"]].append(p)
+    mrr, r5, n = 0.0, 0.0, 0
+    for repo, ps in by_repo.items():
+        texts = list(dict.fromkeys(t for p in ps for t in (*p["pos"], *p["negs"])))
+        where = {t: i for i, t in enumerate(texts)}
+        docs = model.embed(texts)
+        qs = model.embed([p["query"] for p in ps])
+        sims = qs @ docs.T
+        for p, s in zip(ps, sims):
+            order = np.argsort(-s, kind="stable")
+            rank = np.empty(len(order), dtype=np.int64)
+            rank[order] = np.arange(len(order))
+            best = min(rank[where[t]] for t in p["pos"])
+            mrr += 1.0 / (best + 1)
+            r5 += best < 5
+            n += 1
+    return {"mrr": mrr / max(n, 1), "recall@5": r5 / max(n, 1)}
+
+
+def cmd_corpus(args) -> int:
+    """The texts the teacher embeds for the regression step: every text of the pairs, and every
+    non-test function, method and class of each training repository at its newest mined commit
+    (as the index embeds them for the static model), gzip JSON lines."""
+    import gzip
+
+    from embedder_eval import corpus, mirror_of, newest_commit, text_of
+
+    from nsccn.static_embed import STATIC_MAX_CHARS
+
+    pairs = read_pairs(args.pairs)
+    check_no_evaluation_data(pairs)
+    texts = dict.fromkeys(t for p in pairs for t in texts_of(p))
+    print(f"{len(texts)} texts of {len(pairs)} pairs", file=sys.stderr)
+    by_repo: dict[str, set[str]] = defaultdict(set)
+    for r in (json.loads(line) for line in args.mined.read_text().splitlines() if line.strip()):
+        by_repo[r["repo"]].add(r["base_commit"])
+    for repo in sorted(by_repo):
+        gitdir = mirror_of(args.mirrors, repo)
+        parts = corpus(gitdir, newest_commit(gitdir, by_repo[repo]))
+        texts.update(dict.fromkeys(text_of(p, STATIC_MAX_CHARS) for p in parts.values()))
+        print(f"{repo}: {len(parts)} entities, {len(texts)} texts in all", file=sys.stderr, flush=True)
+    ordered = list(texts)
+    random.Random(args.seed).shuffle(ordered)
+    ordered = ordered[: args.max_texts]
+    with gzip.open(args.out, "wt", encoding="utf-8") as f:
+        for t in ordered:
+            f.write(json.dumps(t) + "\n")
+    print(f"wrote {len(ordered)} texts to {args.out} ({args.out.stat().st_size / 1e6:.1f} MB)", file=sys.stderr)
+    return 0
+
+
+def cmd_build(args) -> int:
+    pairs = read_pairs(args.pairs)
+    check_no_evaluation_data(pairs)
+    work = args.work
+    work.mkdir(parents=True, exist_ok=True)
+    valid_repos = set(args.valid_repos)
+    train = [p for p in pairs if p["repo"] not in valid_repos]
+    valid = [p for p in pairs if p["repo"] in valid_repos]
+    vocab_file = work / f"vocab-r{args.min_repos}-n{args.max_tokens}.json"
+    if vocab_file.exists():
+        saved = json.loads(vocab_file.read_text())
+        vocab, freq = saved["vocab"], np.array(saved["freq"])
+    else:
+        vocab, freq = build_vocab(train, args.min_repos, args.max_tokens)
+        vocab_file.write_text(json.dumps({"vocab": vocab, "freq": freq.tolist()}))
+    print(f"vocabulary: {len(vocab)} tokens ({sum(len(split_identifier(t)) > 1 for t in vocab)} compounds)",
+          file=sys.stderr)
+    teacher_file = work / (vocab_file.stem + "-teacher.npy")
+    if teacher_file.exists():
+        teacher = np.load(teacher_file)
+    else:
+        teacher = teacher_rows(vocab, args.threads)
+        np.save(teacher_file, teacher)
+    start = initial_model(vocab, teacher, freq, args.dim, args.identity, args.oov_weight, args.bank_rows, args.tf,
+                          args.seed)
+    if valid:
+        print("distilled, untrained: " + " ".join(f"{k} {x:.3f}" for k, x in score_pairs(start, valid).items()),
+              file=sys.stderr)
+    model = train_table(train, start, seed=args.seed, epochs=args.epochs, batch=args.batch, lr=args.lr,
+                        scale=args.scale, anchor=args.anchor, valid=valid,
+                        log=lambda s: print(s, file=sys.stderr, flush=True))
+    header = {"trained_on": sorted({p["repo"] for p in train}), "pairs": len(train), "seed": args.seed,
+              "epochs": args.epochs, "lr": args.lr, "anchor": args.anchor, "scale": args.scale,
+              "identity": args.identity, "teacher": "nsccn/minilm-code-v1", "min_repos": args.min_repos}
+    model.save(args.out, header)
+    print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB, {len(vocab)} x {args.dim})", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("corpus", help="pairs + training repositories' entities -> texts for the teacher")
+    c.add_argument("--pairs", type=Path, required=True)
+    c.add_argument("--mined", type=Path, required=True, help="mine_history.py's output (the commits of each repository)")
+    c.add_argument("--mirrors", type=Path, required=True)
+    c.add_argument("--out", type=Path, required=True)
+    c.add_argument("--max-texts", type=int, default=150000)
+    c.add_argument("--seed", type=int, default=0)
+    c.set_defaults(run=cmd_corpus)
+    b = sub.add_parser("build", help="pairs -> vocabulary -> distilled table -> trained table -> model file")
+    b.add_argument("--pairs", type=Path, required=True, help="train_embedder.py pairs --max-chars 2000")
+    b.add_argument("--work", type=Path, required=True, help="a directory for the cached vocabulary and teacher rows")
+    b.add_argument("--out", type=Path, required=True)
+    b.add_argument("--valid-repos", nargs="*", default=[], help="repositories left out of training and scored")
+    b.add_argument("--min-repos", type=int, default=3)
+    b.add_argument("--max-tokens", type=int, default=60000)
+    b.add_argument("--dim", type=int, default=256)
+    b.add_argument("--epochs", type=int, default=4)
+    b.add_argument("--batch", type=int, default=64)
+    b.add_argument("--lr", type=float, default=3e-3)
+    b.add_argument("--scale", type=float, default=20.0)
+    b.add_argument("--anchor", type=float, default=0.0)
+    b.add_argument("--tf", choices=("log", "raw"), default="log")
+    b.add_argument("--identity", type=float, default=1.0, help="weight of each token's own random row at the start")
+    b.add_argument("--oov-weight", type=float, default=1.0, help="weight of an unknown token (its bank rows)")
+    b.add_argument("--bank-rows", type=int, default=1 << 15, help="random rows for unknown tokens (0: none)")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--threads", type=int, default=2)
+    b.set_defaults(run=cmd_build)
+    args = ap.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,179 @@
+"""The static code embedding: its tokens, its shipped vectors, the index built with it by default,
+a missing or foreign model file, and deterministic training (benchmarks/train_static_embedder.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nsccn.static_embed import STATIC_MODEL, STATIC_MODEL_FILE, ModelUnavailable, StaticModel, load_static_model, tokens
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "benchmarks"))
+REFERENCE = HERE / "data" / "static_reference.json"
+NSCCN = [sys.executable, "-m", "nsccn.cli"]
+
+
+def test_tokens_are_identifier_parts_and_known_compounds():
+    assert tokens("getHTTPResponse_v2(x) and 404 but not 1234567") == [
+        "get", "http", "response", "v", "2", "x", "and", "404", "but", "not"]
+    assert tokens("self.setdefault(key)", compounds={"setdefault"}) == ["self", "setdefault", "key"]
+    assert tokens("set_default", compounds={"set_default"}) == ["set_default", "set", "default"]
+
+
+def test_the_shipped_model_gives_the_pinned_vectors():
+    """Cosine to reference vectors made by the shipped model (regenerate them with the model:
+    `python tests/test_static_embed.py` writes tests/data/static_reference.json)."""
+    model = load_static_model(STATIC_MODEL_FILE)
+    ref = json.loads(REFERENCE.read_text())
+    assert ref["model_id"] == model.model_id == STATIC_MODEL
+    assert ref["tokens"] == len(model.vocab)
+    got = model.embed(ref["texts"])
+    want = np.asarray(ref["vectors"], dtype=np.float32)
+    cos = np.sum(got * want, axis=1) / np.linalg.norm(want, axis=1)
+    assert cos.min() > 0.999, cos
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_query_ranks_the_entity_sharing_its_words_above_an_unrelated_one():
+    model = load_static_model(STATIC_MODEL_FILE)
+    q, near, far = model.embed([
+        "redirect loop when the server sends a relative location header",
+        "resolve_redirects (resolve redirects)\nrequests/sessions.py\ndef resolve_redirects(self, resp, req)\n"
+        "location = self.get_redirect_target(resp)",
+        "render_table (render table)\nrich/table.py\ndef render_table(self, console, options)\n"
+        "widths = self._calculate_column_widths(console, options)",
+    ])
+    assert float(q @ near) > float(q @ far) + 0.1
+
+
+def test_an_empty_text_is_a_zero_vector_and_an_unknown_name_still_counts():
+    """No token: a zero vector, not an error. A name no vocabulary knows (a code base's own) gets
+    a fixed random direction of its own, so two texts sharing it are close and others are not."""
+    model = load_static_model(STATIC_MODEL_FILE)
+    empty, name, same, other = model.embed(["", "qqqzzzxxy", "the qqqzzzxxy crashes", "the wwwvvvkkj crashes"])
+    assert empty.shape == (model.dim,) and not empty.any()
+    assert abs(float(name @ name) - 1) < 1e-5
+    assert float(name @ same) > float(name @ other) + 0.3
+
+
+def test_a_model_file_of_another_format_version_is_refused_in_one_line(tmp_path):
+    model = StaticModel(["alpha", "beta"], np.eye(2, 4, dtype=np.float32))
+    path = tmp_path / "m.npz"
+    model.save(path, {"format_version": 99})
+    with pytest.raises(ModelUnavailable) as err:
+        StaticModel.load(path)
+    assert "v99" in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(ModelUnavailable, match="missing"):
+        StaticModel.load(tmp_path / "absent.npz")
+
+
+def test_a_saved_model_loads_back_within_int8_rounding(tmp_path):
+    rng = np.random.default_rng(0)
+    table = rng.normal(size=(50, 16)).astype(np.float32)
+    vocab = [f"w{i}" for i in range(50)]
+    StaticModel(vocab, table).save(tmp_path / "m.npz")
+    back = StaticModel.load(tmp_path / "m.npz")
+    assert back.vocab == vocab
+    assert np.abs(back.table - table).max() <= np.abs(table).max(axis=1).max() / 127 + 1e-6
+
+
+def _repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    (repo / "shop").mkdir(parents=True)
+    (repo / "shop" / "invoice.py").write_text(
+        'def render_pdf(invoice):\n    """Produce a printable document of the bill."""\n    return invoice.total\n\n\n'
+        "def send_reminder(customer):\n    return customer.email\n")
+    (repo / "shop" / "cart.py").write_text("class Cart:\n    def total(self):\n        return sum(self.items)\n")
+    return repo
+
+
+def _run(args, cwd, env=None):
+    return subprocess.run(NSCCN + args, cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+def test_an_index_built_by_default_holds_static_vectors_and_no_embed_holds_none(tmp_path):
+    repo = _repo(tmp_path)
+    out = _run(["index", "--json"], repo)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["vectors"]["model"] == STATIC_MODEL and summary["vectors"]["embedded"] >= 4
+    status = json.loads(_run(["status", "--json"], repo).stdout)
+    assert status["vectors"]["model"] == STATIC_MODEL and status["vectors"]["entities_without_vectors"] == 0
+    found = json.loads(_run(["search", "printable document of the bill", "--json"], repo).stdout)
+    assert found["vectors"] == STATIC_MODEL and "vector" in found["signals"]
+    assert found["results"][0]["id"] == "func:shop/invoice.py:render_pdf"
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.py").write_text("def f():\n    return 1\n")
+    out = _run(["index", "--no-embed", "--json"], other)
+    assert out.returncode == 0, out.stderr
+    assert not json.loads(out.stdout).get("vectors")
+    status = json.loads(_run(["status", "--json"], other).stdout)
+    assert status["vectors"]["vectors"] == 0
+    found = json.loads(_run(["search", "f", "--json"], other).stdout)
+    assert found["vectors"] is None and "no vectors" in found["vectors_note"]
+
+
+def test_a_missing_model_file_indexes_without_vectors_and_search_says_why(tmp_path):
+    repo = _repo(tmp_path)
+    gone = {"NSCCN_STATIC_MODEL": str(tmp_path / "absent" / "model.npz")}
+    out = _run(["index"], repo, gone)
+    assert out.returncode == 0, out.stderr
+    warning = [line for line in out.stderr.splitlines() if "no vectors" in line]
+    assert len(warning) == 1 and "missing" in warning[0], out.stderr
+    assert "Traceback" not in out.stderr
+    # An index with vectors, queried where the model file is of another version: lexical, with a note.
+    assert _run(["index"], repo).returncode == 0
+    foreign = tmp_path / "foreign.npz"
+    StaticModel(["alpha"], np.ones((1, 256), np.float32), STATIC_MODEL).save(foreign, {"format_version": 2})
+    found = _run(["search", "printable document of the bill", "--json"], repo, {"NSCCN_STATIC_MODEL": str(foreign)})
+    assert found.returncode == 0, found.stderr
+    answer = json.loads(found.stdout)
+    assert answer["vectors"] is None and "not used" in answer["vectors_note"] and "v2" in answer["vectors_note"]
+    assert "vector" not in answer["signals"] and answer["results"]
+
+
+def test_training_is_deterministic_for_a_seed():
+    import train_static_embedder as tse
+
+    pairs = [
+        {"repo": "a/x", "query": "fix the cache expiry", "pos": ["def expire(self): cache ttl"], "negs": ["def render(self): html"]},
+        {"repo": "a/x", "query": "render html escapes", "pos": ["def render(self): html escape"], "negs": ["def expire(self): ttl"]},
+        {"repo": "a/x", "query": "parse the config file", "pos": ["def load_config(path): parse"], "negs": ["def render(self)"]},
+        {"repo": "a/x", "query": "retry on timeout", "pos": ["def retry(request): timeout backoff"], "negs": ["def expire(self)"]},
+    ]
+    vocab, freq = tse.build_vocab(pairs, min_repos=1, min_count=1)
+    teacher = np.random.default_rng(0).normal(size=(len(vocab), 12)).astype(np.float32)
+    start = tse.initial_model(vocab, teacher, freq, dim=8, identity=1.0, oov_weight=1.0, bank_rows=64)
+    runs = [tse.train_table(pairs, start, seed=s, epochs=3, batch=2, lr=0.05, log=lambda m: None).table
+            for s in (1, 1, 2)]
+    assert np.array_equal(runs[0], runs[1])
+    assert not np.array_equal(runs[0], runs[2])
+    assert not np.array_equal(runs[0], start.table)  # it trained
+    assert np.array_equal(runs[0][len(vocab):], start.table[len(vocab):])  # the bank stays fixed
+    texts = [t for p in pairs for t in tse.texts_of(p)]
+    targets = np.random.default_rng(1).normal(size=(len(texts), 8)).astype(np.float32)
+    regressed = [tse.regress_table(texts, targets, start, seed=s, epochs=2, batch=3, log=lambda m: None).table
+                 for s in (1, 1)]
+    assert np.array_equal(regressed[0], regressed[1]) and not np.array_equal(regressed[0], start.table)
+
+
+def write_reference() -> None:
+    model = load_static_model(STATIC_MODEL_FILE)
+    texts = ["Session.send (session send)\nrequests/sessions.py\ndef send(self, request, **kwargs)",
+             "fix a crash when the config file is empty", "parse_http_request getHTTPResponse setdefault"]
+    REFERENCE.write_text(json.dumps({"model_id": model.model_id, "tokens": len(model.vocab), "texts": texts,
+                                     "vectors": [[round(float(x), 6) for x in v] for v in model.embed(texts)]}))
+
+
+if __name__ == "__main__":
+    write_reference()
