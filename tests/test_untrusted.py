@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import write_repo
 from nsccn.config import load_settings
 from nsccn.store import Store
@@ -97,3 +99,165 @@ def test_a_file_name_that_is_not_utf8_is_skipped_and_named(tmp_path):
         assert "na\\xefve.py: skipped, its name is not valid UTF-8" in log and "surrogates" not in log, log[-3000:]
     finally:
         p.kill_all()
+
+
+# -- item 2: a shipped .git/config runs nothing through our git calls ---------------------------------
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": "1600000000 +0000",
+           "GIT_COMMITTER_DATE": "1600000000 +0000"}
+
+
+def git(root: Path, *args: str, input: bytes | None = None) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=True, input=input,
+                          env={**os.environ, **GIT_ENV}).stdout.decode()
+
+
+def git_repo(root: Path, commits: list[tuple[dict[str, str], str]]) -> Path:
+    root.mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    for files, message in commits:
+        write_repo(root, files)
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-F", "-", input=message.encode())
+    return root
+
+
+def evil_script(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """A program that leaves a marker if it ever runs."""
+    marker = tmp_path / f"ran-{name}"
+    script = tmp_path / f"evil-{name}.sh"
+    script.write_text(f"#!/bin/sh\necho ran >> {marker}\nexit 1\n")
+    script.chmod(0o755)
+    return script, marker
+
+
+def signed_head(root: Path) -> None:
+    """HEAD becomes a commit carrying a (bogus) PGP signature: `log.showSignature` runs gpg.program on it."""
+    tree = git(root, "rev-parse", "HEAD^{tree}").strip()
+    parent = git(root, "rev-parse", "HEAD").strip()
+    body = (f"tree {tree}\nparent {parent}\nauthor t <t@example.com> 1600000100 +0000\n"
+            "committer t <t@example.com> 1600000100 +0000\ngpgsig -----BEGIN PGP SIGNATURE-----\n \n AAAA\n"
+            " -----END PGP SIGNATURE-----\n\nA signed commit\n")
+    sha = git(root, "hash-object", "-t", "commit", "-w", "--stdin", input=body.encode()).strip()
+    git(root, "update-ref", "refs/heads/main", sha)
+
+
+def promisor(root: Path, url: str, config: dict[str, str]) -> None:
+    """The repository claims to be a partial clone and lacks a blob its history needs: `git log -p`
+    would fetch it from the promisor remote."""
+    blob = git(root, "rev-parse", "HEAD~1:app.py").strip()
+    (root / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    for key, value in {"core.repositoryformatversion": "1", "extensions.partialClone": "origin",
+                       "remote.origin.url": url, "remote.origin.promisor": "true", **config}.items():
+        git(root, "config", key, value)
+
+
+def hostile_git_repo(tmp_path: Path, *chosen: str) -> tuple[Path, list[Path]]:
+    root = git_repo(tmp_path / "repo", [(APP, "Initial import"),
+                                        ({"app.py": APP["app.py"] + "\n\ndef more():\n    return 2\n"}, "Fix more")])
+    markers = []
+
+    def program(name: str) -> str:
+        script, marker = evil_script(tmp_path, name)
+        markers.append(marker)
+        return str(script)
+
+    attacks = {
+        "showSignature": lambda: (signed_head(root), git(root, "config", "log.showSignature", "true"),
+                                  git(root, "config", "gpg.program", program("gpg")),
+                                  git(root, "config", "gpg.format", "openpgp")),
+        "promisor-uploadpack": lambda: promisor(root, str(tmp_path / "elsewhere"),
+                                                {"remote.origin.uploadpack": program("uploadpack")}),
+        "promisor-ssh": lambda: promisor(root, "ssh://example.invalid/x.git", {"core.sshCommand": program("ssh")}),
+        "promisor-ext": lambda: promisor(root, f"ext::{program('ext')} %S", {"protocol.ext.allow": "always"}),
+        "fsmonitor": lambda: git(root, "config", "core.fsmonitor", program("fsmonitor")),
+        "diff-external": lambda: git(root, "config", "diff.external", program("external")),
+        "textconv": lambda: (write_repo(root, {".gitattributes": "*.py diff=evil\n"}),
+                             git(root, "config", "diff.evil.textconv", program("textconv")),
+                             git(root, "config", "diff.evil.command", program("command"))),
+        "pager": lambda: (git(root, "config", "core.pager", program("pager")),
+                          git(root, "config", "pager.log", program("pagerlog"))),
+    }
+    for attack in chosen:
+        attacks[attack]()
+    return root, markers
+
+
+ATTACKS = ["showSignature", "promisor-uploadpack", "promisor-ssh", "promisor-ext", "fsmonitor", "diff-external",
+           "textconv", "pager"]
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_a_shipped_git_config_runs_nothing(tmp_path, attack):
+    repo, markers = hostile_git_repo(tmp_path, attack)
+    r = nsccn("index", str(repo), "--in-process", "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert [m.name for m in markers if m.exists()] == []
+    assert json.loads(r.stdout)["history_commits"] >= 1  # the history is still read (files only where blobs lack)
+
+
+def test_a_shipped_git_config_runs_nothing_in_the_pipeline(tmp_path):
+    repo, markers = hostile_git_repo(tmp_path, "showSignature", "promisor-uploadpack", "fsmonitor", "diff-external",
+                                     "textconv")
+    r = nsccn("index", str(repo), "--pipeline", "--workers", "1", "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert len(markers) == 6 and [m.name for m in markers if m.exists()] == []
+    with Store(repo / ".nsccn" / "index.db", readonly=True) as store:  # (the pipeline's summary has no history count)
+        assert store.conn.execute("SELECT COUNT(*) FROM commits").fetchone()[0] == 3
+
+
+# -- item 11: what git history can carry --------------------------------------------------------------
+
+FORGED = ("Innocent change\x1f\ndiff --git a/victim.py b/victim.py\n--- a/victim.py\n+++ b/victim.py\n"
+          "@@ -1 +1 @@ def forged_fn():\n")
+
+
+def stored_changes(db: Path) -> set[tuple[str, str]]:
+    with Store(db, readonly=True) as store:
+        return set(store.conn.execute("SELECT path, name FROM commit_changes"))
+
+
+def test_a_commit_message_cannot_forge_a_change_and_is_capped(tmp_path):
+    from nsccn.history import MAX_MESSAGE
+
+    two_hunks = "def first():\n    return 1\n" + "\n" * 30 + "def second():\n    return 2\n"
+    root = git_repo(tmp_path / "repo", [
+        ({"victim.py": "def forged_fn():\n    return 0\n", "a.py": two_hunks}, "Initial import"),
+        ({"a.py": "def first():\n    return 1\n++ b/victim.py\n" + "\n" * 30 + "def second():\n    return 22\n"},
+         FORGED),  # the message forges a header; a content line `+++ b/victim.py` between a.py's hunks too
+        ({"a.py": two_hunks}, "A long one\n\n" + "x" * 2_000_000),
+    ])
+    r = nsccn("index", str(root), "--in-process")
+    assert r.returncode == 0, r.stderr[-2000:]
+    db = root / ".nsccn" / "index.db"
+    changes = stored_changes(db)
+    assert ("victim.py", "forged_fn") not in changes and ("a.py", "second") in changes, changes
+    assert {p for p, _ in changes} == {"victim.py", "a.py"}
+    with Store(db, readonly=True) as store:
+        messages = dict(store.conn.execute("SELECT substr(message, 1, 10), length(message) FROM commits"))
+        forged = store.conn.execute("SELECT message, n_files FROM commits WHERE message LIKE 'Innocent%'").fetchone()
+    assert messages["A long one"] == MAX_MESSAGE
+    assert forged[0].startswith("Innocent change\x1f") and forged[1] == 1  # kept as text, one file changed
+
+
+def test_history_is_read_only_from_the_repositorys_own_git_directory(tmp_path):
+    other = git_repo(tmp_path / "other", [({"secret.py": "S = 1\n"}, "Private plan of another repository")])
+    for kind in ("symlink", "gitfile", "commondir"):
+        repo = write_repo(tmp_path / kind, APP)
+        if kind == "symlink":
+            (repo / ".git").symlink_to(other / ".git")
+        elif kind == "gitfile":
+            (repo / ".git").write_text(f"gitdir: {other / '.git'}\n")
+        else:
+            git(repo, "init", "-q")
+            (repo / ".git" / "commondir").write_text(str(other / ".git"))
+        r = nsccn("index", str(repo), "--in-process", "--json")
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert json.loads(r.stdout)["history_commits"] == 0, kind
+        assert "git history not read" in r.stderr and str(repo / ".git") in r.stderr, r.stderr
+        assert stored_changes(repo / ".nsccn" / "index.db") == set()
+    # A linked work tree's .git file is its own: followed.
+    git(other, "worktree", "add", "-q", str(tmp_path / "linked"))
+    r = nsccn("index", str(tmp_path / "linked"), "--in-process", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["history_commits"] == 1, r.stderr[-2000:]
