@@ -261,3 +261,37 @@ def test_history_is_read_only_from_the_repositorys_own_git_directory(tmp_path):
     git(other, "worktree", "add", "-q", str(tmp_path / "linked"))
     r = nsccn("index", str(tmp_path / "linked"), "--in-process", "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["history_commits"] == 1, r.stderr[-2000:]
+
+
+# -- item 4: a one-line minified file grows the index linearly ----------------------------------------
+
+
+def minified(n_bytes: int, sep: str = "") -> str:
+    """Functions, calls and assignments, one statement after another (`sep=""`: on one line)."""
+    parts, size, i = [], 0, 0
+    while size < n_bytes:
+        part = (f"function f{i}(a,b){{var c=a+b;if(c>{i}){{return g{i}(c)}}return h.k{i}=c}}"
+                f"var v{i}=f{i}(1,2);o.p{i}=function(x){{return x*{i}}};")
+        parts.append(part)
+        size += len(part) + len(sep)
+        i += 1
+    return sep.join(parts) + "\n"
+
+
+def test_a_one_line_minified_file_grows_the_index_linearly(tmp_path):
+    from nsccn.extract import MAX_BODY_HEAD, MAX_SIGNATURE
+    from nsccn.indexer import index_repository
+
+    sizes = {}
+    for name, n, sep in (("one-line", 40_000, ""), ("one-line-2x", 80_000, ""), ("lines", 40_000, "\n")):
+        repo = write_repo(tmp_path / name, {"app.min.js": minified(n, sep)})
+        index_repository(repo, workers=1)
+        db = repo / ".nsccn" / "index.db"
+        sizes[name] = db.stat().st_size
+        with Store(db, readonly=True) as store:
+            longest = store.conn.execute("SELECT max(length(body_head)), max(length(signature)), count(*)"
+                                         " FROM entities").fetchone()
+        assert longest[0] <= MAX_BODY_HEAD and longest[1] <= MAX_SIGNATURE and longest[2] > 500, longest
+    # 200 kB on one line made a 764 MB index (every entity's "first 12 lines" were the rest of the file).
+    assert 1.5 < sizes["one-line-2x"] / sizes["one-line"] < 2.5, sizes
+    assert sizes["one-line"] < 3 * sizes["lines"], sizes
