@@ -4,7 +4,7 @@
     python benchmarks/untrusted_repos.py [--sizes 100000,200000,400000] [--message-mb 30] [--json OUT]
 
 Every attack is built in a temporary directory; the user's own nsccn key is not used (a fresh
-XDG_STATE_HOME), nor is their config. Sections:
+NSCCN_STATE_DIR), nor is their config. Sections:
 
 * committed index: a shipped `.nsccn/index.db` (forged rows, a trigger, a view, garbage, a
   symlinked -wal): is it rebuilt, does any answer come from it, does the trigger fire?
@@ -85,7 +85,7 @@ def committed_index(tmp: Path) -> list[dict]:
         "a symlinked -wal": "wal",
     }
     out = []
-    attacker = {"XDG_STATE_HOME": str(tmp / "attacker")}
+    attacker = {"NSCCN_STATE_DIR": str(tmp / "attacker")}
     for name, sql in variants.items():
         repo = write(tmp / f"idx-{len(out)}", APP)
         db = repo / ".nsccn" / "index.db"
@@ -335,7 +335,7 @@ def main() -> int:
     results = {}
     with tempfile.TemporaryDirectory(prefix="nsccn-untrusted-") as d:
         tmp = Path(d)
-        os.environ["XDG_STATE_HOME"] = str(tmp / "state")  # this run's key, not the user's
+        os.environ["NSCCN_STATE_DIR"] = str(tmp / "state")  # this run's key, not the user's
         os.environ["NSCCN_CONFIG"] = str(tmp / "no-user-config.json")
         for name, run in (("committed index", lambda: committed_index(tmp)), ("git config", lambda: git_config(tmp)),
                           ("file names", lambda: file_names(tmp)), ("settings", lambda: settings(tmp)),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -11,10 +9,6 @@ import pytest
 
 from nsccn.indexer import index_repository
 from nsccn.store import Store
-
-# The per-user key that signs indexes (nsccn.store.trust) lives in the test run's own state
-# directory, not the user's: set before any fixture indexes, inherited by every process started.
-os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="nsccn-test-state-")
 
 SHOP = {
     "shop/__init__.py": "from .models import User\n",

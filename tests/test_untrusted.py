@@ -324,7 +324,7 @@ def cloned_with_index(tmp_path: Path, key_home: Path) -> Path:
     """A repository that commits `.nsccn/index.db`, made and forged under `key_home`'s key, cloned."""
     origin = write_repo(tmp_path / "origin", {"a.py": "def a():\n    return 1\n", "b.py": "def b():\n    return 2\n"})
     r = subprocess.run([PY, "-m", "nsccn.cli", "index", str(origin), "--in-process"], capture_output=True, text=True,
-                       env={**os.environ, "XDG_STATE_HOME": str(key_home)})
+                       env={**os.environ, "NSCCN_STATE_DIR": str(key_home)})
     assert r.returncode == 0, r.stderr
     forge(origin / ".nsccn" / "index.db")
     for side in origin.glob(".nsccn/index.db-*"):
@@ -407,7 +407,7 @@ def test_an_index_of_ours_with_a_foreign_schema_object_is_rebuilt(tmp_path):
 def test_an_index_signed_with_another_key_is_not_read(tmp_path):
     repo = write_repo(tmp_path / "r", {"a.py": "def a():\n    return 1\n"})
     r = subprocess.run([PY, "-m", "nsccn.cli", "index", str(repo), "--in-process"], capture_output=True, text=True,
-                       env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "someone-else")})
+                       env={**os.environ, "NSCCN_STATE_DIR": str(tmp_path / "someone-else")})
     assert r.returncode == 0, r.stderr
     forge(repo / ".nsccn" / "index.db", trigger=False)  # a schema exactly ours: only the signature tells
     with pytest.raises(IndexUntrusted, match="not signed with this user's key"):

@@ -6,8 +6,8 @@ inside our own writes. The index stays where users expect it (in the repository,
 and is trusted only when both hold:
 
 * its meta carries an HMAC of its random id under a per-user secret (`secret_path`: created 0600
-  under `$XDG_STATE_HOME/nsccn/`, else `~/.local/state/nsccn/`, never in a repository): only this
-  user's nsccn can have made it;
+  as `~/.local/state/nsccn/secret`, or under `$NSCCN_STATE_DIR`, never in a repository): only
+  this user's nsccn can have made it;
 * its schema objects are exactly ours (`sqlite_master` against the objects our own schema makes
   in memory: tables, indexes, FTS5 and sqlite-vec shadow tables, with their SQL text), so no
   trigger, view or altered table survives even in a file that was ours once.
@@ -39,8 +39,12 @@ _VEC_INDEX = re.compile(r"CREATE VIRTUAL TABLE vec_index USING vec0\(embedding f
 
 
 def state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "nsccn"
+    """`~/.local/state/nsccn`, or `$NSCCN_STATE_DIR`. Not `$XDG_STATE_HOME`: MCP clients start
+    servers with a few variables only (HOME, PATH, ...), and a server that looked for the key
+    elsewhere than the `nsccn index` before it would take every index for a foreign one."""
+    if os.environ.get("NSCCN_STATE_DIR"):
+        return Path(os.environ["NSCCN_STATE_DIR"])
+    return Path.home() / ".local" / "state" / "nsccn"
 
 
 def secret_path() -> Path:
