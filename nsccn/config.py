@@ -87,13 +87,32 @@ REPOSITORY_KEYS = frozenset({
     "max_traversal_depth", "embed_test_files", "quantization_threshold_entities", "result_token_cap", "history",
 })
 FIELDS = frozenset(Config.__struct_fields__)
+# Every number a layer may set, and its range (inclusive): out of range is one warning and the
+# layer's value is dropped (the previous layer's value, else the default, stands). A repository's
+# `rrf_k: -1` made every search divide by zero; a huge `max_file_size` would read any file whole.
+RANGES: dict[str, tuple[float, float]] = {
+    "max_file_size": (1, 64 << 20),
+    "watch_debounce_ms": (0, 60_000),
+    "rrf_k": (1, 10_000),
+    "max_traversal_depth": (1, 100),
+    "embedding_dim": (1, 8192),
+    "embedding_batch_size": (1, 4096),
+    "embedding_threads": (0, 1024),
+    "quantization_threshold_entities": (0, 1_000_000_000),
+    "result_token_cap": (100, 1_000_000),
+    "tool_time_budget_s": (0.001, 3600.0),
+    "parser_workers": (0, 1024),
+    "pipeline_linger_s": (0.0, 30 * 86400.0),
+    "history_max_commits": (0, 1_000_000),
+}
+PIPELINE_RANGES = {"base_port": (1, 65535 - 7)}
 
 
 @dataclass
 class Settings:
     config: Config
     sources: dict[str, str] = field(default_factory=dict)  # setting -> where it came from
-    refused: list[str] = field(default_factory=list)  # one line per setting a repository may not make
+    refused: list[str] = field(default_factory=list)  # one line per setting refused (not the repository's, out of range)
     user_file: Path | None = None
     repository_file: Path | None = None
 
@@ -142,6 +161,21 @@ def _validated(layer: dict, where: str) -> dict:
     return known
 
 
+def _out_of_range(layer: dict, where: str) -> list[str]:
+    """One line per number of `layer` outside its range (NaN included), each removed from it."""
+    lines = []
+    for key, (lo, hi) in RANGES.items():
+        if key in layer and not lo <= layer[key] <= hi:
+            lines.append(f"ignoring {key!r} = {layer.pop(key)!r} in {where}: must be {lo} to {hi}")
+    pipe = layer.get("pipeline")
+    if isinstance(pipe, dict):
+        for key, (lo, hi) in PIPELINE_RANGES.items():
+            if key in pipe and not lo <= pipe[key] <= hi:
+                lines.append(f"ignoring 'pipeline.{key}' = {pipe[key]!r} in {where}: must be {lo} to {hi}")
+                layer.pop("pipeline")
+    return lines
+
+
 def _pipeline_from_env(value: str, what: str = "NSCCN_PIPELINE_TCP") -> dict:
     host, _, port = value.rpartition(":")
     try:
@@ -161,7 +195,9 @@ def load_settings(root: Path, overrides: dict | None = None) -> Settings:
     refused: list[str] = []
 
     def apply(layer: dict, source: str) -> None:
-        for k, v in _validated(layer, source).items():
+        layer = _validated(layer, source)
+        refused.extend(_out_of_range(layer, source))
+        for k, v in layer.items():
             merged[k] = v
             sources[k] = source
 

@@ -11,11 +11,13 @@ patterns switched on per extension, so no language is special-cased here.
 
 from __future__ import annotations
 
-import codecs
 import contextlib
+import itertools
+import logging
 import math
 import os
 import re
+import stat
 import subprocess
 import tempfile
 import threading
@@ -24,9 +26,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nsccn.git import git_command
 from nsccn.store import Store
 from nsccn.text import index_terms
 
+_log = logging.getLogger(__name__)
 MAX_COMMITS = 3000  # the newest commits kept: old history says little about where bugs are now
 SIMILAR_COMMITS = 50  # past commits whose messages are compared with a query
 # git's built-in hunk-header patterns ("diff drivers") per extension: names of enclosing functions.
@@ -45,8 +49,14 @@ _DEF_KEYWORD = re.compile(
     r"\b(?:def|class|func|fn|function|struct|interface|trait|impl|enum|module|sub)\s+(?:\([^)]*\)\s*)?([A-Za-z_]\w*)"
 )
 _CALL_NAME = re.compile(r"([A-Za-z_]\w*)\s*\(")
-_COMMIT = "\x00commit "
-_FIELD = "\x1f"
+# Each commit as `\0<sha> <time>\0<message>\0` then its diff (or file names): a message cannot hold
+# a NUL (git ends it there), nor can a line of the diff begin with one, so a message can forge
+# neither a commit nor a change (it could with the old \x1f separators and a fake diff header).
+LOG_FORMAT = "--format=%x00%H %ct%x00%B%x00"
+MAX_MESSAGE = 16_384  # characters of a message stored (a 30 MB message was stored whole)
+MAX_CHANGES = 2_000  # (file, function) rows stored per commit; n_files still counts every file
+_MAX_LINE = 4_096  # bytes kept of one diff header line (a path, a hunk header)
+_MAX_HEADER = 200  # bytes of `<sha> <time>`: more is not git's output
 
 
 def is_fix_message(message: str) -> bool:
@@ -69,90 +79,151 @@ class Commit:
     time: int
     message: str
     changes: dict[str, set[str]] = field(default_factory=dict)  # path -> names of changed functions
+    n_files: int = 0  # files it changed, all of them (`changes` holds at most MAX_CHANGES rows)
 
 
-def _commits(chunks: Iterable[str]):
-    """(commit without changes, what follows its header) for each commit's text of `git log`
-    output in the format `%x00commit %H%x1f%ct%x1f%B%x1f` (`_split_commits`)."""
-    for chunk in chunks:
-        head, _, rest = chunk.partition(_FIELD)
-        ctime, _, rest = rest.partition(_FIELD)
-        message, _, body = rest.partition(_FIELD)
-        yield Commit(head.strip(), int(ctime or 0), message.strip()), body
+_PATCH_LINES = (b"diff --git ", b"+++ ", b"--- ", b"@@")
 
 
-def _split_commits(blocks: Iterable[bytes]) -> Iterator[str]:
-    """Each commit's text of `git log` output arriving in blocks: what `text.split(_COMMIT)[1:]`
-    gives for the whole output decoded at once, holding one commit at a time."""
-    decode = codecs.getincrementaldecoder("utf-8")(errors="replace").decode
-    buf, started = "", False
-    for block in blocks:
-        # Look for a new commit only where this block could complete one: a commit of many
-        # blocks is then scanned once, not once a block.
-        start = max(0, len(buf) - len(_COMMIT) + 1)
-        buf += decode(block)
-        if buf.find(_COMMIT, start) < 0:
-            continue
-        *done, buf = buf.split(_COMMIT)
-        for chunk in done:
-            if started:
-                yield chunk
-            started = True  # the first piece is what precedes the first commit
-    buf += decode(b"", final=True)
-    if started:
-        yield buf
+class _CommitReader:
+    """One commit of `git log` output, fed its lines after the message: the files and functions
+    it changed, at most MAX_CHANGES rows kept."""
+
+    def __init__(self, header: bytes, patch: bool):
+        sha, _, when = header.decode("ascii", "replace").partition(" ")
+        self.commit = Commit(sha.strip(), int(when) if when.strip().isdigit() else 0, "")
+        self.message = bytearray()
+        self.patch = patch
+        self.path: str | None = None
+        self.in_header = False  # between `diff --git` and a file's first hunk: where +++/--- name it
+        self.rows = 0
+
+    def add_message(self, data: bytes) -> None:
+        room = MAX_MESSAGE * 4 - len(self.message)  # UTF-8: 4 bytes a character at most
+        if room > 0:
+            self.message += data[:room]
+
+    def _file(self, path: str) -> None:
+        changes = self.commit.changes
+        if path not in changes:
+            self.commit.n_files += 1
+            if self.rows < MAX_CHANGES:
+                changes[path] = set()
+                self.rows += 1
+
+    def line(self, raw: bytes) -> None:
+        if not self.patch:
+            name = raw.decode("utf-8", "replace").strip()
+            if name:
+                self._file(name)
+            return
+        if raw.startswith(b"diff --git "):
+            self.path, self.in_header = None, True
+        elif raw.startswith(b"@@"):
+            # Content lines (+..., -...) follow: a `+++ b/x` among them is an added `++ b/x`.
+            self.in_header = False
+            names = self.commit.changes.get(self.path) if self.path is not None else None
+            m = _HUNK.match(raw.decode("utf-8", "replace")) if names is not None else None
+            name = hunk_function(m.group(1)) if m else None
+            if name and name not in names and self.rows < MAX_CHANGES:
+                names.add(name)
+                self.rows += 1
+        elif self.in_header and raw.startswith(b"+++ "):
+            target = raw[4:].decode("utf-8", "replace")
+            self.path = target[2:] if target.startswith("b/") else None
+            if self.path is not None:
+                self._file(self.path)
+        elif self.in_header and raw.startswith(b"--- ") and self.path is None:
+            source = raw[4:].decode("utf-8", "replace")
+            if source.startswith("a/"):  # a deleted file: its old path
+                self.path = source[2:]
+                self._file(self.path)
+
+    def done(self) -> Commit:
+        self.commit.message = bytes(self.message).decode("utf-8", "replace").strip()[:MAX_MESSAGE]
+        return self.commit
 
 
-def parse_log(text: str) -> list[Commit]:
-    """Parse `git log --format=... -p -U0` output: each commit's files and the functions its hunks are in."""
-    return _parse_patches(text.split(_COMMIT)[1:])
+def read_log(blocks: Iterable[bytes], patch: bool = True) -> Iterator[Commit]:
+    """The commits of `git log LOG_FORMAT` output (`-p -U0` when `patch`, else `--name-only`) as
+    it arrives in blocks. Memory stays bounded whatever the output: of a message only
+    MAX_MESSAGE is kept, of the diff only what its header lines say (each line cut at
+    _MAX_LINE), never its content lines."""
+    buf = b""
+    i = 0
+    state = "start"  # start, message, lines
+    reader: _CommitReader | None = None
+    at_line_start = False
+    for block in itertools.chain(blocks, [None]):
+        final = block is None
+        buf = buf[i:] + (block or b"")
+        i = 0
+        while i < len(buf):
+            if state == "start" or (state == "lines" and at_line_start and buf[i:i + 1] == b"\0"):
+                # A commit begins: `\0<sha> <time>\0` (no line of a diff starts with a NUL).
+                if buf[i:i + 1] != b"\0":  # whatever precedes the first commit
+                    i += 1
+                    continue
+                j = buf.find(b"\0", i + 1, i + _MAX_HEADER)
+                if j < 0:
+                    if len(buf) - i >= _MAX_HEADER:
+                        raise ValueError("git log output is not in the expected format")
+                    break
+                if reader is not None:
+                    yield reader.done()
+                reader, i, state = _CommitReader(buf[i + 1:j], patch), j + 1, "message"
+            elif state == "message":
+                j = buf.find(b"\0", i)
+                reader.add_message(buf[i:len(buf) if j < 0 else j])
+                if j < 0:
+                    i = len(buf)
+                    break
+                i, state, at_line_start = j + 1, "lines", False  # then the rest of the format's line
+            else:
+                if at_line_start:
+                    k = buf.find(b"\n", i, i + _MAX_LINE)
+                    if k < 0 and len(buf) - i < _MAX_LINE and not final:
+                        break  # the line may be one to read: wait for its end
+                    end = k if k >= 0 else min(len(buf), i + _MAX_LINE)
+                    if end > i and (not patch or buf.startswith(_PATCH_LINES, i)):
+                        reader.line(buf[i:end])
+                    if k >= 0:
+                        i = k + 1
+                        continue
+                    i, at_line_start = end, False  # a long line: the rest of it is skipped
+                k = buf.find(b"\n", i)
+                if k < 0:
+                    i = len(buf)
+                    break
+                i, at_line_start = k + 1, True
+    if reader is not None:
+        yield reader.done()
 
 
-def _parse_patches(chunks: Iterable[str]) -> list[Commit]:
-    commits: list[Commit] = []
-    for commit, diff in _commits(chunks):
-        path = None
-        for line in diff.splitlines():
-            if line.startswith("diff --git "):
-                path = None
-            elif line.startswith("+++ "):
-                target = line[4:]
-                path = target[2:] if target.startswith("b/") else None
-                if path is not None:
-                    commit.changes.setdefault(path, set())
-            elif line.startswith("--- ") and path is None:
-                source = line[4:]
-                if source.startswith("a/"):  # a deleted file: its old path
-                    path = source[2:]
-                    commit.changes.setdefault(path, set())
-            elif line.startswith("@@") and path is not None:
-                m = _HUNK.match(line)
-                name = hunk_function(m.group(1)) if m else None
-                if name:
-                    commit.changes[path].add(name)
-        commits.append(commit)
-    return commits
+def parse_log(text: str | bytes) -> list[Commit]:
+    """Parse `git log LOG_FORMAT -p -U0` output: each commit's files and the functions its hunks are in."""
+    return list(read_log([text.encode() if isinstance(text, str) else text]))
 
 
-def _git_command(gitdir: Path, args: tuple[str, ...], attributes: str | None) -> list[str]:
-    cmd = ["git", "-C", str(gitdir)]
-    if attributes:
-        cmd += ["-c", f"core.attributesFile={attributes}"]
-    return [*cmd, *args]
+def parse_name_only(text: str | bytes) -> list[Commit]:
+    """Parse `git log LOG_FORMAT --name-only` output: files, no functions."""
+    return list(read_log([text.encode() if isinstance(text, str) else text], patch=False))
 
 
-def _git(gitdir: Path, *args: str, attributes: str | None = None) -> str:
-    proc = subprocess.run(_git_command(gitdir, args, attributes), capture_output=True)
+def _git(gitdir: Path, *args: str, config: tuple[str, ...] = ()) -> str:
+    cmd, env = git_command(gitdir, *args, config=config)
+    proc = subprocess.run(cmd, capture_output=True, env=env, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
-        raise RuntimeError(proc.stderr.decode(errors="replace").strip() or f"git {args[0]} failed")
+        raise RuntimeError(proc.stderr.decode(errors="replace").strip()[:2000] or f"git {args[0]} failed")
     return proc.stdout.decode("utf-8", errors="replace")
 
 
-def _git_blocks(gitdir: Path, *args: str, attributes: str | None = None, size: int = 1 << 20) -> Iterator[bytes]:
+def _git_blocks(gitdir: Path, *args: str, config: tuple[str, ...] = (), size: int = 1 << 20) -> Iterator[bytes]:
     """git's output as it comes, in blocks: a long `git log -p` (69 MB for sympy's newest 3,000
     commits) is never held whole. RuntimeError after the output when git fails."""
+    cmd, env = git_command(gitdir, *args, config=config)
     with tempfile.TemporaryFile() as err:  # a file, not a pipe: a chatty stderr cannot block git
-        proc = subprocess.Popen(_git_command(gitdir, args, attributes), stdout=subprocess.PIPE, stderr=err)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env, stdin=subprocess.DEVNULL)
         try:
             while block := proc.stdout.read(size):
                 yield block
@@ -162,37 +233,28 @@ def _git_blocks(gitdir: Path, *args: str, attributes: str | None = None, size: i
         if returncode != 0:
             err.seek(0)
             what = next((a for a in args if a.isalpha()), "")
-            raise RuntimeError(err.read().decode(errors="replace").strip() or f"git {what} failed")
+            raise RuntimeError(err.read(2000).decode(errors="replace").strip() or f"git {what} failed")
 
 
 def read_commits(gitdir: Path, head: str, since: str | None = None, max_commits: int = MAX_COMMITS) -> list[Commit]:
     """Commits reachable from `head` (and not from `since`), newest first, merges left out."""
     revs = head if since is None else f"{since}..{head}"
-    fmt = "--format=%x00commit %H%x1f%ct%x1f%B%x1f"
     with tempfile.NamedTemporaryFile("w", suffix=".gitattributes", delete=False) as fh:
         fh.write("".join(f"*.{ext} diff={driver}\n" for ext, driver in _DIFF_DRIVERS.items()))
     try:
         # A small delta cache: git's own memory halves (sympy: 182 -> 93 MB) for the same CPU.
-        return _parse_patches(_split_commits(_git_blocks(
-            gitdir, "-c", "core.deltaBaseCacheLimit=16m", "log", f"-n{max_commits}", "--no-merges", "--no-renames",
-            "-p", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", fmt, revs, attributes=fh.name,
+        return list(read_log(_git_blocks(
+            gitdir, "log", f"-n{max_commits}", "--no-merges", "--no-renames", "-p", "-U0", LOG_FORMAT, revs,
+            config=("core.deltaBaseCacheLimit=16m", f"core.attributesFile={fh.name}"),
         )))
     except RuntimeError:
         # A clone missing some blobs (partial or damaged) cannot show diffs: the files each commit
         # changed still come from its trees, without the functions.
-        text = _git(gitdir, "log", f"-n{max_commits}", "--no-merges", "--no-renames", "--name-only", fmt, revs)
-        return parse_name_only(text)
+        return list(read_log(_git_blocks(
+            gitdir, "log", f"-n{max_commits}", "--no-merges", "--no-renames", "--name-only", LOG_FORMAT, revs),
+            patch=False))
     finally:
         os.unlink(fh.name)
-
-
-def parse_name_only(text: str) -> list[Commit]:
-    """Parse `git log --format=... --name-only` output: files, no functions."""
-    commits: list[Commit] = []
-    for commit, names in _commits(text.split(_COMMIT)[1:]):
-        commit.changes = {p: set() for p in names.strip().splitlines() if p.strip()}
-        commits.append(commit)
-    return commits
 
 
 def resolve_head(gitdir: Path, rev: str = "HEAD") -> str | None:
@@ -203,11 +265,56 @@ def resolve_head(gitdir: Path, rev: str = "HEAD") -> str | None:
 
 
 def git_dir_of(root: Path) -> Path | None:
-    """The repository `root` is a work tree of, if any."""
+    """The repository `root` is a work tree of, if any, and if its git directory is its own.
+
+    A `.git` that is a symlink, or a `.git` directory with a `commondir` file, would have git read
+    another repository (its refs, its commit messages, into this index): refused, with a warning.
+    A `.git` file (`gitdir: ...`) is a linked work tree's or a submodule's, and is followed only
+    when it is one: the work tree's administrative directory points back at this `.git` file,
+    or the submodule's lives under an enclosing repository's `.git/modules/`."""
     root = Path(root)
-    if not (root / ".git").exists():
+    dotgit = root / ".git"
+    try:
+        st = os.lstat(dotgit)
+    except OSError:
+        return None
+    why = None
+    if stat.S_ISLNK(st.st_mode):
+        why = "is a symlink"
+    elif stat.S_ISDIR(st.st_mode):
+        if os.path.lexists(dotgit / "commondir"):
+            why = "has a commondir file (it would read another repository)"
+    elif stat.S_ISREG(st.st_mode):
+        why = _foreign_gitfile(root, dotgit)
+    else:
+        why = "is not a directory or a file"
+    if why:
+        _log.warning("git history not read: %s %s", dotgit, why)
         return None
     return root
+
+
+def _foreign_gitfile(root: Path, dotgit: Path) -> str | None:
+    """Why a `gitdir:` file leads to a git directory not this work tree's (None: it is its own)."""
+    try:
+        with open(dotgit, "rb") as fh:
+            text = fh.read(4096).decode("utf-8", "replace").strip()
+    except OSError:
+        return "cannot be read"
+    if not text.startswith("gitdir:"):
+        return "is not a gitdir file"
+    target = Path(text[len("gitdir:"):].strip())
+    target = (target if target.is_absolute() else root / target).resolve()
+    try:  # a linked work tree: its administrative directory names this .git file
+        back = (target / "gitdir").read_text(encoding="utf-8", errors="replace").strip()
+        if Path(back).resolve() == dotgit.resolve():
+            return None
+    except OSError:
+        pass
+    for parent in root.resolve().parents:  # a submodule: under an enclosing repository's .git/modules
+        if target.is_relative_to(parent / ".git" / "modules"):
+            return None
+    return f"points at {target}, which is neither a linked work tree's nor a submodule's git directory of it"
 
 
 def update_for_root(store: Store, root: Path, enabled: bool = True, max_commits: int = MAX_COMMITS) -> HistorySummary:
@@ -219,9 +326,7 @@ def update_for_root(store: Store, root: Path, enabled: bool = True, max_commits:
     try:
         return update_history(store, gitdir, "HEAD", max_commits)
     except (RuntimeError, OSError, ValueError) as exc:
-        import logging
-
-        logging.getLogger(__name__).warning("git history not indexed: %s", exc)
+        _log.warning("git history not indexed: %s", exc)
         return HistorySummary(None)
 
 
@@ -328,7 +433,7 @@ def _insert(store: Store, commits: list[Commit]) -> None:
             continue
         c.execute(
             "INSERT INTO commits(sha, time, message, is_fix, n_files) VALUES(?,?,?,?,?)",
-            (cm.sha, cm.time, cm.message, int(is_fix_message(cm.message)), len(cm.changes)),
+            (cm.sha, cm.time, cm.message, int(is_fix_message(cm.message)), max(cm.n_files, len(cm.changes))),
         )
         rowid = c.last_insert_rowid()
         c.execute("INSERT INTO commits_fts(rowid, message) VALUES(?,?)", (rowid, index_terms(cm.message, unique=False)))

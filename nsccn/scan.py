@@ -169,6 +169,26 @@ BINARY_EXTENSIONS = frozenset((
 ))
 
 
+BAD_NAME = "file name not valid UTF-8"
+
+
+def bad_name(rel: str) -> bool:
+    """A name that is not valid UTF-8 (Linux allows any bytes; Python keeps the bad ones as
+    surrogates): neither SQLite nor msgpack can hold it, and one such name stopped all indexing."""
+    if rel.isascii():
+        return False
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def shown_name(rel: str) -> str:
+    """The name as a warning can print it: its bad bytes escaped (`caf\\xe9.py`)."""
+    return os.fsencode(rel).decode("utf-8", "backslashreplace")
+
+
 def binary_by_name(name: str) -> bool:
     dot = name.rfind(".")
     return dot > 0 and name[dot:].lower() in BINARY_EXTENSIONS
@@ -246,6 +266,10 @@ def scan_repository(root: Path, config: Config) -> ScanResult:
                 continue
             if rules.ignored_below(rel, is_dir, ancestors):
                 continue
+            if bad_name(rel):
+                result.skip(BAD_NAME, shown_name(rel))
+                result.warnings.append(f"{shown_name(rel)}: skipped, its {'directory ' if is_dir else ''}name is not valid UTF-8")
+                continue
             if is_link:
                 target = os.path.realpath(entry.path)
                 if not (target == str(real_root) or target.startswith(str(real_root) + os.sep)):
@@ -285,7 +309,7 @@ def scan_repository(root: Path, config: Config) -> ScanResult:
     walk(root, "")
     while linked_dirs:  # one that leads somewhere not walked yet (an ignored directory) is walked
         walk(*linked_dirs.pop(0))
-    result.warnings = list(rules.warnings)
+    result.warnings = list(rules.warnings) + result.warnings
     return result
 
 

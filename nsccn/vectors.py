@@ -37,6 +37,8 @@ import apsw
 import numpy as np
 import sqlite_vec
 
+from nsccn.store.schema import VECTOR_TABLES, vec_index_sql
+
 # sqlite-vec refuses k above this in a KNN query.
 MAX_K = 4096
 # Above this many vectors, knn(quantized=None) takes the binary coarse pass.
@@ -164,37 +166,14 @@ class VectorStore:
                     "DROP TABLE IF EXISTS vec_bits; DROP TABLE IF EXISTS vec_cache;"
                 )
             self.conn.execute(
-                """
-                CREATE TABLE IF NOT EXISTS vec_meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
-                CREATE TABLE IF NOT EXISTS vec_ids (
-                    rowid INTEGER PRIMARY KEY,
-                    entity_id TEXT NOT NULL UNIQUE,
-                    text_hash TEXT NOT NULL,
-                    cache_id INTEGER NOT NULL  -- vec_cache.id: the re-rank reads vectors there
-                );
-                CREATE TABLE IF NOT EXISTS vec_bits (rowid INTEGER PRIMARY KEY, bits BLOB NOT NULL);
-                -- A rowid table, not WITHOUT ROWID: a 1-1.5 KB vector fits in a table leaf
-                -- cell, but spills to a 4 KB overflow page per row in an index-style b-tree.
-                CREATE TABLE IF NOT EXISTS vec_cache (
-                    id INTEGER PRIMARY KEY,
-                    model_id TEXT NOT NULL,
-                    dim INTEGER NOT NULL,
-                    text_hash TEXT NOT NULL,
-                    vector BLOB NOT NULL,
-                    used INTEGER NOT NULL,  -- unix time of the last store or hit, for pruning
-                    UNIQUE (model_id, dim, text_hash)
-                );
+                VECTOR_TABLES + """
                 DROP TABLE IF EXISTS vec_index;
                 DELETE FROM vec_ids;
                 DELETE FROM vec_bits;
                 DELETE FROM vec_meta WHERE key IN ('bit_center', 'bit_center_n');
                 """
             )
-            # distance_metric=l2 rather than cosine: the vectors are unit length, so the
-            # ranking is the same (|a-b|^2 = 2 - 2cos), and sqlite-vec's L2 is ~15% faster.
-            self.conn.execute(
-                f"CREATE VIRTUAL TABLE vec_index USING vec0(embedding float[{dim}] distance_metric=l2)"
-            )
+            self.conn.execute(vec_index_sql(dim))
             self.conn.executemany(
                 "INSERT OR REPLACE INTO vec_meta (key, value) VALUES (?, ?)",
                 [("model_id", model_id), ("dim", dim), ("schema", SCHEMA_VERSION)],

@@ -146,7 +146,7 @@ def pipeline_index(
     summary.files_unchanged = int(ws.get("unchanged", 0)) + int(rs.get("unchanged", 0))
     summary.files_deleted = int(rs.get("removed", 0))
     summary.lines_indexed = int(rs.get("lines", 0))
-    summary.warnings = list(ws.get("warnings") or [])
+    summary.warnings = list(rs.get("warnings") or []) + list(ws.get("warnings") or [])
     if sup.embed_problem:
         summary.warnings.append(f"no vectors: {sup.embed_problem}")
     for part in (ws.get("skipped") or {}, rs.get("skipped") or {}):

@@ -140,7 +140,7 @@ def test_indexer_reads_the_history_of_a_work_tree(history_repo, tmp_path):
 def test_files_only_when_diffs_cannot_be_read(history_repo):
     """A clone missing blobs cannot show diffs; the files each commit changed still come through."""
     root, shas = history_repo
-    text = git(root, "log", "--no-merges", "--no-renames", "--name-only", "--format=%x00commit %H%x1f%ct%x1f%B%x1f")
+    text = git(root, "log", "--no-merges", "--no-renames", "--name-only", history.LOG_FORMAT)
     commits = history.parse_name_only(text)
     assert [c.sha for c in commits] == shas[::-1]
     assert commits[0].changes == {"app/config.py": set()} and commits[-1].message == "Initial import of the configuration reader"
@@ -148,23 +148,21 @@ def test_files_only_when_diffs_cannot_be_read(history_repo):
 
 
 def test_the_log_is_read_in_blocks_as_if_read_whole(history_repo, tmp_path):
-    """`git log -p` streams through `_split_commits` block by block (never held whole); the commits
+    """`git log -p` streams through `read_log` block by block (never held whole); the commits
     are those of the whole output parsed at once, whatever the block size, a UTF-8 character cut
     between two blocks included."""
     root, shas = history_repo
     commit(root, {"app/util.py": "def helper():\n    return 'é—ü'\n"}, "Fix naïve décodage — ünïcode 🐍 in helper",
            1_600_259_200)
-    fmt = "--format=%x00commit %H%x1f%ct%x1f%B%x1f"
-    raw = subprocess.run(["git", "-C", str(root), "log", "--no-merges", "--no-renames", "-p", "-U0", "--no-color", fmt],
-                         capture_output=True, check=True).stdout
-    whole = raw.decode("utf-8").split(history._COMMIT)[1:]
-    assert len(whole) == 4
+    raw = subprocess.run(["git", "-C", str(root), "log", "--no-merges", "--no-renames", "-p", "-U0", "--no-color",
+                          history.LOG_FORMAT], capture_output=True, check=True).stdout
+    whole = [(c.sha, c.time, c.message, c.changes, c.n_files) for c in history.parse_log(raw)]
+    assert [w[0] for w in whole] == [git(root, "rev-parse", "HEAD").strip(), *shas[::-1]]
     for size in (1, 2, 3, 5, 64, len(raw)):
         blocks = [raw[i:i + size] for i in range(0, len(raw), size)]
-        assert list(history._split_commits(blocks)) == whole, size
+        assert [(c.sha, c.time, c.message, c.changes, c.n_files) for c in history.read_log(blocks)] == whole, size
     read = history.read_commits(root, "HEAD")
-    assert [(c.sha, c.message, c.changes) for c in read] == [
-        (c.sha, c.message, c.changes) for c in history.parse_log(raw.decode("utf-8"))]
+    assert [(c.sha, c.message, c.changes) for c in read] == [w[0:1] + w[2:4] for w in whole]
     assert read[0].message == "Fix naïve décodage — ünïcode 🐍 in helper" and read[0].changes == {"app/util.py": {"helper"}}
     with pytest.raises(RuntimeError, match="(?i)not a git repository"):
         list(history._git_blocks(tmp_path, "log"))

@@ -30,7 +30,7 @@ import zmq
 from nsccn.config import load_config
 from nsccn.languages import enabled
 from nsccn.messages import BulkDone, BulkStart, Committed, Hello, ParseJob, Ready, encode
-from nsccn.scan import IgnoreRules, detect_language, scan_repository
+from nsccn.scan import IgnoreRules, bad_name, detect_language, scan_repository, shown_name
 from nsccn.store import Store
 from workers.base import Actor, actor_main
 from workers.debounce import Debouncer, Dispatcher
@@ -387,6 +387,9 @@ class Watcher(Actor):
         return hit
 
     def _wanted_file(self, rel: str) -> bool:
+        if bad_name(rel):  # the scan's rule: skipped and named, never sent (msgpack cannot carry it)
+            self._warn([f"{shown_name(rel)}: skipped, its name is not valid UTF-8"])
+            return False
         if detect_language(os.path.join(self.root, rel), rel) not in self._languages:
             return False
         parent = rel.rsplit("/", 1)[0] if "/" in rel else ""

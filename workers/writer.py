@@ -74,6 +74,9 @@ class Writer(Actor):
         self.history_read = None  # a bulk's history, being read by git (nsccn.history.start_update)
         with self.busy("opening index"):
             self.store = Store(spec.db_path, cache_mib=WRITER_CACHE_MIB)
+        if self.store.replaced:  # a shipped index: `nsccn index` prints it with the summary
+            self.log.warning("%s", self.store.replaced)
+            self.stats["warnings"] = [self.store.replaced]
         inbox = self.socket(zmq.PULL, bind=self.addrs.writer)
         self.to_watcher = self.socket(zmq.PUSH, connect=self.addrs.watcher)
         self.to_embedder = self.socket(zmq.PUSH, connect=self.addrs.embedder) if spec.embed else None

@@ -17,6 +17,7 @@ from functools import lru_cache
 import tree_sitter as ts
 import tree_sitter_python
 
+from nsccn.extract import head_lines
 from nsccn.model import Entity, Ref, entity_id
 
 EXTENSIONS = (".py", ".pyi")
@@ -689,8 +690,7 @@ class PythonExtractor:
     def _body_head(self, body: ts.Node | None, max_lines: int = 12) -> str:
         if body is None:
             return ""
-        start = body.start_point[0]
-        return "\n".join(self.text_lines[start : start + max_lines])
+        return head_lines(self.text_lines, body.start_point[0], max_lines)
 
     def _collect_errors(self, node: ts.Node) -> None:
         stack = [node]  # a loop, not recursion: errors can sit thousands of levels down

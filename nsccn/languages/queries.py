@@ -32,6 +32,7 @@ from pathlib import Path
 
 import tree_sitter as ts
 
+from nsccn.extract import head_lines
 from nsccn.model import Entity, Ref, entity_id
 
 HERE = Path(__file__).parent
@@ -428,8 +429,7 @@ class QueryExtractor:
     def _body_head(self, body: ts.Node | None) -> str:
         if body is None:
             return ""
-        start = body.start_point[0]
-        return "\n".join(self.text_lines[start:start + BODY_HEAD_LINES])
+        return head_lines(self.text_lines, body.start_point[0], BODY_HEAD_LINES)
 
     def _collect_errors(self, node: ts.Node) -> None:
         stack = [node]

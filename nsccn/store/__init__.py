@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -20,10 +22,11 @@ import apsw
 
 from nsccn.model import TEXT, ParsedFile
 from nsccn.private import open_private, private_dir
+from nsccn.store import trust
 from nsccn.store.schema import INHERITS_ID, REF_INDEXES, RESOLVE_PENDING, SCHEMA_VERSION, migrate
 from nsccn.store.terms import file_terms
 
-__all__ = ["WRITER_CACHE_MIB", "RESOLVE_PENDING", "Store", "EntityRow", "EdgeRow", "SCHEMA_VERSION", "IndexMissing", "IndexNotReady"]
+__all__ = ["WRITER_CACHE_MIB", "RESOLVE_PENDING", "Store", "EntityRow", "EdgeRow", "SCHEMA_VERSION", "IndexMissing", "IndexNotReady", "IndexUntrusted"]
 
 COUNTS_KEY = "counts"  # meta: Store.counts() as JSON, deleted by every write that changes them
 # The writers' page cache: resolution writes 600k edges in one transaction, and a 64 MiB cache of
@@ -42,6 +45,10 @@ class IndexMissing(FileNotFoundError):
 
 class IndexNotReady(IndexMissing):
     """The index file exists, its schema not yet: a first build has just begun."""
+
+
+class IndexUntrusted(IndexMissing):
+    """The index file was not made by this user's nsccn (a repository can ship one): never read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,37 +98,80 @@ class Store:
         self._files_by_name: tuple[tuple[int, int], dict[str, list[str]]] | None = None
         self._postings: dict = {}  # full-text table -> its nsccn.store.bm25.Postings
         self._last_match: dict[str, tuple] = {}  # full-text table -> (query and index version, its Matches)
+        self.replaced: str | None = None  # why a file that was not our index was removed (the writer)
         if readonly:
             if not self.path.exists():
                 raise IndexMissing(f"no index at {self.path}: run `nsccn index` first")
-            flags = apsw.SQLITE_OPEN_READONLY
+            self.conn = self._open_checked(apsw.SQLITE_OPEN_READONLY)
         else:
             # 0600 whatever the umask (SQLite gives the -wal and -shm files the database's mode).
             if not self.path.parent.exists():
                 private_dir(self.path.parent)
-            os.close(open_private(self.path, os.O_RDWR))
             flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-        self.conn = apsw.Connection(str(self.path), flags=flags)
-        self.conn.set_busy_timeout(10_000)
-        if not readonly:
+            self.conn = self._open_checked(flags)
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
-            migrate(self.conn, str(self.path))
+            migrate(self.conn, str(self.path), identity=trust.new_identity)
             self.ref_indexes()  # a first build that stopped before resolving left them out
-        else:
-            try:
-                row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            except apsw.SQLError:  # "no such table: meta": the writer has created the file, not the schema yet
-                row = None
-            if row is None:
-                self.conn.close()
-                raise IndexNotReady(f"the index at {self.path} is being created: try again in a moment")
-            if int(row[0]) != SCHEMA_VERSION:
-                self.conn.close()
-                raise RuntimeError(
-                    f"index at {self.path} has schema {row[0]}, this nsccn reads {SCHEMA_VERSION}: re-run `nsccn index`"
-                )
         self.conn.execute(f"PRAGMA cache_size={-1024 * int(cache_mib)}")
+
+    def _open_checked(self, flags: int) -> apsw.Connection:
+        """A connection to an index this user's nsccn made (nsccn.store.trust), checked before
+        anything reads a row or writes. A reader refuses any other (IndexUntrusted); the writer
+        removes it, says why in one line, and starts a new one (the run rebuilds it from the files)."""
+        for _attempt in (0, 1):
+            why = None
+            if self.readonly:
+                side = self._unsafe_sidecar()
+                why = f"{side} is not a file of this user's" if side else None
+            else:
+                while side := self._unsafe_sidecar():
+                    os.unlink(side)  # the link itself: SQLite would have written the WAL through it
+                os.close(open_private(self.path, os.O_RDWR))
+            conn = apsw.Connection(str(self.path), flags=flags)
+            conn.set_busy_timeout(10_000)
+            if why is None:
+                try:
+                    issue = trust.problem(conn)
+                except apsw.Error as exc:  # not a database at all, or a damaged one
+                    issue = ("foreign", f"it cannot be read as an index: {exc}")
+                if issue is None or (issue[0] in ("new", "version") and not self.readonly):
+                    return conn  # (the writer's migration makes a new schema, rebuilds an older one)
+                conn.close()
+                if issue[0] == "new":
+                    raise IndexNotReady(f"the index at {self.path} is being created: try again in a moment")
+                if issue[0] == "version":
+                    raise RuntimeError(f"index at {self.path} has schema {issue[1]}, this nsccn reads {SCHEMA_VERSION}:"
+                                       " re-run `nsccn index`")
+                why = issue[1]
+            else:
+                conn.close()
+            if self.readonly:
+                raise IndexUntrusted(f"the index at {self.path} was not made by this user's nsccn ({why}): nothing is"
+                                     " read from it; run `nsccn index` to rebuild it from the repository")
+            self.replaced = (f"{self.path} is not an index this user's nsccn made ({why}):"
+                             " removed, rebuilding it from the repository")
+            print(f"nsccn: warning: {self.replaced}", file=sys.stderr, flush=True)
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                try:
+                    os.unlink(f"{self.path}{suffix}")
+                except FileNotFoundError:
+                    pass
+        raise IndexUntrusted(f"the index at {self.path} cannot be made anew")
+
+    def _unsafe_sidecar(self) -> str | None:
+        """A -wal, -shm or -journal file beside the index that is not a regular file of ours (a
+        repository can carry `.nsccn/index.db-wal -> ~/.bashrc`), or the index itself a symlink
+        (the writer's open_private refuses that one)."""
+        for suffix in ("-wal", "-shm", "-journal") if not self.readonly else ("", "-wal", "-shm", "-journal"):
+            side = f"{self.path}{suffix}"
+            try:
+                st = os.lstat(side)
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+                return side
+        return None
 
     def close(self) -> None:
         self.conn.close()

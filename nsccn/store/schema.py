@@ -4,6 +4,7 @@ tables dropped and made anew: the next index run is a first build), never read a
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import apsw
 
@@ -159,9 +160,10 @@ RESOLVE_PENDING = "resolve_pending"
 RUN_META = (RESOLVE_PENDING, "ranks_pending_files", "last_indexed", "counts")
 
 
-def migrate(conn: apsw.Connection, where: str = "") -> int:
+def migrate(conn: apsw.Connection, where: str = "", identity: Callable[[], dict[str, str]] | None = None) -> int:
     """Create the schema of a new database, or rebuild an older one (one line on stderr says so),
-    in one transaction: no reader sees half of it. Returns the version."""
+    in one transaction: no reader sees half of it. A new one is signed with `identity()`'s meta
+    rows (nsccn.store.trust) in that transaction too. Returns the version."""
     with conn:
         conn.execute("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)")
         row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
@@ -178,7 +180,39 @@ def migrate(conn: apsw.Connection, where: str = "") -> int:
             for table in INDEX_TABLES:
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
             conn.executemany("DELETE FROM meta WHERE key=?", ((k,) for k in RUN_META))
+        elif version == 0 and identity is not None:
+            conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", identity().items())
         conn.execute(INDEX_SCHEMA)
         conn.execute(HISTORY_SCHEMA)
         conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
     return SCHEMA_VERSION
+
+
+# The vector tables (nsccn.vectors), made by the first embedding run; vec_index is sqlite-vec's.
+VECTOR_TABLES = """
+                CREATE TABLE IF NOT EXISTS vec_meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS vec_ids (
+                    rowid INTEGER PRIMARY KEY,
+                    entity_id TEXT NOT NULL UNIQUE,
+                    text_hash TEXT NOT NULL,
+                    cache_id INTEGER NOT NULL  -- vec_cache.id: the re-rank reads vectors there
+                );
+                CREATE TABLE IF NOT EXISTS vec_bits (rowid INTEGER PRIMARY KEY, bits BLOB NOT NULL);
+                -- A rowid table, not WITHOUT ROWID: a 1-1.5 KB vector fits in a table leaf
+                -- cell, but spills to a 4 KB overflow page per row in an index-style b-tree.
+                CREATE TABLE IF NOT EXISTS vec_cache (
+                    id INTEGER PRIMARY KEY,
+                    model_id TEXT NOT NULL,
+                    dim INTEGER NOT NULL,
+                    text_hash TEXT NOT NULL,
+                    vector BLOB NOT NULL,
+                    used INTEGER NOT NULL,  -- unix time of the last store or hit, for pruning
+                    UNIQUE (model_id, dim, text_hash)
+                );
+"""
+
+
+def vec_index_sql(dim: int) -> str:
+    # distance_metric=l2 rather than cosine: the vectors are unit length, so the
+    # ranking is the same (|a-b|^2 = 2 - 2cos), and sqlite-vec's L2 is ~15% faster.
+    return f"CREATE VIRTUAL TABLE vec_index USING vec0(embedding float[{dim}] distance_metric=l2)"
