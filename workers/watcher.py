@@ -30,7 +30,7 @@ import zmq
 from nsccn.config import load_config
 from nsccn.languages import enabled
 from nsccn.messages import BulkDone, BulkStart, Committed, Hello, ParseJob, Ready, encode
-from nsccn.scan import IgnoreRules, detect_language, scan_repository
+from nsccn.scan import IgnoreRules, file_by_name, scan_repository
 from nsccn.store import Store
 from workers.base import Actor, actor_main
 from workers.debounce import Debouncer, Dispatcher
@@ -387,8 +387,8 @@ class Watcher(Actor):
         return hit
 
     def _wanted_file(self, rel: str) -> bool:
-        if detect_language(os.path.join(self.root, rel), rel) not in self._languages:
-            return False
+        if file_by_name(os.path.join(self.root, rel), rel, self._languages)[0] is None:
+            return False  # the scan's own rule: a dotfile, a language not enabled, a binary by name
         parent = rel.rsplit("/", 1)[0] if "/" in rel else ""
         wanted = not self._dir_ignored(parent) and not self.rules.ignored(rel, False)
         if len(self.rules.warnings) != self._rule_warnings:  # a .gitignore read just now had a bad line
