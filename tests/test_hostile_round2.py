@@ -96,3 +96,91 @@ def test_live_edits_index_what_the_scan_indexes(tmp_path):
         assert json.loads(r.stdout)["results"] == []
     finally:
         stop(p)
+
+
+# -- item 10: repository strings reach the terminal escaped --------------------------------------
+
+ESC_NAME = "esc\x1b]0;owned\x07\x1b[2J.py"
+FORGED = "  1. 9.9999  func:forged.py:trusted  (forged.py:1)"
+NL_NAME = f"nl\n{FORGED}\n.py"
+C1_NAME = "c1\x9b31m\u202eyp.py"  # an 8-bit CSI, a right-to-left override
+ESCAPES = {
+    ESC_NAME: 'def esc_target(x):\n    """Clears \x1b[2J the screen."""\n    return "\x1b]0;title\x07" + nl_target(x)\n',
+    NL_NAME: "def nl_target(x):\n    return c1_target(x)\n",
+    C1_NAME: "def c1_target(x):\n    return x\n",
+    "ok.py": "from nl import nl_target\n\n\ndef caller():\n\treturn esc_target(1)\n",
+}
+RAW = ("\x1b", "\x07", "\x9b", "\u202e")
+
+
+def assert_clean(text: str, what) -> None:
+    assert not [c for c in RAW if c in text], (what, text)
+    assert "forged.py" not in "\n".join(ln for ln in text.splitlines() if ln.lstrip().startswith("1. 9.9999")), what
+
+
+def test_escape_codes_and_newlines_in_names_are_escaped_in_text_and_exact_in_json(tmp_path):
+    import asyncio
+
+    from fastmcp import Client
+
+    from nsccn.escape import block, one_line
+    from nsccn.indexer import index_repository
+    from nsccn.mcp_server import create_server
+
+    assert one_line("a\nb\x1bc\td") == "a\\nb\\x1bc\\td" and block("a\n\tb\r\n\x1b\r") == "a\n\tb\r\n\\x1b\\r"
+    repo = tmp_path / "r"
+    repo.mkdir()
+    for name, text in ESCAPES.items():
+        (repo / name).write_text(text)
+    index_repository(repo, workers=1)
+    root = ["--root", str(repo)]
+    runs = [["search", "esc_target nl_target c1_target clears"], ["map"], ["symbol", "esc_target"], ["symbol", "nl_target"],
+            ["symbol", "c1_target"], ["skeleton", ESC_NAME], ["window", f"func:{ESC_NAME}:esc_target"],
+            ["window", f"func:{NL_NAME}:nl_target"], ["trace", f"func:{ESC_NAME}:esc_target", "--depth", "3"],
+            ["refs", f"func:{C1_NAME}:c1_target"], ["context", "esc_target clears the screen"],
+            ["localize", "esc_target clears the screen and nl_target"], ["window", "func:nope\x1b[2J.py:x"]]
+    for args in runs:
+        r = nsccn(*args, *root, timeout=60)
+        assert "Traceback" not in r.stderr, (args, r.stderr)
+        assert_clean(r.stdout, args)
+        assert_clean(r.stderr, args)
+    r = nsccn("symbol", "nl_target", *root)
+    assert r.stdout.splitlines() == [f"func:{one_line(NL_NAME)}:nl_target  ({one_line(NL_NAME)}:1)", "    def nl_target(x)"]
+    r = nsccn("window", f"func:{ESC_NAME}:esc_target", *root)
+    assert "\\x1b[2J the screen" in r.stdout and "\\x1b]0;title\\x07" in r.stdout
+    r = nsccn("window", "func:ok.py:caller", *root)
+    assert "\treturn esc_target(1)" in r.stdout  # a tab in code is the code's own
+    # JSON stays exact.
+    r = nsccn("search", "esc_target nl_target c1_target", *root, "--json")
+    assert {ESC_NAME, NL_NAME, C1_NAME} <= {x["file"] for x in json.loads(r.stdout)["results"]}
+    assert not [c for c in RAW if c in r.stdout]
+    r = nsccn("window", f"func:{ESC_NAME}:esc_target", *root, "--json")
+    assert "\x1b[2J the screen" in json.loads(r.stdout)["code"]
+
+    # The MCP answers' text, which a client may print; the structured content stays exact.
+    server = create_server(repo)
+
+    async def calls():
+        out = []
+        async with Client(server) as c:
+            for tool, args in [("search_and_rank", {"query": "esc_target nl_target c1_target"}),
+                               ("read_skeleton", {"file_path": ESC_NAME}), ("read_skeleton", {"file_path": NL_NAME}),
+                               ("open_surgical_window", {"entity_id": f"func:{ESC_NAME}:esc_target"}),
+                               ("open_surgical_window", {"entity_id": f"func:{C1_NAME}:c1_target"}),
+                               ("repo_map", {}), ("find_symbol", {"name": "nl_target"}),
+                               ("trace_causal_path", {"entity_id": f"func:{ESC_NAME}:esc_target"}),
+                               ("find_references", {"entity_id": f"func:{C1_NAME}:c1_target"}),
+                               ("assemble_context", {"query": "esc_target clears the screen"}),
+                               ("localize_issue", {"report": "esc_target clears the screen"}), ("index_status", {})]:
+                r = await c.call_tool(tool, args)
+                out.append((tool, r.content[0].text, r.structured_content))
+        return out
+
+    results = asyncio.run(calls())
+    for tool, text, data in results:
+        assert_clean(text, tool)
+    data = {t: d for t, _, d in results}
+    assert {ESC_NAME, NL_NAME, C1_NAME} <= {x["file"] for x in data["search_and_rank"]["results"]}
+    assert data["open_surgical_window"]["file"] == C1_NAME and data["find_symbol"]["definitions"][0]["file"] == NL_NAME
+    sk = [d for t, _, d in results if t == "read_skeleton"]
+    assert sk[0]["file"] == ESC_NAME and "\x1b[2J the screen" in sk[0]["skeleton"] and sk[1]["file"] == NL_NAME
