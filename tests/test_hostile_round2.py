@@ -184,3 +184,48 @@ def test_escape_codes_and_newlines_in_names_are_escaped_in_text_and_exact_in_jso
     assert data["open_surgical_window"]["file"] == C1_NAME and data["find_symbol"]["definitions"][0]["file"] == NL_NAME
     sk = [d for t, _, d in results if t == "read_skeleton"]
     assert sk[0]["file"] == ESC_NAME and "\x1b[2J the screen" in sk[0]["skeleton"] and sk[1]["file"] == NL_NAME
+
+
+# -- item 9: a huge tsconfig.json costs a bounded amount per resolve ---------------------------------
+
+
+def test_a_huge_tsconfig_is_capped_and_each_resolve_tries_few_aliases(tmp_path):
+    from nsccn.languages.naming import MAX_ALIAS_NAMES, MAX_ALIASES
+    from nsccn.languages.project import CAPPED, MAX_PATH_ALIASES
+    from nsccn.resolve import Resolver
+    from nsccn.store import Store
+
+    n_files, n_aliases = 200, 20_000
+    # Half the aliases name src/ (every file matches them), half a directory of their own.
+    paths = {"@/*": ["src/*"], **{f"@alias{i}/*": ["src/*" if i % 2 else f"lib{i}/*"] for i in range(n_aliases)}}
+    files = {"tsconfig.json": json.dumps({"compilerOptions": {"baseUrl": ".", "paths": paths}}, indent=1),
+             "src/lib/helper.ts": "export function helper(x: number): number { return x; }\n",
+             "src/main.ts": "import { helper } from '@/lib/helper';\nexport function main() { return helper(1); }\n"}
+    for i in range(n_files):
+        files[f"src/m{i}/file{i}.ts"] = f"export function f{i}(x: number): number {{ return x + {i}; }}\n"
+    repo = write_repo(tmp_path / "r", files)
+    assert len(files["tsconfig.json"]) > 500_000
+    r = nsccn("index", str(repo), "--in-process", "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["skipped"][CAPPED] == 1 and summary["skipped_examples"][CAPPED] == "tsconfig.json"
+    r = nsccn("refs", "func:src/lib/helper.ts:helper", "--root", str(repo), "--json")
+    assert "func:src/main.ts:main" in [x["from"] for x in json.loads(r.stdout)["references"]]  # `@/` still resolves
+
+    # One file edited: the incremental index's resolve builds the same tables as this one.
+    (repo / "src/m0/file0.ts").write_text("export function f0(x: number): number { return x - 1; }\n")
+    r = nsccn("index", str(repo), "--in-process", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["files_indexed"] == 1, r.stderr
+    with Store(repo / ".nsccn" / "index.db", readonly=True) as store:
+        project = Resolver(store).project
+    assert len(project.aliases) <= MAX_PATH_ALIASES <= MAX_ALIASES  # 20,001 before
+    longest = max(len(p) for p in files)
+    assert project.tried <= (n_files + 2) * 3 < longest * (n_files + 2)  # lookups, not one per alias per file
+    assert project.tried < n_aliases  # (before: every alias against every file, 4 million tries)
+    assert MAX_ALIAS_NAMES <= 64
+    # The pipeline's writer counts it alike.
+    for p in (repo / ".nsccn").glob("index.db*"):
+        p.unlink()
+    r = nsccn("index", str(repo), "--pipeline", "--workers", "1", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["skipped"][CAPPED] == 1

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import zmq
 
 from nsccn.extract import TOO_DEEP
+from nsccn.languages.project import CAPPED, over_limits
 from nsccn.messages import (
     BulkDone,
     BulkStart,
@@ -284,6 +285,11 @@ class Writer(Actor):
                         self.skipped_examples.setdefault(TOO_DEEP, path)
                         self.log.warning("%s: nested too deeply from line %d: that region is left out",
                                          path, m.file.deep_lines[0])
+                    capped = over_limits(m.file) if m.file.language == "tsconfig" else None
+                    if capped:  # indexed, less what is over a project file's caps
+                        self.skipped[CAPPED] += 1
+                        self.skipped_examples.setdefault(CAPPED, path)
+                        self.log.warning("%s", capped)
             elif isinstance(m, Unchanged):
                 self.stats["unchanged"] += 1
                 if cur is not None and cur[1] != m.mtime:
