@@ -48,7 +48,7 @@ from nsccn.messages import (
     encode,
     encode_spec,
 )
-from nsccn.private import open_private, private_dir
+from nsccn.private import PrivatePathError, open_private, private_dir
 from supervisor.addresses import (
     PipelineLock,
     addresses,
@@ -204,9 +204,21 @@ class Supervisor:
     def _spawn(self, slot: Slot) -> None:
         spec = self._spec(slot)
         slot.log_path = self.log_dir / f"{slot.name}.log"
-        if slot.log_path.exists() and slot.log_path.stat().st_size > 10 << 20:
-            slot.log_path.replace(slot.log_path.with_suffix(".log.1"))
-        logf = os.fdopen(open_private(slot.log_path, os.O_WRONLY | os.O_APPEND), "ab")
+        try:
+            # Checked again at every start: the index directory (or its logs/) can have been swapped
+            # for a symlink by whoever owns the repository since, and an actor started then would
+            # write and bind through it (root serving someone else's repository).
+            private_dir(self.log_dir)
+            if slot.log_path.exists() and slot.log_path.stat().st_size > 10 << 20:
+                slot.log_path.replace(slot.log_path.with_suffix(".log.1"))
+            logf = os.fdopen(open_private(slot.log_path, os.O_WRONLY | os.O_APPEND), "ab")
+        except (PrivatePathError, OSError) as exc:
+            if slot.last_error != f"not started: {exc}":
+                log.error("%s not started: %s", slot.name, exc)
+            slot.last_error = f"not started: {exc}"
+            slot.state = "refused"
+            slot.next_start = time.monotonic() + self.policy.backoff_max_s  # until the owner puts it back
+            return
         # -P: the working directory (the repository) never joins sys.path, so a repository that
         # holds its own `workers/` package cannot have its code run as our actor.
         cmd = [sys.executable, "-P", "-m", MODULES[slot.kind], "--spec", encode_spec(spec)]

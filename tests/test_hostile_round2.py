@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import write_repo
 from nsccn.config import load_config
 from nsccn.scan import scan_repository
@@ -229,3 +231,78 @@ def test_a_huge_tsconfig_is_capped_and_each_resolve_tries_few_aliases(tmp_path):
     r = nsccn("index", str(repo), "--pipeline", "--workers", "1", "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["skipped"][CAPPED] == 1
+
+
+# -- item 8: no symlink someone else made, at any component of the index directory ---------------------
+
+OTHER_UID = 4242  # the repository's owner, not the user running nsccn
+
+
+def chown_tree(path: Path, uid: int) -> None:
+    for dirpath, dirnames, filenames in os.walk(path):
+        for name in [*dirnames, *filenames, ""]:
+            os.lchown(os.path.join(dirpath, name), uid, uid)
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="making files of another user needs root")
+
+
+@needs_root
+def test_private_files_are_never_reached_through_another_users_symlink(tmp_path):
+    from nsccn.private import PrivatePathError, open_private, private_dir, write_private
+
+    secret = tmp_path / "root-only"
+    secret.mkdir(mode=0o700)
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "logs").symlink_to(secret)  # a symlink inside a directory of theirs
+    os.symlink(theirs, tmp_path / "idx")
+    chown_tree(theirs, OTHER_UID)
+    os.lchown(tmp_path / "idx", OTHER_UID, OTHER_UID)
+    for make in (lambda: open_private(tmp_path / "idx" / "logs" / "watcher.log", os.O_WRONLY),
+                 lambda: private_dir(tmp_path / "idx" / "logs" / "sub"),
+                 lambda: write_private(tmp_path / "idx" / "logs" / "pipeline.json", b"{}")):
+        with pytest.raises(PrivatePathError, match=f"symlink owned by uid {OTHER_UID}"):
+            make()
+    assert list(secret.iterdir()) == []
+    # A directory of theirs, no symlink: refused as a place for our files (they could link or swap them).
+    with pytest.raises(PrivatePathError, match=f"belongs to uid {OTHER_UID}"):
+        open_private(theirs / "x.log", os.O_WRONLY)
+    # Our own symlinks (and root's) are followed as before.
+    mine = tmp_path / "mine"
+    mine.symlink_to(secret)
+    os.close(open_private(mine / "ok.log", os.O_WRONLY))
+    assert (secret / "ok.log").exists()
+
+
+@needs_root
+def test_root_serving_another_users_repository_never_logs_through_their_symlinks(tmp_path):
+    repo = write_repo(tmp_path / "repo", {"a.py": "def a():\n    pass\n"})
+    chown_tree(repo, OTHER_UID)
+    secret = tmp_path / "root-only"
+    secret.mkdir(mode=0o700)
+    p = serve(repo)
+    try:
+        st = wait_for(lambda: settled(repo, 0, p), 60, "the initial index")
+        watcher = st["actors"]["watcher"]["pid"]
+        # The owner swaps .nsccn for a directory of theirs whose logs/ leads into root's directory.
+        theirs = tmp_path / "theirs"
+        theirs.mkdir()
+        (theirs / "logs").symlink_to(secret)
+        chown_tree(theirs, OTHER_UID)
+        os.rename(repo / ".nsccn", repo / ".nsccn-away")
+        os.symlink(theirs, repo / ".nsccn")
+        os.lchown(repo / ".nsccn", OTHER_UID, OTHER_UID)
+        os.kill(watcher, signal.SIGKILL)  # the supervisor restarts it: a new log file opened
+        time.sleep(3)
+        assert list(secret.iterdir()) == [] and list(theirs.iterdir()) == [theirs / "logs"]
+        assert p.proc.poll() is None  # refused, not dead: it starts the watcher once the owner puts things back
+        os.unlink(repo / ".nsccn")
+        os.rename(repo / ".nsccn-away", repo / ".nsccn")
+        st = wait_for(lambda: (s := settled(repo, 0, p)) and s["actors"]["watcher"]["pid"] not in (None, watcher) and s, 30,
+                      "the watcher to start again")
+        assert st["actors"]["watcher"]["restarts"] >= 1
+        assert f"symlink owned by uid {OTHER_UID}" in st["actors"]["watcher"]["last_error"]  # what status said meanwhile
+    finally:
+        stop(p)
+    assert list(secret.iterdir()) == []
