@@ -123,7 +123,13 @@ def cmd_index(args) -> int:
         try:
             summary = index_repository(root, config=config, workers=args.workers, progress=progress,
                                        embed=args.embed, embed_progress=embed_progress, scan=scan)
-        except RuntimeError as exc:
+        except Exception as exc:
+            from nsccn.store import is_disk_full
+
+            if is_disk_full(exc):  # what was committed stays; the next run goes on from there
+                print(f"nsccn: disk full: the index of {root} could not be written ({is_disk_full(exc)}); what was committed"
+                      " stays: free some space and run `nsccn index` again", file=sys.stderr)
+                return EXIT_FAILED
             from nsccn.resolve_partitions import ResolveFailed  # not imported by a run that resolves nothing
 
             if not isinstance(exc, ResolveFailed):
@@ -622,6 +628,11 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "embeds_query", False):
             nav.embedder = pipeline_embedder(nav)
         out = args.func(nav, args)
+        full = nav.disk_note() if isinstance(out, dict) else None
+        if full:  # in every answer: edits made now are not in the index until there is room
+            out["disk_full"] = full
+            if not args.json:
+                print(f"# note: {one_line(full)}", file=sys.stderr)
     except NavigatorError as exc:
         if args.json:
             _print_json(exc.as_dict())

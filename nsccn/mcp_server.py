@@ -402,12 +402,15 @@ class NavigatorService:
         live = self.pipeline_status()  # the pipeline gone (`nsccn serve` reattaching): say so first
         if live and isinstance(live.get("stale"), str):
             out["stale"] = live["stale"] + (f"; also: {out['stale']}" if out.get("stale") else "")
+        full = (live or {}).get("disk_full") or self.nav.disk_note()  # the writer's own word first
+        if full:
+            out["disk_full"] = full if full.startswith("disk full") else f"disk full: {full}"
         return out
 
 
 def _note_lines(out: dict) -> str:
     """The answer's notes as `# note:` lines for the text the model reads."""
-    return "".join(f"# note: {one_line(out[key])}\n" for key in ("stale", "partial", "unresolved") if out.get(key))
+    return "".join(f"# note: {one_line(out[key])}\n" for key in ("disk_full", "stale", "partial", "unresolved") if out.get(key))
 
 
 def _result(text: str, data: dict) -> ToolResult:
@@ -852,6 +855,9 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             partial = svc.partial_note()
             if partial:
                 out["partial"] = partial
+            full = (live or {}).get("disk_full") or svc.nav.disk_note()
+            if full:
+                out["disk_full"] = full
             out["server"] = {"nsccn": __version__, "result_token_cap": cap,
                              "query_embedding": svc.nav.embedder is not None}
             if not out.get("indexed"):

@@ -488,6 +488,12 @@ class Navigator:
         return self._with_unresolved({"query": query, "context": text, "tokens": count_tokens(text),
                                       "max_tokens": max_tokens, "entities": included})
 
+    def disk_note(self) -> str | None:
+        """'disk full' while the index's file system has no room: every answer carries it."""
+        from nsccn.store import disk_note
+
+        return disk_note(self.db_path.parent)
+
     def status(self) -> dict:
         try:
             store = self.store

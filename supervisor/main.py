@@ -502,6 +502,13 @@ class Supervisor:
                     slot.last_hb = time.monotonic()
                     if msg.kind == "watcher" and self.mode == "index":
                         self._parsers_for(msg.stats)
+                    if msg.kind == "writer" and self.mode == "index" and msg.stats.get("disk_full") and not self.failure:
+                        # `nsccn serve` waits for room; a one-off index says so and ends (what was
+                        # committed stays: the next run goes on from there).
+                        self.failure = msg.stats["disk_full"].split(" (writes held")[0]
+                        log.error("%s: stopping", self.failure)
+                        self.exit_code = 1
+                        self.stopping = True
                     slot.state = msg.state if msg.busy is None else f"busy: {msg.busy}"
                     slot.peak_rss_kb = max(slot.peak_rss_kb, msg.rss_kb)
                     if msg.last_error:
@@ -664,6 +671,8 @@ class Supervisor:
             state = rs.get("phase", "starting") if rs else "starting"
             if state == "idle" and self.mode == "serve":
                 state = "watching"
+        if rs.get("disk_full") and not self.failure:
+            state = "disk full"
         return {
             **self._identity(),
             "uptime_s": round(time.time() - self.started_at, 1),
@@ -685,6 +694,7 @@ class Supervisor:
             "actors": actors,
             "clients": self.clients_status(),
             "last_error": last_error,
+            "disk_full": rs.get("disk_full"),  # the writer holds what it has and tries again
         }
 
     # -- shutdown --------------------------------------------------------------------------------------

@@ -306,3 +306,92 @@ def test_root_serving_another_users_repository_never_logs_through_their_symlinks
     finally:
         stop(p)
     assert list(secret.iterdir()) == []
+
+
+# -- item 7: a full disk holds the writer, never ends it -------------------------------------------------
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A real 16 MiB file system (tmpfs), or a skip where this user cannot mount one."""
+    mnt = tmp_path / "fs"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def fill(fs: Path) -> Path:
+    """Fill the file system to the last byte; the filler file, to remove."""
+    filler = fs / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for size in (1 << 16, 1 << 12, 1 << 9, 1):
+            try:
+                while os.write(fd, b"\0" * size):
+                    pass
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
+    return filler
+
+
+def test_a_full_disk_holds_edits_under_serve_and_writes_them_when_space_returns(tmp_path, small_fs, monkeypatch):
+    from test_pipeline import make_repo, module_source, status_of
+
+    repo = make_repo(tmp_path / "repo", 64)
+    env = {"NSCCN_INDEX_DIR": str(small_fs / "idx")}
+    monkeypatch.setenv("NSCCN_INDEX_DIR", env["NSCCN_INDEX_DIR"])
+    db = small_fs / "idx" / "index.db"
+    p = serve(repo, env)
+    filler = None
+    try:
+        wait_for(lambda: settled(repo, 0, p), 60, "the initial index")
+        filler = fill(small_fs)
+        for i in range(64):
+            (repo / f"pkg{i % 8}" / f"mod{i}.py").write_text(module_source(i, 64, f"\n\ndef while_full_{i}():\n    return {i}\n"))
+        st = wait_for(lambda: (s := status_of(repo)) and s.get("disk_full") and s, 30, "the writer to report a full disk")
+        p.track(st)
+        assert st["state"] == "disk full" and st["actors"]["writer"]["restarts"] == 0
+        r = nsccn("status", "--root", str(repo), env=env, timeout=30)
+        assert "disk full" in r.stdout, r.stdout
+        r = nsccn("search", "helper", "--root", str(repo), env=env, timeout=30)
+        assert r.returncode == 0 and "# note: disk full" in r.stderr, r.stderr
+        time.sleep(5)  # a few retries, all failing: still alive, still holding
+        st = p.track(status_of(repo))
+        assert st["disk_full"] and st["actors"]["writer"]["restarts"] == 0 and p.proc.poll() is None
+
+        filler.unlink()
+        filler = None
+        from test_hostile import entity_ids
+        wait_for(lambda: sum(f"func:pkg{i % 8}/mod{i}.py:while_full_{i}" in (ids := entity_ids(db)) for i in range(64)) == 64
+                 and ids, 60, "every edit held while full to be indexed")
+        st = quiet(repo, p, after=0.5)
+        assert not st["disk_full"] and all(a["restarts"] == 0 for a in st["actors"].values())
+        r = nsccn("search", "helper", "--root", str(repo), env=env, timeout=30)
+        assert "disk full" not in r.stderr
+    finally:
+        if filler is not None:
+            filler.unlink()
+        stop(p)
+
+
+@pytest.mark.parametrize("mode", ["--in-process", "--pipeline"])
+def test_a_first_build_on_a_full_disk_is_one_line(tmp_path, mode):
+    """A real SQLITE_FULL from SQLite's page limit (NSCCN_TEST_MAX_PAGES: no root needed)."""
+    from test_pipeline import make_repo
+
+    repo = make_repo(tmp_path / "repo", 64)
+    r = nsccn("index", str(repo), mode, "--workers", "1", env={"NSCCN_TEST_MAX_PAGES": "60"}, timeout=120)
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr and "database or disk is full" in r.stderr, r.stderr
+    if mode == "--in-process":
+        assert len([ln for ln in r.stderr.splitlines() if not ln.startswith("nsccn: parsing")]) == 1, r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith(("nsccn: disk full", "nsccn: index incomplete: disk full")), r.stderr
+    r = nsccn("index", str(repo), mode, "--workers", "1", timeout=120)  # room again: it goes on from there
+    assert r.returncode == 0, r.stderr
