@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from nsccn import __version__
 from nsccn.config import ConfigError
+from nsccn.escape import block, one_line
 from nsccn.private import PrivatePathError
 
 if TYPE_CHECKING:  # the query stack (search, graph, ranking) is imported only by the commands that query
@@ -122,7 +123,13 @@ def cmd_index(args) -> int:
         try:
             summary = index_repository(root, config=config, workers=args.workers, progress=progress,
                                        embed=not args.no_embed, embed_progress=embed_progress, scan=scan)
-        except RuntimeError as exc:
+        except Exception as exc:
+            from nsccn.store import is_disk_full
+
+            if is_disk_full(exc):  # what was committed stays; the next run goes on from there
+                print(f"nsccn: disk full: the index of {root} could not be written ({is_disk_full(exc)}); what was committed"
+                      " stays: free some space and run `nsccn index` again", file=sys.stderr)
+                return EXIT_FAILED
             from nsccn.resolve_partitions import ResolveFailed  # not imported by a run that resolves nothing
 
             if not isinstance(exc, ResolveFailed):
@@ -141,7 +148,7 @@ def cmd_index(args) -> int:
     progress.close()
     embed_progress.close()
     for warning in summary.warnings:  # the index is complete; these say what it could not honour
-        print(f"nsccn: warning: {warning}", file=sys.stderr)
+        print(f"nsccn: warning: {one_line(warning)}", file=sys.stderr)
     if args.json:
         _print_json(summary.as_dict())
         return EXIT_OK
@@ -149,7 +156,7 @@ def cmd_index(args) -> int:
     print(f"  files: {summary.files_seen} seen, {summary.files_indexed} parsed, {summary.files_unchanged} unchanged,"
           f" {summary.files_deleted} removed, {summary.files_with_syntax_errors} with syntax errors")
     if summary.skipped:
-        detail = ", ".join(f"{n} {why}" + (f" (e.g. {summary.skipped_examples[why]})" if summary.skipped_examples.get(why) else "")
+        detail = ", ".join(f"{n} {why}" + (f" (e.g. {one_line(summary.skipped_examples[why])})" if summary.skipped_examples.get(why) else "")
                            for why, n in summary.skipped.items())
         print(f"  skipped: {detail}")
     print(f"  entities: {summary.entities}   lines parsed: {summary.lines_indexed}")
@@ -168,12 +175,12 @@ def cmd_search(nav: Navigator, args) -> dict:
         out["stale"] = stale
     if not args.json:
         for i, r in enumerate(out["results"], start=args.offset + 1):
-            print(f"{i:>3}. {r['score']:.4f}  {r['id']}  ({r['file']}:{r['line']})")
-            print(f"       {r['signature']}")
+            print(f"{i:>3}. {r['score']:.4f}  {one_line(r['id'])}  ({one_line(r['file'])}:{r['line']})")
+            print(f"       {one_line(r['signature'])}")
         if not out["results"]:
             print("no results")
         if out.get("more"):
-            print(f"  ... {out['more']}")
+            print(f"  ... {one_line(out['more'])}")
         if out.get("query_capped"):
             print(f"# note: {out['query_capped']}", file=sys.stderr)
         _print_notes(out, "stale")
@@ -202,10 +209,10 @@ def cmd_localize(nav: Navigator, args) -> dict:
     if not args.json:
         print("files, most likely to change first:")
         for i, path in enumerate(out["files"], start=1):
-            print(f"{i:>3}. {path}")
+            print(f"{i:>3}. {one_line(path)}")
         print("functions:")
         for i, r in enumerate(out["functions"], start=1):
-            print(f"{i:>3}. {r['id']}  ({r['file']}:{r['line']})")
+            print(f"{i:>3}. {one_line(r['id'])}  ({one_line(r['file'])}:{r['line']})")
         if not out["files"]:
             print("nothing matched: try other words, or `nsccn map` to see what exists")
         print(f"# ranking: {out['ranking']}", file=sys.stderr)
@@ -217,7 +224,7 @@ def cmd_localize(nav: Navigator, args) -> dict:
 def cmd_skeleton(nav: Navigator, args) -> dict:
     out = nav.skeleton(_from_here(nav, args, args.file), tokens=args.tokens)
     if not args.json:
-        print(out["skeleton"], end="")
+        print(block(out["skeleton"]), end="")
         if args.tokens:
             print(f"# {out['tokens']} tokens (source {out['source_tokens']}, {out['reduction']:.0%} smaller)",
                   file=sys.stderr)
@@ -237,22 +244,22 @@ def cmd_trace(nav: Navigator, args) -> dict:
 def _print_notes(out: dict, *keys: str) -> None:
     for key in keys:
         if out.get(key):
-            print(f"# note: {out[key]}", file=sys.stderr)
+            print(f"# note: {one_line(out[key])}", file=sys.stderr)
 
 
 def _print_tree(out: dict) -> None:
     ents = out["entities"]
     key = "target" if out["direction"] != "upstream" else "source"
-    print(f"{out['root']}  [{out['direction']}, depth {out['depth']}, {', '.join(out['relations'])}]")
+    print(f"{one_line(out['root'])}  [{out['direction']}, depth {out['depth']}, {', '.join(out['relations'])}]")
     seen = {out["root"]}
 
     def walk(node: str, indent: int) -> None:
         for item in out["adjacency_list"].get(node, []):
             other = item.get("target") or item.get("source")
             meta = ents.get(other, {})
-            where = f"{meta['file']}:{meta['line']}" if "file" in meta else meta.get("kind", "")
+            where = f"{one_line(meta['file'])}:{meta['line']}" if "file" in meta else meta.get("kind", "")
             arrow = "->" if "target" in item else "<-"
-            print(f"{'  ' * indent}{arrow} {item['relation']} {other}  ({where}; {item['resolution']}, {item['confidence']})")
+            print(f"{'  ' * indent}{arrow} {item['relation']} {one_line(other)}  ({where}; {item['resolution']}, {item['confidence']})")
             if other not in seen:
                 seen.add(other)
                 walk(other, indent + 1)
@@ -266,8 +273,8 @@ def _print_tree(out: dict) -> None:
 def cmd_window(nav: Navigator, args) -> dict:
     out = nav.window(args.entity_id, args.context)
     if not args.json:
-        print(f"# {out['entity_id']}  {out['file']}:{out['start']}-{out['end']}")
-        print(out["code"], end="")
+        print(f"# {one_line(out['entity_id'])}  {one_line(out['file'])}:{out['start']}-{out['end']}")
+        print(block(out["code"]), end="")
         _print_notes(out, "stale")
     return out
 
@@ -276,7 +283,7 @@ def cmd_symbol(nav: Navigator, args) -> dict:
     out = nav.find_symbol(args.name)
     if not args.json:
         for d in out["definitions"]:
-            print(f"{d['id']}  ({d['file']}:{d['line']})\n    {d['signature']}")
+            print(f"{one_line(d['id'])}  ({one_line(d['file'])}:{d['line']})\n    {one_line(d['signature'])}")
     return out
 
 
@@ -284,7 +291,7 @@ def cmd_refs(nav: Navigator, args) -> dict:
     out = nav.find_references(args.entity_id, limit=args.limit)
     if not args.json:
         for r in out["references"]:
-            print(f"{r['file']}:{r['line']}  {r['relation']}  from {r['from']}  ({r['resolution']}, {r['confidence']})")
+            print(f"{one_line(r['file'])}:{r['line']}  {r['relation']}  from {one_line(r['from'])}  ({r['resolution']}, {r['confidence']})")
         if not out["references"]:
             print("no references")
         _print_notes(out, "unresolved")
@@ -295,7 +302,7 @@ def cmd_map(nav: Navigator, args) -> dict:
     focus = [_from_here(nav, args, f) for f in args.focus] if args.focus else None  # a file as typed in a subdirectory
     out = nav.repo_map(args.max_tokens, focus)
     if not args.json:
-        print(out["map"], end="")
+        print(block(out["map"]), end="")  # (its names and signatures are one line each already)
         print(f"# {out['tokens']} tokens, {out['files_shown']} of {out['files_total']} files", file=sys.stderr)
         _print_notes(out, "unresolved")
     return out
@@ -304,7 +311,7 @@ def cmd_map(nav: Navigator, args) -> dict:
 def cmd_context(nav: Navigator, args) -> dict:
     out = nav.assemble_context(args.query, args.max_tokens)
     if not args.json:
-        print(out["context"])
+        print(block(out["context"]))
         print(f"# {out['tokens']} of {out['max_tokens']} tokens", file=sys.stderr)
         _print_notes(out, "unresolved")
     return out
@@ -329,9 +336,9 @@ def cmd_status(nav: Navigator, args) -> dict:
                 for name, item in v["settings"].items():
                     print(f"  {name} = {json.dumps(item['value'])}  ({item['from']})")
                 for line in v["refused"]:
-                    print(f"  refused: {line}")
+                    print(f"  refused: {one_line(line)}")
                 continue
-            print(f"{k}: {json.dumps(v, default=str) if isinstance(v, (dict, list)) else v}")
+            print(f"{k}: {json.dumps(v, default=str) if isinstance(v, (dict, list)) else one_line(v)}")
         clients = ((out.get("pipeline") or {}).get("clients") or {})
         if "attached" in clients:
             who = ", ".join(f"pid {c['pid']} since {c['since']}" for c in clients["attached"])
@@ -626,13 +633,18 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "embeds_query", False):
             nav.embedder = pipeline_embedder(nav)
         out = args.func(nav, args)
+        full = nav.disk_note() if isinstance(out, dict) else None
+        if full:  # in every answer: edits made now are not in the index until there is room
+            out["disk_full"] = full
+            if not args.json:
+                print(f"# note: {one_line(full)}", file=sys.stderr)
     except NavigatorError as exc:
         if args.json:
             _print_json(exc.as_dict())
         else:
-            print(f"nsccn: {exc.message}", file=sys.stderr)
+            print(f"nsccn: {one_line(exc.message)}", file=sys.stderr)  # it may quote a path or a name
             if exc.suggestions:
-                print("did you mean:\n  " + "\n  ".join(exc.suggestions), file=sys.stderr)
+                print("did you mean:\n  " + "\n  ".join(map(one_line, exc.suggestions)), file=sys.stderr)
         no_index = isinstance(exc.__cause__, IndexMissing) or "run `nsccn index`" in exc.message
         return EXIT_NO_INDEX if no_index else EXIT_FAILED
     finally:

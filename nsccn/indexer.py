@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nsccn.config import Config, ensure_index_dir, load_config
+from nsccn.languages.project import CAPPED, over_limits
 from nsccn.model import ParsedFile
 from nsccn.store import RESOLVE_PENDING, WRITER_CACHE_MIB, IndexMissing, Store
 
@@ -180,6 +181,9 @@ def index_repository(
 
                 summary.skipped[TOO_DEEP] += 1
                 summary.skipped_examples.setdefault(TOO_DEEP, info.path)
+            if result.language == "tsconfig" and over_limits(result):  # indexed, less what is over its caps
+                summary.skipped[CAPPED] += 1
+                summary.skipped_examples.setdefault(CAPPED, info.path)
             batch.append(result)
             summary.lines_indexed += result.line_count
             batch_lines += result.line_count

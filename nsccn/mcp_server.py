@@ -49,6 +49,7 @@ from mcp_types import TextContent, ToolAnnotations
 from pydantic import BeforeValidator, Field, ValidationError as PydanticValidationError
 
 from nsccn import __version__
+from nsccn.escape import block, json_text, one_line
 from nsccn.navigator import Navigator, NavigatorError, said
 from nsccn.tokens import count_tokens, truncate_to_tokens
 
@@ -136,10 +137,10 @@ def render_json(v: Any, indent: int = 0, max_depth: int = 99) -> str:
     """Valid JSON, one entry per line down to flat records (or `max_depth` levels): readable and
     cheap in tokens."""
     if _flat(v) or not v or indent >= max_depth:
-        return json.dumps(v, ensure_ascii=False)
+        return json_text(json.dumps(v, ensure_ascii=False))  # C1 controls and the like escaped too
     pad = " " * (indent + 1)
     if isinstance(v, dict):
-        body = ",\n".join(f"{pad}{json.dumps(k, ensure_ascii=False)}: {render_json(x, indent + 1, max_depth)}"
+        body = ",\n".join(f"{pad}{json_text(json.dumps(k, ensure_ascii=False))}: {render_json(x, indent + 1, max_depth)}"
                           for k, x in v.items())
         return "{\n" + body + "\n" + " " * indent + "}"
     body = ",\n".join(pad + render_json(x, indent + 1, max_depth) for x in v)
@@ -223,9 +224,9 @@ class ArgumentErrors(Middleware):
 
 
 def _closest_message(exc: NavigatorError) -> str:
-    msg = exc.message
+    msg = one_line(exc.message)  # it may quote a repository's path or name
     if exc.suggestions:
-        msg += "\ndid you mean: " + ", ".join(exc.suggestions)
+        msg += "\ndid you mean: " + ", ".join(map(one_line, exc.suggestions))
     return msg
 
 
@@ -401,12 +402,15 @@ class NavigatorService:
         live = self.pipeline_status()  # the pipeline gone (`nsccn serve` reattaching): say so first
         if live and isinstance(live.get("stale"), str):
             out["stale"] = live["stale"] + (f"; also: {out['stale']}" if out.get("stale") else "")
+        full = (live or {}).get("disk_full") or self.nav.disk_note()  # the writer's own word first
+        if full:
+            out["disk_full"] = full if full.startswith("disk full") else f"disk full: {full}"
         return out
 
 
 def _note_lines(out: dict) -> str:
     """The answer's notes as `# note:` lines for the text the model reads."""
-    return "".join(f"# note: {out[key]}\n" for key in ("stale", "partial", "unresolved") if out.get(key))
+    return "".join(f"# note: {one_line(out[key])}\n" for key in ("disk_full", "stale", "partial", "unresolved") if out.get(key))
 
 
 def _result(text: str, data: dict) -> ToolResult:
@@ -556,8 +560,9 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
                 raise _user_error(f"offset must be below {len(lines)} (the skeleton's line count), not {offset}")
             body_lines = lines[offset:]
             rel = res["file"]
-            head = (f"# {rel}: skeleton {res['tokens']} tokens, the file {res['source_tokens']} tokens "
-                    f"({res['reduction']:.0%} smaller); entity ids: <kind>:{rel}:<Qualified.name>\n")
+            shown = one_line(rel)
+            head = (f"# {shown}: skeleton {res['tokens']} tokens, the file {res['source_tokens']} tokens "
+                    f"({res['reduction']:.0%} smaller); entity ids: <kind>:{shown}:<Qualified.name>\n")
             base = {k: res[k] for k in ("file", "tokens", "source_tokens", "reduction")}
             if res.get("stale"):
                 base["stale"] = res["stale"]
@@ -567,7 +572,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
                 out = {**base, "skeleton": "".join(body_lines[:k])}
                 if offset:
                     out["offset"] = offset
-                text = head + (f"# (from skeleton line {offset})\n" if offset else "") + out["skeleton"]
+                text = head + (f"# (from skeleton line {offset})\n" if offset else "") + block(out["skeleton"])
                 if k < len(body_lines):
                     out["truncated"] = (f"cut at skeleton line {offset + k} of {len(lines)} by the {cap}-token cap; call "
                                         f"read_skeleton(file_path={rel!r}, offset={offset + k}) for the rest")
@@ -687,8 +692,9 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
 
             def build(k: int) -> tuple[str, dict]:
                 out = {**base, "shown": [lo, lo + k - 1] if k else [lo, lo - 1], "code": "".join(code_lines[:k])}
-                head = f"# {res['entity_id']}  {res['file']}:{res['start']}-{res['end']}  (showing lines {lo}-{lo + k - 1})\n"
-                text = head + out["code"]
+                head = (f"# {one_line(res['entity_id'])}  {one_line(res['file'])}:{res['start']}-{res['end']}"
+                        f"  (showing lines {lo}-{lo + k - 1})\n")
+                text = head + block(out["code"])
                 if k < len(code_lines):
                     nxt = lo + k
                     children = [e for e in svc.nav.store.entities_in_file(res["file"])
@@ -729,7 +735,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
                 out["hint"] = res["hint"]
             svc.notes(out, whole_index=True, answer=res)
             text = (f"# repository map: {res['files_shown']} of {res['files_total']} files, {res['tokens']} tokens"
-                    + (f"; {res['hint']}" if res.get("hint") else "") + "\n" + res["map"])
+                    + (f"; {res['hint']}" if res.get("hint") else "") + "\n" + block(res["map"]))
             text += _note_lines(out)
             out["map"] = res["map"]
             text, cut = truncate_to_tokens(text, cap)
@@ -823,7 +829,7 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             res = svc.nav.assemble_context(query, budget)
             out = {"query": _echo(query), "tokens": res["tokens"], "max_tokens": max_tokens, "entities": res["entities"]}
             svc.notes(out, [e.split(":", 2)[1] for e in res["entities"]], answer=res)
-            text = head.replace("@TOKENS@", str(res["tokens"]), 1) + res["context"] + ("" if res["context"].endswith("\n") else "\n")
+            text = head.replace("@TOKENS@", str(res["tokens"]), 1) + block(res["context"]) + ("" if res["context"].endswith("\n") else "\n")
             text += _note_lines(out)
             out["context"] = res["context"]
             text, cut = truncate_to_tokens(text, max_tokens)
@@ -849,6 +855,9 @@ def create_server(root: str | Path, db_path: str | Path | None = None, embedder=
             partial = svc.partial_note()
             if partial:
                 out["partial"] = partial
+            full = (live or {}).get("disk_full") or svc.nav.disk_note()
+            if full:
+                out["disk_full"] = full
             out["server"] = {"nsccn": __version__, "result_token_cap": cap,
                              "query_embedding": svc.nav.embedder is not None}
             if not out.get("indexed"):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from nsccn import graph, search as search_mod
 from nsccn.config import Config, load_config, load_settings
+from nsccn.escape import one_line
 from nsccn.model import split_entity_id
 from nsccn.store import RESOLVE_PENDING, EntityRow, IndexMissing, Store
 from nsccn.tokens import count_tokens, truncate_to_tokens
@@ -482,7 +483,7 @@ class Navigator:
                 w = self.window(hit["id"], context_lines=2)
             except NavigatorError:
                 continue
-            block = f"## {hit['id']}\n{w['code']}"
+            block = f"## {one_line(hit['id'])}\n{w['code']}"
             if used + count_tokens(block) > budget_code:
                 block, _ = truncate_to_tokens(block, budget_code - used)
                 if block.count("\n") < 4:
@@ -496,7 +497,7 @@ class Navigator:
                 if other not in included and other not in neighbours and not other.startswith("ext:"):
                     neighbours.append(other)
         rows = self.store.entities(neighbours[:40])
-        sig_lines = [f"{rows[n].path}:{rows[n].start_line}  {rows[n].signature}" for n in neighbours[:40] if n in rows]
+        sig_lines = [f"{one_line(rows[n].path)}:{rows[n].start_line}  {one_line(rows[n].signature)}" for n in neighbours[:40] if n in rows]
         if sig_lines:
             block, _ = truncate_to_tokens("## callers and callees\n" + "\n".join(sig_lines) + "\n", max(0, max_tokens - used - 10))
             if block:
@@ -512,6 +513,12 @@ class Navigator:
         text = "\n".join(parts)
         return self._with_unresolved({"query": query, "context": text, "tokens": count_tokens(text),
                                       "max_tokens": max_tokens, "entities": included})
+
+    def disk_note(self) -> str | None:
+        """'disk full' while the index's file system has no room: every answer carries it."""
+        from nsccn.store import disk_note
+
+        return disk_note(self.db_path.parent)
 
     def status(self) -> dict:
         try:

@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from nsccn.escape import one_line
 from nsccn.search import is_test_path
 from nsccn.store import Store
 from nsccn.tokens import count_tokens
@@ -199,12 +200,12 @@ def _block(path: str, defs: list[_Def], k: int) -> tuple[str, int]:
         while d is not None and d.eid not in chosen:
             chosen[d.eid] = d
             d = by_id.get(d.parent)
-    lines = [f"{path}:"]
+    lines = [f"{one_line(path)}:"]  # a file name with a newline must not print a line of its own
     for d in sorted(chosen.values(), key=lambda d: d.line):
         depth, up = 0, by_id.get(d.parent)
         while up is not None and depth < 20:
             depth, up = depth + 1, by_id.get(up.parent)
-        lines.append("  " + "    " * depth + d.sig)
+        lines.append("  " + "    " * depth + one_line(d.sig))
     return "\n".join(lines) + "\n", len(chosen)
 
 

@@ -76,7 +76,8 @@ class Resolver:
             canonical = _canonical_module(path, module, packages) if language == "python" else module
             if canonical != module:
                 self.modules.setdefault(canonical, path)
-        self._language_names(rows, Project(project_rows))
+        self.project = Project(project_rows)
+        self._language_names(rows, self.project)
         self.by_key: dict[tuple[str, str], tuple[str, str]] = {}  # (path, qualname) -> (id, kind)
         self.by_name: dict[str, list[tuple[str, str]]] = defaultdict(list)  # name -> [(id, kind)]
         kinds: dict[str, str] = {}

@@ -210,14 +210,29 @@ def _shebang_language(path: str) -> str | None:
         os.close(fd)
 
 
-def detect_language(full_path: str, name: str) -> str | None:
+def detect_language(full_path: str, rel: str) -> str | None:
     """A file's language by its name, or by its `#!` line when the name has no extension; `text`
     when neither says (a binary file is skipped when read), except for a dotfile (`.gitignore`,
-    `.env`: settings and secrets, not prose), which is not indexed."""
+    `.env`: settings and secrets, not prose), which is not indexed. `rel` may be a path: only its
+    last component is the name (a file under `.github/` is no dotfile, `app/.env` is one)."""
+    name = rel.rsplit("/", 1)[-1]
     language = language_for(name)
     if language is None and needs_head(name):
         language = _shebang_language(full_path)
     return language or (None if name.startswith(".") else TEXT)
+
+
+def file_by_name(full_path: str, rel: str, wanted) -> tuple[str | None, str | None]:
+    """What the name alone says of a file, for the scan and for the watcher's live events alike
+    (one rule, so a file indexed live is one the scan indexes): (language, None) to read it,
+    (None, None) not to index it and not to count it (a dotfile, a language not enabled), or
+    (None, reason) to skip and count it."""
+    language = detect_language(full_path, rel)
+    if language not in wanted:
+        return None, None
+    if language == TEXT and binary_by_name(rel.rsplit("/", 1)[-1]):
+        return None, "binary"
+    return language, None
 
 
 def scan_repository(root: Path, config: Config) -> ScanResult:
@@ -284,11 +299,10 @@ def scan_repository(root: Path, config: Config) -> ScanResult:
                 else:
                     walk(Path(entry.path), rel, os.path.join(real, entry.name), [*ancestors, rel])
                 continue
-            language = detect_language(entry.path, entry.name)
-            if language not in wanted:
-                continue
-            if language == TEXT and binary_by_name(entry.name):
-                result.skip("binary", rel)
+            language, reason = file_by_name(entry.path, rel, wanted)
+            if language is None:
+                if reason is not None:
+                    result.skip(reason, rel)
                 continue
             try:
                 st = entry.stat(follow_symlinks=True)

@@ -49,7 +49,7 @@ from nsccn.messages import (
     encode,
     encode_spec,
 )
-from nsccn.private import open_private, private_dir
+from nsccn.private import PrivatePathError, open_private, private_dir
 from supervisor.addresses import (
     PipelineLock,
     addresses,
@@ -212,9 +212,21 @@ class Supervisor:
     def _spawn(self, slot: Slot) -> None:
         spec = self._spec(slot)
         slot.log_path = self.log_dir / f"{slot.name}.log"
-        if slot.log_path.exists() and slot.log_path.stat().st_size > 10 << 20:
-            slot.log_path.replace(slot.log_path.with_suffix(".log.1"))
-        logf = os.fdopen(open_private(slot.log_path, os.O_WRONLY | os.O_APPEND), "ab")
+        try:
+            # Checked again at every start: the index directory (or its logs/) can have been swapped
+            # for a symlink by whoever owns the repository since, and an actor started then would
+            # write and bind through it (root serving someone else's repository).
+            private_dir(self.log_dir)
+            if slot.log_path.exists() and slot.log_path.stat().st_size > 10 << 20:
+                slot.log_path.replace(slot.log_path.with_suffix(".log.1"))
+            logf = os.fdopen(open_private(slot.log_path, os.O_WRONLY | os.O_APPEND), "ab")
+        except (PrivatePathError, OSError) as exc:
+            if slot.last_error != f"not started: {exc}":
+                log.error("%s not started: %s", slot.name, exc)
+            slot.last_error = f"not started: {exc}"
+            slot.state = "refused"
+            slot.next_start = time.monotonic() + self.policy.backoff_max_s  # until the owner puts it back
+            return
         # -P: the working directory (the repository) never joins sys.path, so a repository that
         # holds its own `workers/` package cannot have its code run as our actor.
         cmd = [sys.executable, "-P", "-m", MODULES[slot.kind], "--spec", encode_spec(spec)]
@@ -498,6 +510,13 @@ class Supervisor:
                     slot.last_hb = time.monotonic()
                     if msg.kind == "watcher" and self.mode == "index":
                         self._parsers_for(msg.stats)
+                    if msg.kind == "writer" and self.mode == "index" and msg.stats.get("disk_full") and not self.failure:
+                        # `nsccn serve` waits for room; a one-off index says so and ends (what was
+                        # committed stays: the next run goes on from there).
+                        self.failure = msg.stats["disk_full"].split(" (writes held")[0]
+                        log.error("%s: stopping", self.failure)
+                        self.exit_code = 1
+                        self.stopping = True
                     slot.state = msg.state if msg.busy is None else f"busy: {msg.busy}"
                     slot.peak_rss_kb = max(slot.peak_rss_kb, msg.rss_kb)
                     if msg.last_error:
@@ -660,6 +679,8 @@ class Supervisor:
             state = rs.get("phase", "starting") if rs else "starting"
             if state == "idle" and self.mode == "serve":
                 state = "watching"
+        if rs.get("disk_full") and not self.failure:
+            state = "disk full"
         return {
             **self._identity(),
             "uptime_s": round(time.time() - self.started_at, 1),
@@ -681,6 +702,7 @@ class Supervisor:
             "actors": actors,
             "clients": self.clients_status(),
             "last_error": last_error,
+            "disk_full": rs.get("disk_full"),  # the writer holds what it has and tries again
         }
 
     # -- shutdown --------------------------------------------------------------------------------------

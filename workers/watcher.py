@@ -30,7 +30,7 @@ import zmq
 from nsccn.config import load_config
 from nsccn.languages import enabled
 from nsccn.messages import BulkDone, BulkStart, Committed, Hello, ParseJob, Ready, encode
-from nsccn.scan import IgnoreRules, bad_name, detect_language, scan_repository, shown_name
+from nsccn.scan import IgnoreRules, bad_name, file_by_name, scan_repository, shown_name
 from nsccn.store import Store
 from workers.base import Actor, actor_main
 from workers.debounce import Debouncer, Dispatcher
@@ -390,8 +390,8 @@ class Watcher(Actor):
         if bad_name(rel):  # the scan's rule: skipped and named, never sent (msgpack cannot carry it)
             self._warn([f"{shown_name(rel)}: skipped, its name is not valid UTF-8"])
             return False
-        if detect_language(os.path.join(self.root, rel), rel) not in self._languages:
-            return False
+        if file_by_name(os.path.join(self.root, rel), rel, self._languages)[0] is None:
+            return False  # the scan's own rule: a dotfile, a language not enabled, a binary by name
         parent = rel.rsplit("/", 1)[0] if "/" in rel else ""
         wanted = not self._dir_ignored(parent) and not self.rules.ignored(rel, False)
         if len(self.rules.warnings) != self._rule_warnings:  # a .gitignore read just now had a bad line

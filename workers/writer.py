@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import zmq
 
 from nsccn.extract import TOO_DEEP
+from nsccn.languages.project import CAPPED, over_limits
 from nsccn.messages import (
     BulkDone,
     BulkStart,
@@ -44,7 +45,7 @@ from nsccn.messages import (
 )
 from nsccn.resolve import resolve_affected, resolve_all
 from nsccn.resolve_partitions import ResolveFailed, bulk_children
-from nsccn.store import EMBEDDABLE_SQL as _EMBEDDABLE, RESOLVE_PENDING, TEXT_COLUMNS, WRITER_CACHE_MIB, Store
+from nsccn.store import EMBEDDABLE_SQL as _EMBEDDABLE, RESOLVE_PENDING, TEXT_COLUMNS, WRITER_CACHE_MIB, Store, is_disk_full
 from workers.base import Actor, ActorFailed, actor_main
 
 if TYPE_CHECKING:  # numpy and the vector table: imported once a model is known (an index run without
@@ -56,6 +57,7 @@ BULK_MAX_AGE_S = 0.5  # ...or this old, whichever first
 # Until the watcher has told us where its bulk stands, ask again this often: a Hello or its answer
 # can be lost when a pipeline replaces a dying one (a socket connected to the old process's end).
 HELLO_RETRY_S = 1.0
+DISK_RETRY_S = 2.0  # a full disk: how often held writes are tried again
 RANKS_REFRESH_SHARE = 0.05  # as nsccn.indexer: PageRank again once this share of files changed
 # Tests hold the resolution of a bulk back to see what the pipeline does meanwhile (seconds).
 _RESOLVE_DELAY = float(os.environ.get("NSCCN_TEST_RESOLVE_DELAY", "0") or 0)
@@ -72,8 +74,21 @@ class Writer(Actor):
         spec = self.spec
         self.warmed = False  # PageRank's imports: see BulkStart
         self.history_read = None  # a bulk's history, being read by git (nsccn.history.start_update)
-        with self.busy("opening index"):
-            self.store = Store(spec.db_path, cache_mib=WRITER_CACHE_MIB)
+        self.disk_full: str | None = None  # the error while the file system is full: writes held, retried
+        self.disk_retry = 0.0
+        while True:
+            try:
+                with self.busy("opening index"):
+                    self.store = Store(spec.db_path, cache_mib=WRITER_CACHE_MIB)
+                break
+            except Exception as exc:  # a first build on a full disk cannot even write its schema
+                if not is_disk_full(exc) or self.stop.is_set():
+                    raise
+                self._note_full(exc, "opening the index")
+                self.tick("disk full")
+                self.stop.wait(DISK_RETRY_S)
+        self.disk_full = None
+        self.stats.pop("disk_full", None)
         if self.store.replaced:  # a shipped index: `nsccn index` prints it with the summary
             self.log.warning("%s", self.store.replaced)
             self.stats["warnings"] = [self.store.replaced]
@@ -143,10 +158,14 @@ class Writer(Actor):
             self.tick()
             now = time.monotonic()
             timeout = 200
-            if self.batch:
+            held = self.disk_full is not None and now < self.disk_retry
+            if held:  # nothing can be written: wait for the next try, taking in results meanwhile
+                timeout = max(1, min(timeout, int((self.disk_retry - now) * 1000) + 1))
+            elif self.batch:
                 timeout = 0 if not self.bulk_active else max(0, int((self.batch_started + BULK_MAX_AGE_S - now) * 1000))
             elif self._has_idle_work(now):
                 timeout = 0
+            tried = self.disk_full is not None and not held
             got = 0
             if inbox in self.wait(poller, timeout):
                 while got < 2000:
@@ -156,18 +175,49 @@ class Writer(Actor):
                         break
                     got += 1
                     if msg is not None:
-                        self._handle(msg)
-                    if len(self.batch) >= BULK_BATCH or self.batch_lines >= BULK_BATCH_LINES:
+                        self._guarded(self._handle, msg)
+                    if not self._held() and (len(self.batch) >= BULK_BATCH or self.batch_lines >= BULK_BATCH_LINES):
                         self._flush()
             now = time.monotonic()
             if self.bulk_gen < 0 and now >= self.hello_again:  # no BulkStart/BulkDone heard yet
                 self.send(self.to_watcher, self.hello())
                 self.hello_again = now + HELLO_RETRY_S
+            if self._held():
+                continue
             if self.batch and (not self.bulk_active or now - self.batch_started >= BULK_MAX_AGE_S):
                 self._flush()
-            if self.batch or got:
-                continue  # more may be waiting: idle work only when the inbox is quiet
-            self._idle_work(now)
+            if not self._held() and not (self.batch or got):  # more may be waiting: idle work when it is quiet
+                self._guarded(self._idle_work, now)
+            if tried and not self._held():  # a try since the last failure wrote: space is back
+                self.log.warning("disk space is back: writing again")
+                self.disk_full = None
+                self.stats.pop("disk_full", None)
+
+    # -- a full disk ---------------------------------------------------------------------------------
+
+    def _held(self) -> bool:
+        return self.disk_full is not None and time.monotonic() < self.disk_retry
+
+    def _note_full(self, exc: Exception, doing: str) -> None:
+        """Writes fail for want of space: keep everything, say so in status, try again later."""
+        exc = is_disk_full(exc) or exc  # SQLite's own error, not the failed ROLLBACK it caused
+        if self.disk_full is None:
+            self.log.error("disk full while %s (%s): holding %d results and retrying every %.0f s",
+                           doing, exc, len(self.batch) if hasattr(self, "batch") else 0, DISK_RETRY_S)
+        self.disk_full = f"disk full while {doing}: {exc}"
+        self.stats["disk_full"] = f"{self.disk_full} (writes held, retried every {DISK_RETRY_S:.0f} s)"
+        self.disk_retry = time.monotonic() + DISK_RETRY_S
+        self.stats["phase"] = "disk full"
+
+    def _guarded(self, fn, *args) -> None:
+        """`fn(*args)`; a full disk holds the writer instead of ending it (a restart would find the
+        disk as full, and the supervisor gives up after a few)."""
+        try:
+            fn(*args)
+        except Exception as exc:
+            if not is_disk_full(exc):
+                raise
+            self._note_full(exc, getattr(fn, "__name__", "writing").strip("_").replace("_", " "))
 
     def _has_idle_work(self, now: float) -> bool:
         return (
@@ -287,6 +337,11 @@ class Writer(Actor):
                         self.skipped_examples.setdefault(TOO_DEEP, path)
                         self.log.warning("%s: nested too deeply from line %d: that region is left out",
                                          path, m.file.deep_lines[0])
+                    capped = over_limits(m.file) if m.file.language == "tsconfig" else None
+                    if capped:  # indexed, less what is over a project file's caps
+                        self.skipped[CAPPED] += 1
+                        self.skipped_examples.setdefault(CAPPED, path)
+                        self.log.warning("%s", capped)
             elif isinstance(m, Unchanged):
                 self.stats["unchanged"] += 1
                 if cur is not None and cur[1] != m.mtime:
@@ -303,6 +358,14 @@ class Writer(Actor):
             try:
                 names = self._commit(to_write, to_delete, to_touch)
             except Exception as exc:  # one bad file must not take the batch (or the actor) down
+                if is_disk_full(exc):  # not the files' fault: keep them all, unacknowledged, and try again
+                    for m in results:
+                        key = m.file.path if isinstance(m, Parsed) else m.path
+                        if key not in self.batch or self.batch[key].seq < m.seq:
+                            self.batch[key] = m
+                    self.batch_lines = sum(m.file.line_count for m in self.batch.values() if isinstance(m, Parsed))
+                    self._note_full(exc, f"writing {len(to_write) + len(to_delete)} files")
+                    return
                 self.log.error("a batch of %d files failed (%s): committing them one by one", len(fresh), exc)
                 ok_write, ok_delete = [], []
                 for pf in to_write:
@@ -310,6 +373,8 @@ class Writer(Actor):
                         names |= self._commit([pf], [], [])
                         ok_write.append(pf)
                     except Exception as one:
+                        if is_disk_full(one):
+                            raise  # (the batch's results are acknowledged below: not for a full disk)
                         self._failed(pf.path, one)
                 for path in to_delete:
                     try:
@@ -404,6 +469,8 @@ class Writer(Actor):
                 elif self.resolve_paths:
                     resolve_affected(self.store, self.resolve_paths, self.resolve_names, allow_children=True)
             except ResolveFailed as exc:
+                if is_disk_full(exc):
+                    raise  # rolled back, the marker kept: tried again when there is room (_guarded)
                 # Rolled back: the old edges stay, and so does the marker. Ending here lets the
                 # supervisor start a writer again, which resolves everything again.
                 self.last_error = str(exc)
@@ -528,6 +595,8 @@ class Writer(Actor):
                 update_for_root(self.store, Path(self.spec.root), max_commits=config.history_max_commits)
 
     def _phase(self) -> str:
+        if self.disk_full is not None:
+            return "disk full"
         if self.bulk_active:
             return "indexing"
         if self.needs_resolve:

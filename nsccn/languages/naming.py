@@ -13,10 +13,14 @@ from __future__ import annotations
 import posixpath
 from collections import defaultdict
 
-from nsccn.languages.project import PREFIX
+from nsccn.languages.project import MAX_PATH_ALIASES, PREFIX
 
 SHARED_MODULE = frozenset(("go", "java"))  # languages whose module (package) spans many files
 _JS = frozenset(("javascript", "typescript", "tsx"))
+# Bounds on what tsconfig aliases cost every resolve (each incremental index builds a Project):
+# aliases from all project files together, and names one file gets from them.
+MAX_ALIASES = 4 * MAX_PATH_ALIASES
+MAX_ALIAS_NAMES = 32
 
 
 class Project:
@@ -27,6 +31,7 @@ class Project:
         self.crates: dict[str, str] = {}  # directory of a Cargo.toml -> crate name
         self.aliases: list[tuple[str, str]] = []  # (alias prefix, directory prefix) from tsconfig paths
         self.base_urls: list[str] = []
+        self.tried = 0  # alias lookups made by names(): what the bounds keep in check
         for path, language, facts in rows:
             directory = posixpath.dirname(path)
             if language == "go.mod" and PREFIX + "module" in facts:
@@ -38,9 +43,16 @@ class Project:
                     if key.startswith(PREFIX + "paths:"):
                         alias = key[len(PREFIX + "paths:"):]
                         for target in value.split("|"):
-                            self.aliases.append((alias.rstrip("*"), target.rstrip("*")))
+                            if len(self.aliases) < MAX_ALIASES:
+                                self.aliases.append((alias.rstrip("*"), target.rstrip("*")))
                 if PREFIX + "baseUrl" in facts:
                     self.base_urls.append(facts[PREFIX + "baseUrl"])
+        # Aliases by their target (a directory prefix): a file looks up its own prefixes, one per
+        # distinct target length, instead of trying every alias.
+        self._by_target: dict[str, list[str]] = defaultdict(list)
+        for alias, target in self.aliases:
+            self._by_target[target].append(alias)
+        self._target_lengths = sorted({len(t) for t in self._by_target})
 
     def names(self, path: str, language: str, module: str) -> list[str]:
         """The module names, other than `module`, that imports may use for this file."""
@@ -56,9 +68,12 @@ class Project:
                 d = posixpath.dirname(d)
         if language in _JS:
             out = []
-            for alias, target in self.aliases:
-                if not target or module.startswith(target):
-                    out.append(alias + module[len(target):].lstrip("/") if target else alias + module)
+            for n in self._target_lengths:
+                if n > len(module) or len(out) >= MAX_ALIAS_NAMES:
+                    break
+                self.tried += 1
+                for alias in self._by_target.get(module[:n], ())[: MAX_ALIAS_NAMES - len(out)]:
+                    out.append(alias + module[n:].lstrip("/") if n else alias + module)
             for base in self.base_urls:
                 if not base:
                     out.append(module)

@@ -6,6 +6,7 @@ Readers open with `readonly=True` and never wait on the writer (WAL snapshots).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -37,6 +38,41 @@ ENTITY_COLUMNS = "id, kind, path, qualname, name, start_line, end_line, signatur
 # its members don't say better (nsccn.semantic and the pipeline's writer select with it).
 EMBEDDABLE_SQL = "(kind IN ('func', 'method', 'class') OR (kind = 'module' AND docstring != ''))"
 TEXT_COLUMNS = "id, path, qualname, signature, docstring, body_head"  # what an entity's embedded text is made of
+
+
+# A file system with less room than this under the index is called full in every answer's notes:
+# SQLite fails a transaction with SQLITE_FULL once a page cannot be written.
+LOW_SPACE_BYTES = 1 << 20
+
+
+def is_disk_full(exc: BaseException | None) -> BaseException | None:
+    """The error a full file system gave a write (None: not that): SQLITE_FULL (apsw.FullError), ENOSPC, or one
+    of those as the text of another error (a resolve child's), or behind another error: SQLite
+    rolls a transaction back itself on SQLITE_FULL, so `with conn:` then fails its own ROLLBACK
+    ("no transaction is active") during the handling of the FullError."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, apsw.FullError) or (isinstance(exc, OSError) and exc.errno == errno.ENOSPC):
+            return exc
+        text = str(exc)
+        if "database or disk is full" in text or "No space left on device" in text or "FullError" in text:
+            return exc
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None
+
+
+def disk_note(index_dir: str | os.PathLike) -> str | None:
+    """A note for every answer while the index's file system is (nearly) full: None otherwise."""
+    try:
+        st = os.statvfs(index_dir)
+    except OSError:
+        return None
+    free = st.f_bavail * st.f_frsize
+    if free >= LOW_SPACE_BYTES:
+        return None
+    return (f"disk full: {free // 1024} KiB free on the file system of {index_dir}; edits made since cannot be "
+            "indexed until space is freed (a running pipeline keeps them and writes them then)")
 
 
 class IndexMissing(FileNotFoundError):
@@ -109,6 +145,8 @@ class Store:
                 private_dir(self.path.parent)
             flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
             self.conn = self._open_checked(flags)
+            if os.environ.get("NSCCN_TEST_MAX_PAGES"):  # tests: a real SQLITE_FULL without filling a disk
+                self.conn.execute(f"PRAGMA max_page_count={int(os.environ['NSCCN_TEST_MAX_PAGES'])}")
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             migrate(self.conn, str(self.path), identity=trust.new_identity)
