@@ -2,7 +2,10 @@
 """CPU of a cold `nsccn index`: this checkout (A) against another (B), interleaved A B A B.
 
     python benchmarks/index_cpu.py TREE --vs OTHER_PYTHON [--python A_PYTHON] [--rounds 3]
-        [--mode in-process|in-process-pool|pipeline ...] [--out DIR --label NAME]
+        [--mode in-process|in-process-pool|pipeline ...] [--a-args=ARGS] [--b-args=ARGS] [--out DIR --label NAME]
+
+The cost of vectors: `--vs .venv/bin/python --b-args=--no-embed` (one checkout, its default index
+against one without vectors).
 
 Each run is a fresh process on a fresh, empty index directory (`NSCCN_INDEX_DIR`), so both sides
 parse, resolve and rank the whole tree. `in-process` is `nsccn index TREE --in-process --workers
@@ -34,9 +37,9 @@ MODES = {"in-process": ["--in-process", "--workers", "1"], "in-process-pool": ["
          "pipeline": ["--pipeline"]}
 
 
-def command(python: str, tree: Path, mode: str) -> list[str]:
+def command(python: str, tree: Path, mode: str, extra: str = "") -> list[str]:
     # -P: the working directory (maybe another checkout) never shadows the interpreter's own nsccn
-    return [python, "-P", "-m", "nsccn.cli", "index", str(tree), *MODES[mode]]
+    return [python, "-P", "-m", "nsccn.cli", "index", str(tree), *MODES[mode], *extra.split()]
 
 
 def main() -> int:
@@ -48,7 +51,10 @@ def main() -> int:
     ap.add_argument("--mode", nargs="+", default=["in-process"], choices=tuple(MODES))
     ap.add_argument("--out", help="a directory for LABEL.json and LABEL.md")
     ap.add_argument("--label", default="index_cpu")
+    ap.add_argument("--a-args", default="", help="more arguments of side A's `nsccn index` (e.g. --no-embed)")
+    ap.add_argument("--b-args", default="", help="more arguments of side B's `nsccn index`")
     args = ap.parse_args()
+    extra = {"A": args.a_args, "B": args.b_args}
     tree = Path(args.tree).resolve()
     sides = {"A": args.python, "B": args.vs}
     runs: list[dict] = []
@@ -59,7 +65,7 @@ def main() -> int:
                 for side, python in sides.items():
                     ix = work / f"{side}-{mode}-{rnd}"
                     load = os.getloadavg()[0]
-                    r = run_tree(command(python, tree, mode), env={**os.environ, "NSCCN_INDEX_DIR": str(ix)})
+                    r = run_tree(command(python, tree, mode, extra[side]), env={**os.environ, "NSCCN_INDEX_DIR": str(ix)})
                     if r.returncode != 0:
                         raise SystemExit(f"side {side} failed: {r.stderr.strip().splitlines()[-1:]}")
                     runs.append({"round": rnd, "mode": mode, "side": side, "cpu_s": round(r.cpu_s, 2),
@@ -73,7 +79,7 @@ def main() -> int:
                     shutil.rmtree(ix, ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    lines = [f"# Cold `nsccn index` CPU, A ({sides['A']}) vs B ({sides['B']}), interleaved", "",
+    lines = [f"# Cold `nsccn index` CPU, A ({sides['A']} {extra['A']}) vs B ({sides['B']} {extra['B']}), interleaved", "",
              f"{tree}, {args.rounds} rounds; load average {min(r['load_before'] for r in runs)}"
              f"-{max(r['load_before'] for r in runs)} before the runs", "",
              "| mode | A CPU s (median) | B CPU s (median) | A/B CPU, median (min-max) | A wall s | B wall s |"

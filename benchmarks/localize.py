@@ -77,6 +77,8 @@ CONFIGS: dict[str, frozenset[str]] = {
     # What `nsccn localize` runs: the learned ranker over every signal the index has (the index is
     # built as `nsccn index` builds it by default: with the static model's vectors).
     "default": frozenset({"bm25", "query_analysis", "graph", "prior", "learned"}),
+    # The same ranker told not to read the index's vectors: what the vectors add, in one run.
+    "default-lexical": frozenset({"bm25", "query_analysis", "graph", "prior", "learned", "no-vectors"}),
 }
 
 FILE_KS = (1, 3, 5)
@@ -468,7 +470,8 @@ def default_localize(db: Path, query: str, limit: int = TOP_N, signals: frozense
         return localize(db, query, limit=limit, signals=signals)
     with Store(db, readonly=True) as store:
         ranker = ranking.load_ranker(MODEL) if MODEL else ranking.active_ranker()[0]
-        return ranking.localize(store, query, limit=limit, ranker=ranker)
+        return ranking.localize(store, query, limit=limit, ranker=ranker,
+                                use_vectors=signals is None or "no-vectors" not in signals)
 
 
 def dump_features(db: Path, inst: dict, fh, expand: tuple[int, int] | None = None) -> None:

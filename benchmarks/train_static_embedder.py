@@ -3,29 +3,38 @@
 
     python benchmarks/mine_history.py --mirrors MIRRORS --per-repo 800 --out mined.jsonl
     python benchmarks/train_embedder.py pairs --dataset mined.jsonl --mirrors MIRRORS --max-chars 2000 --out pairs.jsonl
-    python benchmarks/train_static_embedder.py build --pairs pairs.jsonl --work WORK --out nsccn/models/static-code-v1/model.npz
+    python benchmarks/train_static_embedder.py corpus --pairs pairs.jsonl --mined mined.jsonl --mirrors MIRRORS \
+        --extra-repos numpy/numpy ansible/ansible fastapi/fastapi buildbot/buildbot twisted/twisted \
+        mitmproxy/mitmproxy spotify/luigi nltk/nltk --messages 3000 --max-texts 400000 --out texts.jsonl.gz
+    python benchmarks/static_teacher.py --texts texts.jsonl.gz --out teacher/teacher.npz --shard-rows 50000 [--device cuda]
+    python benchmarks/train_static_embedder.py build --pairs pairs.jsonl --texts texts.jsonl.gz \
+        --teacher teacher/teacher.npz --work WORK --out nsccn/models/static-code-v1/model.npz
 
-Only numpy and scipy (both already installed with NSCCN; no PyTorch), on the CPU, in minutes.
-Steps, each cached in WORK:
+numpy and scipy (installed with NSCCN) for everything but the teacher's vectors: ONNX Runtime runs
+the bundled transformer on the CPU (hours for 220,000 texts on 2 cores), or PyTorch on a GPU where
+there is one (`--device cuda`: under a minute; the same vectors, cosine 1.00000 on a check set).
+Steps of `build`, each cached in WORK where it is slow:
 
-1. **Vocabulary** (`vocab`): the tokens of `nsccn.static_embed.tokens` over the pairs' texts
-   (commit messages and the function texts as the index embeds them), kept when they occur in at
-   least `--min-repos` repositories (a word of one code base only is a name BM25 sees; no
-   repository's own names are learned), the `--max-tokens` most frequent; identifiers of several
-   parts (`getattr`, `setdefault`) are tokens of their own when they pass the same bar.
-2. **Distillation** (`teacher`): every vocabulary token embedded alone by the bundled transformer
-   (`minilm-code-v1`, ONNX), PCA to `--dim` dimensions, each row scaled by the token's SIF weight
-   (1e-3 / (1e-3 + its frequency)): model2vec's recipe, with our tokens.
-3. **Training** (`train_table`): contrastive, on (message -> one changed function) pairs, batches
-   of one repository (the other messages' functions are in-batch negatives), plus up to five other
-   functions of the changed files (hard negatives); cross-entropy of the scaled cosines, Adam on
-   the rows a batch touches, a pull towards the distilled rows (`--anchor`). Repositories named by
-   `--valid-repos` are left out and scored after each epoch (message -> its functions among all
-   the texts of those repositories' pairs: MRR and recall@5).
-4. **Export**: int8 rows with a float scale per row (`StaticModel.save`).
+1. **Vocabulary**: the tokens of `nsccn.static_embed.tokens` (identifier parts in lower case, and
+   identifiers of several parts whole: `getattr`, `setdefault`) that occur in the pairs of at least
+   `--min-repos` repositories, then those in at least `--min-count` texts of the teacher's corpus,
+   `--max-tokens` in all. A token outside it still counts at run time, as a fixed random direction
+   (the model's bank), so a code base's own names match each other.
+2. **Distillation**: every vocabulary token embedded alone by the bundled transformer
+   (`minilm-code-v1`), PCA to `--dim` dimensions, plus `--identity` times the token's own random
+   direction, scaled by its SIF weight (1e-3 / (1e-3 + its frequency)): model2vec's recipe.
+3. **Regression onto the teacher** (`regress_table`, tokenlearn's step): each corpus text's vector
+   towards the direction of the transformer's vector of the same text (PCA-reduced), 1 - cosine.
+4. **Contrastive training** (`train_table`): (commit message -> one changed function) pairs, batches
+   of one repository (the other messages' functions are in-batch negatives) plus up to five other
+   functions of the changed files (hard negatives), cross-entropy of the scaled cosines. Adam on the
+   rows a batch touches in both steps; the bank never moves. Repositories named by `--valid-repos`
+   are left out and scored after each epoch (MRR and recall@5 of their messages among their pairs'
+   texts): the settings were chosen that way, with `Textualize/rich` and `python-attrs/attrs` out.
+5. **Export**: int8 rows with a float scale per row (`StaticModel.save`).
 
 No dev-set repository (sympy, pytest, requests, flask) and none of the twelve held-out ones
-(`mine_history.HELD_OUT_REPOSITORIES`) may be in the pairs: `build` refuses them.
+(`mine_history.HELD_OUT_REPOSITORIES`) is in the pairs or the corpus: `corpus` and `build` refuse them.
 """
 
 from __future__ import annotations
@@ -33,7 +42,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import random
 import sys
 import time
@@ -370,6 +378,18 @@ def score_pairs(model: StaticModel, pairs: list[dict]) -> dict[str, float]:
     return {"mrr": mrr / max(n, 1), "recall@5": r5 / max(n, 1)}
 
 
+def commit_messages(gitdir: Path, head: str, limit: int) -> list[str]:
+    """The newest `limit` commit messages (no merges) up to `head`, of 20 characters or more:
+    prose as users write it, for the query side."""
+    import subprocess
+
+    if limit <= 0:
+        return []
+    out = subprocess.run(["git", "--git-dir", str(gitdir), "log", "--no-merges", f"-{limit}", "--format=%B%x00", head],
+                         capture_output=True, check=True).stdout.decode("utf-8", "replace")
+    return [m.strip() for m in out.split("\0") if len(m.strip()) >= 20]
+
+
 def cmd_corpus(args) -> int:
     """The texts the teacher embeds for the regression step: every text of the pairs, and every
     non-test function, method and class of each training repository at its newest mined commit
@@ -387,10 +407,16 @@ def cmd_corpus(args) -> int:
     by_repo: dict[str, set[str]] = defaultdict(set)
     for r in (json.loads(line) for line in args.mined.read_text().splitlines() if line.strip()):
         by_repo[r["repo"]].add(r["base_commit"])
-    for repo in sorted(by_repo):
+    banned = set(DEV_REPOSITORIES) | set(HELD_OUT_REPOSITORIES)
+    bad = sorted(set(args.extra_repos) & banned)
+    if bad:
+        raise SystemExit(f"--extra-repos names evaluation repositories {bad}")
+    for repo in [*sorted(by_repo), *args.extra_repos]:
         gitdir = mirror_of(args.mirrors, repo)
-        parts = corpus(gitdir, newest_commit(gitdir, by_repo[repo]))
+        head = newest_commit(gitdir, by_repo[repo]) if repo in by_repo else "HEAD"
+        parts = corpus(gitdir, head)
         texts.update(dict.fromkeys(text_of(p, STATIC_MAX_CHARS) for p in parts.values()))
+        texts.update(dict.fromkeys(commit_messages(gitdir, head, args.messages)))
         print(f"{repo}: {len(parts)} entities, {len(texts)} texts in all", file=sys.stderr, flush=True)
     ordered = list(texts)
     random.Random(args.seed).shuffle(ordered)
@@ -403,6 +429,8 @@ def cmd_corpus(args) -> int:
 
 
 def cmd_build(args) -> int:
+    from static_teacher import load_teacher, read_texts
+
     pairs = read_pairs(args.pairs)
     check_no_evaluation_data(pairs)
     work = args.work
@@ -410,12 +438,19 @@ def cmd_build(args) -> int:
     valid_repos = set(args.valid_repos)
     train = [p for p in pairs if p["repo"] not in valid_repos]
     valid = [p for p in pairs if p["repo"] in valid_repos]
-    vocab_file = work / f"vocab-r{args.min_repos}-n{args.max_tokens}.json"
+    texts = read_texts(args.texts)
+    targets = load_teacher(args.teacher)
+    if len(texts) != len(targets):
+        raise SystemExit(f"{args.teacher} holds {len(targets)} vectors for {len(texts)} texts of {args.texts}")
+    key = hashlib.blake2b(json.dumps([sorted(valid_repos), args.min_repos, args.min_count, args.max_tokens,
+                                      len(texts)]).encode(), digest_size=6).hexdigest()
+    vocab_file = work / f"vocab-{key}.json"
     if vocab_file.exists():
         saved = json.loads(vocab_file.read_text())
         vocab, freq = saved["vocab"], np.array(saved["freq"])
     else:
-        vocab, freq = build_vocab(train, args.min_repos, args.max_tokens)
+        base, _ = build_vocab(train, args.min_repos, args.max_tokens)
+        vocab, freq = vocab_of_texts(texts, args.min_count, args.max_tokens, base)
         vocab_file.write_text(json.dumps({"vocab": vocab, "freq": freq.tolist()}))
     print(f"vocabulary: {len(vocab)} tokens ({sum(len(split_identifier(t)) > 1 for t in vocab)} compounds)",
           file=sys.stderr)
@@ -425,17 +460,20 @@ def cmd_build(args) -> int:
     else:
         teacher = teacher_rows(vocab, args.threads)
         np.save(teacher_file, teacher)
+    log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     start = initial_model(vocab, teacher, freq, args.dim, args.identity, args.oov_weight, args.bank_rows, args.tf,
                           args.seed)
     if valid:
-        print("distilled, untrained: " + " ".join(f"{k} {x:.3f}" for k, x in score_pairs(start, valid).items()),
-              file=sys.stderr)
-    model = train_table(train, start, seed=args.seed, epochs=args.epochs, batch=args.batch, lr=args.lr,
-                        scale=args.scale, anchor=args.anchor, valid=valid,
-                        log=lambda s: print(s, file=sys.stderr, flush=True))
-    header = {"trained_on": sorted({p["repo"] for p in train}), "pairs": len(train), "seed": args.seed,
+        log("distilled, untrained: " + " ".join(f"{k} {x:.3f}" for k, x in score_pairs(start, valid).items()))
+    model = regress_table(texts, targets, start, seed=args.seed, epochs=args.regress_epochs, lr=args.regress_lr,
+                          valid=valid, log=log)
+    model = train_table(train, model, seed=args.seed, epochs=args.epochs, batch=args.batch, lr=args.lr,
+                        scale=args.scale, anchor=args.anchor, valid=valid, log=log)
+    header = {"trained_on": sorted({p["repo"] for p in train}), "pairs": len(train), "teacher_texts": len(texts),
+              "seed": args.seed, "regress_epochs": args.regress_epochs, "regress_lr": args.regress_lr,
               "epochs": args.epochs, "lr": args.lr, "anchor": args.anchor, "scale": args.scale,
-              "identity": args.identity, "teacher": "nsccn/minilm-code-v1", "min_repos": args.min_repos}
+              "identity": args.identity, "teacher": "nsccn/minilm-code-v1", "min_repos": args.min_repos,
+              "min_count": args.min_count}
     model.save(args.out, header)
     print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB, {len(vocab)} x {args.dim})", file=sys.stderr)
     return 0
@@ -450,20 +488,29 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--mirrors", type=Path, required=True)
     c.add_argument("--out", type=Path, required=True)
     c.add_argument("--max-texts", type=int, default=150000)
+    c.add_argument("--extra-repos", nargs="*", default=[],
+                   help="more repositories (in MIRRORS, at HEAD) whose code and messages the teacher embeds: "
+                        "no pairs of theirs are used, and no evaluation repository is allowed")
+    c.add_argument("--messages", type=int, default=0, help="commit messages of each repository to add")
     c.add_argument("--seed", type=int, default=0)
     c.set_defaults(run=cmd_corpus)
     b = sub.add_parser("build", help="pairs -> vocabulary -> distilled table -> trained table -> model file")
     b.add_argument("--pairs", type=Path, required=True, help="train_embedder.py pairs --max-chars 2000")
+    b.add_argument("--texts", type=Path, required=True, help="the corpus command's texts")
+    b.add_argument("--teacher", type=Path, required=True, help="static_teacher.py's vectors of those texts")
+    b.add_argument("--min-count", type=int, default=5, help="texts a corpus token must occur in")
+    b.add_argument("--regress-epochs", type=int, default=6)
+    b.add_argument("--regress-lr", type=float, default=3e-3)
     b.add_argument("--work", type=Path, required=True, help="a directory for the cached vocabulary and teacher rows")
     b.add_argument("--out", type=Path, required=True)
     b.add_argument("--valid-repos", nargs="*", default=[], help="repositories left out of training and scored")
-    b.add_argument("--min-repos", type=int, default=3)
-    b.add_argument("--max-tokens", type=int, default=60000)
+    b.add_argument("--min-repos", type=int, default=2)
+    b.add_argument("--max-tokens", type=int, default=80000)
     b.add_argument("--dim", type=int, default=256)
-    b.add_argument("--epochs", type=int, default=4)
+    b.add_argument("--epochs", type=int, default=2)
     b.add_argument("--batch", type=int, default=64)
-    b.add_argument("--lr", type=float, default=3e-3)
-    b.add_argument("--scale", type=float, default=20.0)
+    b.add_argument("--lr", type=float, default=1e-3)
+    b.add_argument("--scale", type=float, default=10.0)
     b.add_argument("--anchor", type=float, default=0.0)
     b.add_argument("--tf", choices=("log", "raw"), default="log")
     b.add_argument("--identity", type=float, default=1.0, help="weight of each token's own random row at the start")

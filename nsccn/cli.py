@@ -435,16 +435,18 @@ def pipeline_embedder(nav: Navigator):
     """The running pipeline's embedder, to embed this query with the model it has loaded already
     (a CLI search would otherwise load one of its own, ~2 s); None when no pipeline with an
     embedder runs on the repository, or the index has no vectors (no query embedding needed)."""
+    from nsccn.config import STATIC_MODEL
+
+    if nav.vectors()[0] in (None, STATIC_MODEL):
+        return None  # no vectors, or the static model's: embedded here in microseconds
     try:
         from supervisor.addresses import key_path, running_pipeline
     except ImportError:
         return None
-    from nsccn.static_embed import STATIC_MODEL
-
     info = running_pipeline(nav.root, nav.config)
     query = ((info or {}).get("addresses") or {}).get("query")
-    if not info or not info.get("embed") or not query or nav.vectors()[0] in (None, STATIC_MODEL):
-        return None  # no vectors, or the static model's: embedded here in microseconds
+    if not info or not info.get("embed") or not query:
+        return None
     from workers.query_client import QueryEmbedClient
 
     key_file = str(key_path(nav.root, nav.config)) if query.startswith("tcp://") else ""

@@ -44,6 +44,15 @@ class PipelineSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     base_port: int = 47100  # tcp: base_port .. base_port+6
 
 
+# The default embedding model (nsccn.static_embed) and the names that ask for it (lowercased).
+STATIC_MODEL = "nsccn/static-code-v1"
+STATIC_ALIASES = frozenset({STATIC_MODEL, "static", "static-code", "static-code-v1"})
+
+
+def is_static_model(name: str) -> bool:
+    return name.lower() in STATIC_ALIASES
+
+
 class Config(msgspec.Struct, kw_only=True):
     index_dir: str = INDEX_DIR  # relative to the repository root, or absolute
     max_file_size: int = 1 << 20  # bytes; larger files are skipped and counted
@@ -56,7 +65,7 @@ class Config(msgspec.Struct, kw_only=True):
     max_traversal_depth: int = 10
     # The static code embedding (on by default, ~0.1 ms of CPU an entity); a transformer
     # ("minilm-code", "nomic-ai/nomic-embed-text-v1.5") is a user setting, ~100 ms an entity.
-    embedding_model: str = "nsccn/static-code-v1"
+    embedding_model: str = STATIC_MODEL
     embedding_dim: int = 0  # 0: the model's own (nomic: 256 of its 768)
     embedding_batch_size: int = 32
     embedding_threads: int = 0  # 0: let the runtime choose

@@ -37,8 +37,7 @@ from nsccn.static_embed import ModelUnavailable as _StaticUnavailable
 
 DEFAULT_MODEL = STATIC_MODEL
 DEFAULT_DIM = 256
-# Names that ask for the static model (compared lowercased).
-STATIC_ALIASES = frozenset({STATIC_MODEL, "static", "static-code", "static-code-v1"})
+from nsccn.config import STATIC_ALIASES  # noqa: E402  (the names that ask for the static model)
 # The transformer `load_embedder` prefers when a transformer is asked for by a generic name.
 NOMIC_MODEL = "nomic-ai/nomic-embed-text-v1.5"
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nsccn.config import Config, ensure_index_dir, load_config
+from nsccn.config import STATIC_MODEL, Config, ensure_index_dir, is_static_model, load_config
 from nsccn.languages.project import CAPPED, over_limits
 from nsccn.model import ParsedFile
-from nsccn.store import RESOLVE_PENDING, WRITER_CACHE_MIB, IndexMissing, Store
+from nsccn.store import RESOLVE_PENDING, VECTORS_COMPLETE, WRITER_CACHE_MIB, IndexMissing, Store
 
 if TYPE_CHECKING:  # the scan (pathspec) is imported by the runs that scan, not by the pipeline's CLI
     from nsccn.scan import FileInfo, ScanResult
@@ -231,7 +231,7 @@ def index_repository(
             from nsccn.history import update_for_root
 
             summary.history_commits = update_for_root(store, root, max_commits=config.history_max_commits).kept
-        if embed:
+        if embed and not _vectors_current(store, config):
             from nsccn.embed import ModelUnavailable
             from nsccn.semantic import default_embedder, embed_index
 
@@ -249,6 +249,16 @@ def index_repository(
     summary.files_with_syntax_errors = counts["files_with_syntax_errors"]
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _vectors_current(store: Store, config: Config) -> bool:
+    """Whether the static model's vectors are complete and no file changed since (a run that found
+    nothing to do then loads no model and reads no vector). A transformer's id depends on what
+    loads, so its vectors are always looked at."""
+    if not is_static_model(os.environ.get("NSCCN_EMBED_MODEL") or config.embedding_model):
+        return False
+    return (store.get_meta(VECTORS_COMPLETE) == STATIC_MODEL
+            and store.get_meta("embedding_skips_tests", "0") == ("0" if config.embed_test_files else "1"))
 
 
 def _parse_all(

@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from nsccn.embed import FALLBACK_MODEL, STATIC_MODEL, embedding_text, is_bundled, load_bundled_query_embedder, load_embedder, text_hash
 from nsccn.model import split_entity_id
-from nsccn.store import EMBEDDABLE_SQL, TEXT_COLUMNS, Store
+from nsccn.store import EMBEDDABLE_SQL, TEXT_COLUMNS, VECTORS_COMPLETE, Store
 from nsccn.vectors import VectorStore
 
 # Texts per embed_documents call of `embed_index` (vectors are written after each).
@@ -71,6 +71,7 @@ def embed_index(
     """Bring the vectors of a (writable) store up to date with its entities (see `wanted_texts`
     for `include_tests`)."""
     embedder = embedder or default_embedder()
+    store.conn.execute("DELETE FROM meta WHERE key=?", (VECTORS_COMPLETE,))
     vs = VectorStore(store.conn)
     remodel = vs.ensure_model(embedder.model_id, embedder.dim)
     texts = wanted_texts(store, embedder.max_chars, include_tests)
@@ -89,6 +90,7 @@ def embed_index(
             progress(done, len(todo))
     store.set_meta("embedding_model", embedder.model_id)
     store.set_meta("embedding_skips_tests", "0" if include_tests else "1")
+    store.set_meta(VECTORS_COMPLETE, embedder.model_id)
     info = embedder.info() if hasattr(embedder, "info") else {}
     if info.get("fallback"):
         store.set_meta("embedding_fallback", str(info.get("fallback_reason", "")))

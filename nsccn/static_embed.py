@@ -28,9 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from nsccn.config import STATIC_MODEL
 from nsccn.text import split_identifier
-
-STATIC_MODEL = "nsccn/static-code-v1"
 FORMAT = "nsccn-static-embedding"
 FORMAT_VERSION = 1
 STATIC_MODEL_FILE = Path(__file__).parent / "models" / "static-code-v1" / "model.npz"

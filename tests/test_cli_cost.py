@@ -1,9 +1,11 @@
-"""A CLI query loads only what its answer needs (issue 14, item 6): a search embeds its query
-with the running pipeline's embedder, or without one with the bundled model loaded lean (no
-fastembed); a skeleton counts tokens only when asked. Checked by what a real `nsccn` process has
+"""A CLI query loads only what its answer needs (issue 14, item 6): a search over the default
+static vectors embeds its query here with numpy alone; over a transformer's vectors it asks the
+running pipeline's embedder, or without one loads the bundled model lean (no fastembed); a
+skeleton counts tokens only when asked. Checked by what a real `nsccn` process has
 imported when it answers (the wall time is measured by benchmarks/cli_latency.py)."""
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -13,6 +15,7 @@ import pytest
 
 from conftest import stop_group
 
+from nsccn.config import STATIC_MODEL, Config
 from nsccn.indexer import index_repository
 from test_mcp_server import make_repo
 
@@ -38,10 +41,22 @@ def cli(*args: str) -> dict:
 
 @pytest.fixture(scope="module")
 def repo_with_vectors(tmp_path_factory) -> Path:
+    """Vectors of a transformer (the bundled MiniLM tuned for code: a user setting)."""
     repo = make_repo(tmp_path_factory.mktemp("cost") / "acme_repo", index=False)
-    summary = index_repository(repo, workers=1, embed=True)
-    assert summary.vectors and summary.vectors["embedded"] > 0
+    summary = index_repository(repo, workers=1, embed=True, config=Config(embedding_model="minilm-code"))
+    assert summary.vectors and summary.vectors["model"] == "nsccn/minilm-code-v1"
     return repo
+
+
+def test_search_over_the_default_static_vectors_loads_numpy_alone(tmp_path):
+    repo = make_repo(tmp_path / "acme_repo", index=False)
+    summary = index_repository(repo, workers=1)
+    assert summary.vectors and summary.vectors["model"] == STATIC_MODEL
+    res = cli("search", "validate token", "--root", str(repo), "--json")
+    answer = json.loads(res["out"])
+    assert "vector" in answer["signals"] and answer["vectors"] == STATIC_MODEL
+    assert answer["results"][0]["id"] == "func:acme/auth.py:validate_token"
+    assert res["loaded"] == ["numpy"]  # no onnxruntime, no tokenizer, no socket to a pipeline
 
 
 def test_search_without_a_pipeline_loads_the_bundled_model_lean(repo_with_vectors):
@@ -69,7 +84,8 @@ def test_search_asks_the_running_pipelines_embedder(repo_with_vectors):
     cmd = [str(nsccn)] if nsccn.exists() else [sys.executable, "-m", "nsccn.cli"]
     log = (repo_with_vectors.parent / "serve.log").open("w")
     proc = subprocess.Popen([*cmd, "serve", str(repo_with_vectors), "--no-mcp", "--workers", "1"],
-                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                            env={**os.environ, "NSCCN_EMBED_MODEL": "minilm-code"})
     try:
         deadline = time.monotonic() + 90
         while True:

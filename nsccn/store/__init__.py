@@ -127,6 +127,11 @@ class EdgeRow:
     path: str
 
 
+# Set by `semantic.embed_index` once every entity has its vector of the recorded model; any file
+# written or removed clears it. A run that changed nothing need not look at the vectors.
+VECTORS_COMPLETE = "vectors_complete"
+
+
 class Store:
     def __init__(self, db_path: str | Path, readonly: bool = False, cache_mib: int = 64):
         self.path = Path(db_path)
@@ -684,7 +689,9 @@ class Store:
         return out
 
     def _counts_changed(self) -> None:
-        self.conn.execute("DELETE FROM meta WHERE key=?", (COUNTS_KEY,))
+        # Files changed: the cached counts are stale, and the vectors may be (`semantic.embed_index`
+        # marks them complete again).
+        self.conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (COUNTS_KEY, VECTORS_COMPLETE))
 
 
 def _nth_of_ref(refs: Iterable[int]) -> Iterator[int]:
