@@ -1,4 +1,4 @@
-"""Embedding backends: the bundled fallback, the offline probe, a cached model, entity text."""
+"""Embedding backends: the transformers (the bundled fallback, the offline probe, a cached model) and entity text; the default static model is tests/test_static_embed.py."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tokenizers import Tokenizer
 
 from nsccn.embed import (
     BUNDLED_TOKENIZER_DIR,
-    DEFAULT_MODEL,
+    NOMIC_MODEL,
     FALLBACK_MODEL,
     PLAIN_MINILM,
     ModelUnavailable,
@@ -36,16 +36,16 @@ def empty_cache(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def fallback(empty_cache):
     # An empty cache dir makes the preferred model certainly absent, whatever this machine has.
-    return load_embedder(cache_dir=empty_cache, threads=2)
+    return load_embedder(NOMIC_MODEL, cache_dir=empty_cache, threads=2)
 
 
 def test_absent_model_falls_back_to_bundled(fallback):
     assert fallback.fallback is True
-    assert DEFAULT_MODEL in fallback.fallback_reason and "not in a local cache" in fallback.fallback_reason
+    assert NOMIC_MODEL in fallback.fallback_reason and "not in a local cache" in fallback.fallback_reason
     assert fallback.model_id == FALLBACK_MODEL
     assert fallback.dim == 384
     info = fallback.info()
-    assert info["fallback"] is True and info["requested_model"] == DEFAULT_MODEL
+    assert info["fallback"] is True and info["requested_model"] == NOMIC_MODEL
 
 
 def test_probe_for_absent_model_is_fast(empty_cache):
@@ -53,7 +53,7 @@ def test_probe_for_absent_model_is_fast(empty_cache):
 
     start = time.perf_counter()
     with pytest.raises(ModelUnavailable):
-        load_embedder(cache_dir=empty_cache, allow_fallback=False)
+        load_embedder(NOMIC_MODEL, cache_dir=empty_cache, allow_fallback=False)
     assert time.perf_counter() - start < 0.5
 
 
@@ -139,20 +139,20 @@ def test_model_in_local_cache_is_loaded_offline_with_prefixes_and_truncation(tmp
     # Stands in for a nomic-embed-text-v1.5 fetched earlier: same repo layout, MiniLM weights.
     cache = _fake_hub_cache(tmp_path, "nomic-ai/nomic-embed-text-v1.5", "onnx/model.onnx")
     start = time.perf_counter()
-    e = load_embedder(cache_dir=cache, threads=2)
+    e = load_embedder(NOMIC_MODEL, cache_dir=cache, threads=2)
     assert time.perf_counter() - start < 5
     assert e.fallback is False
-    assert e.model_name == DEFAULT_MODEL and e.dim == 256
-    assert e.model_id == f"{DEFAULT_MODEL}@256"
+    assert e.model_name == NOMIC_MODEL and e.dim == 256
+    assert e.model_id == f"{NOMIC_MODEL}@256"
     assert (e.query_prefix, e.document_prefix) == ("search_query: ", "search_document: ")
     q, d = e.embed_query("binary search"), e.embed_documents(["binary search"])[0]
     assert q.shape == d.shape == (256,)
     assert abs(np.linalg.norm(q) - 1) < 1e-5 and abs(np.linalg.norm(d) - 1) < 1e-5
     assert not np.allclose(q, d)  # the prefixes differ, so do the vectors
     # Other prefixes make another vector space, so another id.
-    assert load_embedder(cache_dir=cache, query_prefix="", document_prefix="").model_id != e.model_id
+    assert load_embedder(NOMIC_MODEL, cache_dir=cache, query_prefix="", document_prefix="").model_id != e.model_id
     with pytest.raises(ValueError):
-        load_embedder(cache_dir=cache, dim=1024)
+        load_embedder(NOMIC_MODEL, cache_dir=cache, dim=1024)
 
 
 def test_embedding_text_priorities_and_budget():

@@ -71,7 +71,7 @@ def ranked_repo(tmp_path: Path) -> Path:
            "Initial import", 1_600_000_000)
     commit(root, {"app/config.py": CONFIG_V1.replace(".read()", ".read(1 << 20)")},
            "Fix parse_config reading huge settings files", 1_600_086_400)
-    index_repository(root, workers=1)
+    index_repository(root, workers=1, embed=False)  # the lexical features alone (vectors: below)
     return root
 
 
@@ -97,6 +97,10 @@ def test_features_of_a_known_candidate(ranked_repo):
     assert f["hist_commits"] == pytest.approx(math.log1p(2)) and f["hist_fixes"] == pytest.approx(math.log1p(1))
     assert f["hist_similar"] > 0
     assert math.isnan(f["best_vector_rank"])  # no vectors in this index: missing, not zero
+    index_repository(ranked_repo, workers=1)  # as `nsccn index` builds it: the static vectors too
+    with_vectors = features_of(ranked_repo, QUERY)
+    f = dict(zip(FILE_FEATURES, with_vectors.file_rows[with_vectors.files.index("app/config.py")]))
+    assert f["best_vector_rank"] >= 0
     g = dict(zip(FUNCTION_FEATURES, cands.function_rows[cands.functions.index("func:app/config.py:parse_config")]))
     assert g["name_identifier"] == 1.0 and g["name_called"] == 1.0 and g["name_backticked"] == 1.0
     assert g["name_in_frame"] == 1.0 and g["name_word"] == 1.0 and g["name_parts_overlap"] == 1.0
@@ -154,7 +158,7 @@ def _quiet_file_repo(root: Path) -> Path:
     for i in range(70):  # they call each other: more PageRank than the quiet helpers
         (root / f"app/other_{i}.py").write_text(
             "".join(f"def other_{i}_{j}(y):\n    return other_{i}_{(j + 1) % 3}(y)\n\n\n" for j in range(3)))
-    index_repository(root, workers=1)
+    index_repository(root, workers=1, embed=False)  # the candidates the lexical streams make
     return root
 
 

@@ -162,10 +162,16 @@ def test_unknown_signal_and_empty_query(billing):
         search(store, "   ")
 
 
-@pytest.mark.parametrize("model", ["default", "all-MiniLM-L6-v2"])
-def test_semantic_only_query_with_bundled_model(tmp_path, model):
+@pytest.mark.parametrize("model,query", [
+    ("default", "dunning letter for overdue bills"),  # the static model made by default
+    ("minilm-code", "nag people who owe us money"),  # the transformer a user may choose
+    ("all-MiniLM-L6-v2", "nag people who owe us money"),
+])
+def test_semantic_only_query_with_bundled_model(tmp_path, model, query):
     """No word of the query appears in the target: only the vectors can find it (the default
-    bundled model, tuned for code, and the plain MiniLM it was tuned from)."""
+    static model, the bundled transformer tuned for code, and the plain MiniLM it was tuned from).
+    The static model misses the harder paraphrase: "nag people who owe us money" puts `apply_tax`
+    (its docstring says "money") before `send_reminder`."""
     from nsccn.semantic import embed_index
 
     repo = write_repo(tmp_path / "repo", BILLING)
@@ -174,7 +180,6 @@ def test_semantic_only_query_with_bundled_model(tmp_path, model):
         with Store(repo / ".nsccn/index.db") as store:
             embed_index(store, load_embedder(model, threads=1))
     with Store(repo / ".nsccn/index.db", readonly=True) as store:
-        query = "nag people who owe us money"
         hits = search(store, query, limit=3, signals=frozenset({"vector"}))
         assert hits[0].entity.id == "func:billing/mail.py:send_reminder"
         lexical = search(store, query, limit=3, signals=frozenset({"bm25"}))
@@ -185,13 +190,13 @@ def test_semantic_only_query_with_bundled_model(tmp_path, model):
 
 def test_an_index_embedded_by_the_plain_minilm_answers_with_it_until_re_embedded(tmp_path):
     """Vectors made by the plain MiniLM (the bundled model before the code-tuned one) are queried
-    with that model, not the new default: no error, no mixed spaces. The next embedding with the
-    default configuration replaces them with the tuned model's."""
+    with that model, not the configured one: no error, no mixed spaces. The next embedding with
+    another configured model (here the tuned transformer) replaces them."""
     from nsccn.embed import FALLBACK_MODEL, PLAIN_MINILM
     from nsccn.semantic import embed_index, nearest_rowids
 
     repo = write_repo(tmp_path / "repo", BILLING)
-    index_repository(repo, workers=1)
+    index_repository(repo, workers=1, embed=False)
     plain = load_embedder("all-MiniLM-L6-v2", threads=1)
     with Store(repo / ".nsccn/index.db") as store:
         assert embed_index(store, plain)["model"] == PLAIN_MINILM
@@ -201,7 +206,7 @@ def test_an_index_embedded_by_the_plain_minilm_answers_with_it_until_re_embedded
         assert nearest and nearest == nearest_rowids(store, query, 5, embedder=plain)
         with pytest.raises(RuntimeError, match="re-embed"):
             nearest_rowids(store, query, 5, embedder=load_embedder("bundled", threads=1))
-    summary = index_repository(repo, workers=1, embed=True)
+    summary = index_repository(repo, workers=1, embed=True, config=Config(embedding_model="minilm-code"))
     assert summary.vectors["remodeled"] and summary.vectors["model"] == FALLBACK_MODEL
     with Store(repo / ".nsccn/index.db", readonly=True) as store:
         assert store.conn.execute("SELECT value FROM vec_meta WHERE key='model_id'").fetchone()[0] == FALLBACK_MODEL

@@ -17,6 +17,7 @@ import numpy as np
 import zmq
 
 from nsccn.config import load_config
+from nsccn.static_embed import ModelUnavailable
 from nsccn.messages import EmbedJob, Hello, ModelInfo, QueryEmbed, QueryVector, Vectors, encode
 from workers.base import Actor, actor_main
 
@@ -91,7 +92,11 @@ class Embedder(Actor):
         self.router = self.socket(zmq.ROUTER, bind=self.addrs.query)
         self.to_writer = self.socket(zmq.PUSH, connect=self.addrs.writer)
         with self.busy("loading model"):
-            self.model = load_model(self.root)
+            try:
+                self.model = load_model(self.root)
+            except ModelUnavailable as exc:  # (`nsccn serve` checks first; a Procfile run may not)
+                self._without_model(str(exc))
+                return
         info = self.model.info()
         self.model_info = ModelInfo(
             model_id=self.model.model_id,
@@ -123,6 +128,27 @@ class Embedder(Actor):
                         self.send(self.to_writer, self.model_info)
                 else:
                     self.unexpected(msg)
+
+    def _without_model(self, why: str) -> None:
+        """No model can load: say so once and stay up (a crash loop would only say it again);
+        queries get the reason, no job ever comes (the writer waits for a ModelInfo first)."""
+        self.log.error("no vectors: %s", why)
+        self.stats.update(model=None, error=why)
+        self.model = None
+        poller = self.poller(self.router)
+        self.tick(f"no model: {why}")
+        while not self.stop.is_set():
+            self.tick()
+            if self.router in self.wait(poller, 200):
+                try:
+                    route, msg = self.recv(self.router)
+                except zmq.Again:
+                    continue
+                if route and isinstance(msg, QueryEmbed):
+                    try:
+                        self.router.send_multipart([*route, encode(QueryVector(req=msg.req, error=why))], zmq.NOBLOCK)
+                    except zmq.ZMQError:
+                        pass  # the asker is gone
 
     def _serve_queries(self) -> None:
         while True:
