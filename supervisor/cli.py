@@ -263,6 +263,7 @@ def _main(argv: list[str] | None = None) -> int:
             sp.add_argument("--workers", type=int, default=0, help="parser processes (0: one per core)")
         if name == "index":
             sp.add_argument("--no-embed", action="store_true", help="no vectors (by default every entity gets one)")
+            sp.add_argument("--embed", action="store_true", help=argparse.SUPPRESS)  # the default now
             sp.add_argument("--json", action="store_true")
         if name in ("serve", "pipeline"):
             sp.add_argument("--no-embed", action="store_true")
