@@ -512,7 +512,9 @@ def test_edit_then_reindex_during_a_session_shows_up(tmp_path):
         # re-index while the session is open: later answers see the new code
         index_repository(repo, workers=1)
         found = (await c.call_tool("search_and_rank", {"query": "revoke token"})).structured_content
-        assert found["results"][0]["id"] == "func:acme/auth.py:revoke_token"
+        # Found now (first by BM25 and by the vectors; the fusion's PageRank nudge can put the much
+        # called validate_token beside it).
+        assert "func:acme/auth.py:revoke_token" in [r["id"] for r in found["results"][:2]]
         assert "stale" not in found
         after = (await c.call_tool("open_surgical_window", {"entity_id": "func:acme/auth.py:check_expiry", "context_lines": 0})).structured_content
         assert after["start"] == before["start"] + 3 and "stale" not in after
