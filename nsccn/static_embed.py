@@ -67,27 +67,63 @@ def tokens(text: str, compounds: frozenset[str] | set[str] | dict | None = None)
 class StaticModel:
     """A loaded token table: `embed(texts)` -> (n, dim) float32, rows L2-normalized."""
 
-    def __init__(self, vocab: list[str], table: np.ndarray, model_id: str = STATIC_MODEL, source: str = "",
-                 header: dict | None = None, bank: np.ndarray | None = None):
-        if table.ndim != 2 or table.shape[0] != len(vocab):
-            raise ModelUnavailable(f"the static model's table has shape {table.shape} for {len(vocab)} tokens")
-        if bank is not None and (bank.ndim != 2 or bank.shape[1] != table.shape[1]):
-            raise ModelUnavailable(f"the static model's bank has shape {bank.shape} beside a table of {table.shape}")
+    def __init__(self, vocab: list[str], table: np.ndarray | None, model_id: str = STATIC_MODEL, source: str = "",
+                 header: dict | None = None, bank: np.ndarray | None = None,
+                 quantized: tuple[np.ndarray, np.ndarray] | None = None, compound: np.ndarray | None = None):
+        """`table`: the vocabulary's float rows (training), or None with `quantized` = (int8 rows of
+        the vocabulary then the bank, a float scale per row), as loaded from a model file: rows are
+        turned back into floats only when gathered, so a process that embeds one query loads the
+        model in milliseconds. `compound`: which tokens are identifiers of several parts (stored in
+        the file; computed when absent)."""
         self.vocab = vocab
+        n = len(vocab)
+        if quantized is not None:
+            self._q, self._scale = quantized
+            if self._q.ndim != 2 or len(self._q) < n or len(self._scale) != len(self._q):
+                raise ModelUnavailable(f"the static model's rows have shape {self._q.shape} for {n} tokens")
+            self.dim = int(self._q.shape[1])
+            self._table = None
+            self.bank_rows = len(self._q) - n
+        else:
+            if table is None or table.ndim != 2 or table.shape[0] != n:
+                raise ModelUnavailable(f"the static model's table has shape {getattr(table, 'shape', None)} for {n} tokens")
+            if bank is not None and (bank.ndim != 2 or bank.shape[1] != table.shape[1]):
+                raise ModelUnavailable(f"the static model's bank has shape {bank.shape} beside a table of {table.shape}")
+            self.dim = int(table.shape[1])
+            # An unknown token (a code base's own names) still counts: its vector is two fixed random
+            # rows of the bank chosen by a hash of the token, nearly orthogonal to every other token's,
+            # so texts sharing a rare name are closer (what BM25 sees), at `oov_weight`.
+            bank = np.zeros((0, self.dim), np.float32) if bank is None else np.asarray(bank, np.float32)
+            self._table = np.ascontiguousarray(np.vstack([table, bank]), dtype=np.float32)
+            self._q = None
+            self.bank_rows = len(bank)
         self.index = {t: i for i, t in enumerate(vocab)}
         # Compounds are vocabulary entries of several parts (`tokens` tries them whole).
-        self.compounds = frozenset(t for t in vocab if len(split_identifier(t)) > 1)
-        self.dim = int(table.shape[1])
-        # An unknown token (a code base's own names) still counts: its vector is two fixed random
-        # rows of `bank` chosen by a hash of the token, nearly orthogonal to every other token's, so
-        # texts sharing a rare name are closer (what BM25 sees), at `oov_weight`.
-        self.bank = np.zeros((0, self.dim), np.float32) if bank is None else np.asarray(bank, np.float32)
-        self.table = np.ascontiguousarray(np.vstack([table, self.bank]), dtype=np.float32)
+        if compound is None:
+            compound = np.fromiter((len(split_identifier(t)) > 1 for t in vocab), dtype=bool, count=n)
+        self.compound = np.asarray(compound, dtype=bool)
+        self.compounds = frozenset(t for t, c in zip(vocab, self.compound.tolist()) if c)
         self.model_id = model_id
         self.source = source
         self.header = header or {}
         self.tf = self.header.get("tf", "log")
-        self.oov_weight = float(self.header.get("oov_weight", 0.0)) if len(self.bank) else 0.0
+        self.oov_weight = float(self.header.get("oov_weight", 0.0)) if self.bank_rows else 0.0
+
+    @property
+    def table(self) -> np.ndarray:
+        """Every row (the vocabulary's, then the bank's) as float32."""
+        if self._table is None:
+            self._table = self._q.astype(np.float32) * self._scale[:, None]
+        return self._table
+
+    @property
+    def bank(self) -> np.ndarray:
+        return self.table[len(self.vocab):]
+
+    def rows(self, ids: np.ndarray) -> np.ndarray:
+        if self._table is not None:
+            return self._table[ids]
+        return self._q[ids].astype(np.float32) * self._scale[ids, None]
 
     @classmethod
     def load(cls, path: str | Path = STATIC_MODEL_FILE) -> StaticModel:
@@ -102,13 +138,18 @@ class StaticModel:
                         f"{path} is not a static embedding model of format {FORMAT} v{FORMAT_VERSION} "
                         f"(it says {header.get('format')!r} v{header.get('format_version')!r})")
                 vocab = bytes(npz["vocab"]).decode("utf-8").split("\n")
-                table = npz["table"].astype(np.float32) * npz["scale"].astype(np.float32)[:, None]
-                bank = (npz["bank"].astype(np.float32) / 127.0) if "bank" in npz.files else None
+                q, scale = npz["table"], npz["scale"].astype(np.float32)
+                if "bank" in npz.files:
+                    bank = npz["bank"]
+                    q = np.concatenate([q, bank])
+                    scale = np.concatenate([scale, np.full(len(bank), 1 / 127.0, np.float32)])
+                compound = npz["compound"] if "compound" in npz.files else None
         except ModelUnavailable:
             raise
         except (OSError, KeyError, ValueError, UnicodeDecodeError) as exc:
             raise ModelUnavailable(f"the static embedding model {path} cannot be read: {exc}") from None
-        return cls(vocab, table, header.get("model_id", STATIC_MODEL), str(path.resolve()), header, bank)
+        return cls(vocab, None, header.get("model_id", STATIC_MODEL), str(path.resolve()), header,
+                   quantized=(q, scale), compound=compound)
 
     def save(self, path: str | Path, header: dict | None = None) -> None:
         """Write the table as int8 with a float32 scale per row (the shipped form)."""
@@ -116,16 +157,16 @@ class StaticModel:
         scale = np.abs(rows).max(axis=1) / 127.0
         scale[scale == 0] = 1.0
         q = np.clip(np.rint(rows / scale[:, None]), -127, 127).astype(np.int8)
-        bank = {"bank": np.clip(np.rint(self.bank * 127.0), -127, 127).astype(np.int8)} if len(self.bank) else {}
+        bank = {"bank": np.clip(np.rint(self.bank * 127.0), -127, 127).astype(np.int8)} if self.bank_rows else {}
         head = {**self.header, "format": FORMAT, "format_version": FORMAT_VERSION, "model_id": self.model_id,
                 "dim": self.dim, "tokens": len(self.vocab), "tf": self.tf, "oov_weight": self.oov_weight,
-                "bank_rows": len(self.bank), **(header or {})}
+                "bank_rows": self.bank_rows, **(header or {})}
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "wb") as f:
             np.savez(f, header=np.frombuffer(json.dumps(head, sort_keys=True).encode(), dtype=np.uint8),
                      vocab=np.frombuffer("\n".join(self.vocab).encode("utf-8"), dtype=np.uint8),
-                     table=q, scale=scale.astype(np.float32), **bank)
+                     table=q, scale=scale.astype(np.float32), compound=self.compound, **bank)
 
     def token_ids(self, text: str) -> list[int]:
         """The vocabulary ids of the known tokens of `text`, in order."""
@@ -155,7 +196,7 @@ class StaticModel:
         return np.asarray(ids, dtype=np.intp), np.asarray(weights, dtype=np.float32)
 
     def _bank_rows(self, token: str) -> tuple[tuple[int, float], tuple[int, float]]:
-        return _bank_rows(token, len(self.vocab), len(self.bank))
+        return _bank_rows(token, len(self.vocab), self.bank_rows)
 
     def embed(self, texts: Iterable[str], batch_size: int = 0) -> np.ndarray:  # batch_size: the backends' signature
         texts = list(texts)
@@ -174,7 +215,7 @@ class StaticModel:
                 weights.append(w)
                 size += len(found)
         if size:  # the weighted rows of each text summed in one pass over the gathered rows
-            gathered = self.table[np.concatenate(ids)] * np.concatenate(weights)[:, None]
+            gathered = self.rows(np.concatenate(ids)) * np.concatenate(weights)[:, None]
             out[rows] = np.add.reduceat(gathered, starts, axis=0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
