@@ -15,14 +15,12 @@ from typing import TYPE_CHECKING
 
 from nsccn import __version__
 from nsccn.config import ConfigError
-from nsccn.escape import block, one_line
+from nsccn.escape import one_line
 from nsccn.private import PrivatePathError
+from nsccn.tools import COMMANDS, EXIT_FAILED, EXIT_NO_INDEX, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:  # the query stack (search, graph, ranking) is imported only by the commands that query
     from nsccn.navigator import Navigator
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_INDEX = 0, 1, 2, 3
-
 
 def _print_json(data) -> None:
     print(json.dumps(data, indent=2, default=str))
@@ -130,7 +128,7 @@ def cmd_index(args) -> int:
                 print(f"nsccn: disk full: the index of {root} could not be written ({is_disk_full(exc)}); what was committed"
                       " stays: free some space and run `nsccn index` again", file=sys.stderr)
                 return EXIT_FAILED
-            from nsccn.resolve_partitions import ResolveFailed  # not imported by a run that resolves nothing
+            from nsccn.errors import ResolveFailed
 
             if not isinstance(exc, ResolveFailed):
                 raise
@@ -166,202 +164,6 @@ def cmd_index(args) -> int:
         v = summary.vectors
         print(f"  vectors: {v['embedded']} embedded, {v['from_cache']} from cache, model {v['model']}")
     return EXIT_OK
-
-
-def cmd_search(nav: Navigator, args) -> dict:
-    out = nav.search(args.query, limit=args.limit, offset=args.offset, diversity=args.diversity)
-    stale = nav.stale_note(r["file"] for r in out["results"])
-    if stale:  # in the answer itself, not only on stderr
-        out["stale"] = stale
-    if not args.json:
-        for i, r in enumerate(out["results"], start=args.offset + 1):
-            print(f"{i:>3}. {r['score']:.4f}  {one_line(r['id'])}  ({one_line(r['file'])}:{r['line']})")
-            print(f"       {one_line(r['signature'])}")
-        if not out["results"]:
-            print("no results")
-        if out.get("more"):
-            print(f"  ... {one_line(out['more'])}")
-        if out.get("query_capped"):
-            print(f"# note: {out['query_capped']}", file=sys.stderr)
-        _print_notes(out, "stale")
-        print(f"# ranking: {out['ranking']}", file=sys.stderr)
-    return out
-
-
-def _report_text(args) -> str:
-    """The bug report: the argument, a file (--file), or standard input (`-`, or nothing given)."""
-    from nsccn.navigator import NavigatorError
-
-    if args.file:
-        try:
-            return Path(args.file).read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            raise NavigatorError(f"cannot read the report file {args.file}: {exc.strerror or exc}") from None
-    if args.report not in (None, "-"):
-        return args.report
-    if args.report is None and sys.stdin.isatty():
-        raise NavigatorError("no report: give it as an argument, with --file PATH, or on standard input")
-    return sys.stdin.read()
-
-
-def cmd_localize(nav: Navigator, args) -> dict:
-    out = nav.localize(_report_text(args), limit=args.limit)
-    if not args.json:
-        print("files, most likely to change first:")
-        for i, path in enumerate(out["files"], start=1):
-            print(f"{i:>3}. {one_line(path)}")
-        print("functions:")
-        for i, r in enumerate(out["functions"], start=1):
-            print(f"{i:>3}. {one_line(r['id'])}  ({one_line(r['file'])}:{r['line']})")
-        if not out["files"]:
-            print("nothing matched: try other words, or `nsccn map` to see what exists")
-        print(f"# ranking: {out['ranking']}", file=sys.stderr)
-        if out.get("query_capped"):
-            print(f"# note: {out['query_capped']}", file=sys.stderr)
-    return out
-
-
-def cmd_skeleton(nav: Navigator, args) -> dict:
-    out = nav.skeleton(_from_here(nav, args, args.file), tokens=args.tokens)
-    if not args.json:
-        print(block(out["skeleton"]), end="")
-        if args.tokens:
-            print(f"# {out['tokens']} tokens (source {out['source_tokens']}, {out['reduction']:.0%} smaller)",
-                  file=sys.stderr)
-        _print_notes(out, "stale")
-    return out
-
-
-def cmd_trace(nav: Navigator, args) -> dict:
-    relations = args.relation or None
-    out = nav.trace(args.entity_id, args.direction, args.depth, relations, args.min_confidence)
-    if not args.json:
-        _print_tree(out)
-        _print_notes(out, "stale", "unresolved")
-    return out
-
-
-def _print_notes(out: dict, *keys: str) -> None:
-    for key in keys:
-        if out.get(key):
-            print(f"# note: {one_line(out[key])}", file=sys.stderr)
-
-
-def _print_tree(out: dict) -> None:
-    ents = out["entities"]
-    key = "target" if out["direction"] != "upstream" else "source"
-    print(f"{one_line(out['root'])}  [{out['direction']}, depth {out['depth']}, {', '.join(out['relations'])}]")
-    seen = {out["root"]}
-
-    def walk(node: str, indent: int) -> None:
-        for item in out["adjacency_list"].get(node, []):
-            other = item.get("target") or item.get("source")
-            meta = ents.get(other, {})
-            where = f"{one_line(meta['file'])}:{meta['line']}" if "file" in meta else meta.get("kind", "")
-            arrow = "->" if "target" in item else "<-"
-            print(f"{'  ' * indent}{arrow} {item['relation']} {one_line(other)}  ({where}; {item['resolution']}, {item['confidence']})")
-            if other not in seen:
-                seen.add(other)
-                walk(other, indent + 1)
-
-    walk(out["root"], 1)
-    if out["truncated"]:
-        print("  ... truncated: narrow with --relation, --min-confidence or a smaller --depth")
-    del key
-
-
-def cmd_window(nav: Navigator, args) -> dict:
-    out = nav.window(args.entity_id, args.context)
-    if not args.json:
-        print(f"# {one_line(out['entity_id'])}  {one_line(out['file'])}:{out['start']}-{out['end']}")
-        print(block(out["code"]), end="")
-        _print_notes(out, "stale")
-    return out
-
-
-def cmd_symbol(nav: Navigator, args) -> dict:
-    out = nav.find_symbol(args.name)
-    if not args.json:
-        for d in out["definitions"]:
-            print(f"{one_line(d['id'])}  ({one_line(d['file'])}:{d['line']})\n    {one_line(d['signature'])}")
-    return out
-
-
-def cmd_refs(nav: Navigator, args) -> dict:
-    out = nav.find_references(args.entity_id, limit=args.limit)
-    if not args.json:
-        for r in out["references"]:
-            print(f"{one_line(r['file'])}:{r['line']}  {r['relation']}  from {one_line(r['from'])}  ({r['resolution']}, {r['confidence']})")
-        if not out["references"]:
-            print("no references")
-        _print_notes(out, "unresolved")
-    return out
-
-
-def cmd_map(nav: Navigator, args) -> dict:
-    focus = [_from_here(nav, args, f) for f in args.focus] if args.focus else None  # a file as typed in a subdirectory
-    out = nav.repo_map(args.max_tokens, focus)
-    if not args.json:
-        print(block(out["map"]), end="")  # (its names and signatures are one line each already)
-        print(f"# {out['tokens']} tokens, {out['files_shown']} of {out['files_total']} files", file=sys.stderr)
-        _print_notes(out, "unresolved")
-    return out
-
-
-def cmd_context(nav: Navigator, args) -> dict:
-    out = nav.assemble_context(args.query, args.max_tokens)
-    if not args.json:
-        print(block(out["context"]))
-        print(f"# {out['tokens']} of {out['max_tokens']} tokens", file=sys.stderr)
-        _print_notes(out, "unresolved")
-    return out
-
-
-def cmd_status(nav: Navigator, args) -> dict:
-    out = nav.status()
-    if not out.get("indexed"):
-        args.exit_code = EXIT_NO_INDEX  # printed all the same: where the index would be, and why not
-    try:
-        from supervisor.control import query_status
-
-        live = query_status(nav.root, nav.config)
-        if live is not None:
-            out["pipeline"] = live
-    except ImportError:
-        pass
-    if not args.json:
-        for k, v in out.items():
-            if k == "configuration" and "settings" in v:
-                print("configuration:")
-                for name, item in v["settings"].items():
-                    print(f"  {name} = {json.dumps(item['value'])}  ({item['from']})")
-                for line in v["refused"]:
-                    print(f"  refused: {one_line(line)}")
-                continue
-            print(f"{k}: {json.dumps(v, default=str) if isinstance(v, (dict, list)) else one_line(v)}")
-        clients = ((out.get("pipeline") or {}).get("clients") or {})
-        if "attached" in clients:
-            who = ", ".join(f"pid {c['pid']} since {c['since']}" for c in clients["attached"])
-            left = f"; stops in {clients['stops_in_s']:g} s with none" if "stops_in_s" in clients else ""
-            print(f"clients: {len(clients['attached'])} attached" + (f" ({who})" if who else "") + left)
-    return out
-
-
-def cmd_train_ranker(nav: Navigator, args) -> dict:
-    progress = None
-    if not args.json:
-        def progress(done: int, total: int) -> None:
-            if done == total or done % 25 == 0:
-                print(f"  featurized {done}/{total} fix commits", file=sys.stderr, flush=True)
-    out = nav.train_ranker(commits=args.commits, rounds=args.rounds, reset=args.reset, progress=progress)
-    if not args.json:
-        if args.reset:
-            print(f"removed {out['removed']}" if out["removed"] else "no repository model to remove")
-        else:
-            print(f"trained on {out['queries']} of this repository's fix commits -> {out['model']}")
-            print(f"note: {out['note']}")
-        print(f"ranking: {out['ranking']}")
-    return out
 
 
 def cmd_serve(args) -> int:
@@ -428,6 +230,15 @@ def cmd_mcp(args) -> int:
     return EXIT_OK
 
 
+def live_status(nav: Navigator) -> dict | None:
+    """The running pipeline's status (`nsccn status`), or None when none runs."""
+    try:
+        from supervisor.control import query_status
+    except ImportError:
+        return None
+    return query_status(nav.root, nav.config)
+
+
 QUERY_EMBED_TIMEOUT_S = 3.0  # past it, the model is loaded here (as long as the pipeline's own load)
 
 
@@ -475,25 +286,6 @@ def find_root(start: Path) -> Path:
         if (cand / ".git").exists():
             break
     return start
-
-
-def _from_here(nav: Navigator, args, path: str) -> str:
-    """A file path as the user typed it in a subdirectory (`nsccn skeleton models.py` inside
-    src/pkg/): relative to where they are, when it is not a path from the repository root."""
-    here = getattr(args, "here", None)
-    if not here or not isinstance(path, str) or Path(path).is_absolute() or (nav.root / path).exists():
-        return path
-    return (here / path).as_posix() if (nav.root / here / path).exists() else path
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
-    return value
 
 
 def _config_problem(root: Path) -> str | None:
@@ -560,48 +352,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--name", default=None, help="actor name (default: parser-<host>-<pid>)")
     sp.set_defaults(func=cmd_worker, needs_nav=False)
 
-    sp = query_cmd("search", "ranked entities for a query", cmd_search)
-    sp.set_defaults(embeds_query=True)
-    sp.add_argument("query")
-    sp.add_argument("--limit", type=int, default=10)
-    sp.add_argument("--offset", type=int, default=0)
-    sp.add_argument("--diversity", type=float, default=0.0,
-                    help="0 (default): plain ranking; up to 1: near-duplicates of listed hits give way (MMR)")
-    sp = query_cmd("localize", "files and functions a bug report's fix most likely touches", cmd_localize)
-    sp.set_defaults(embeds_query=True)
-    sp.add_argument("report", nargs="?", help="the report's text; `-` or nothing: read standard input")
-    sp.add_argument("--file", help="read the report from this file")
-    sp.add_argument("--limit", type=int, default=10, help="files and functions to list (1-50)")
-    sp = query_cmd("skeleton", "a file's signatures and docstrings, bodies elided", cmd_skeleton)
-    sp.add_argument("file")
-    sp.add_argument("--tokens", action="store_true", help="also count the skeleton's and the file's tokens "
-                    "(o200k_base; loading the tokenizer takes about a second)")
-    sp = query_cmd("trace", "causal path from an entity", cmd_trace)
-    sp.add_argument("entity_id")
-    sp.add_argument("--direction", default="downstream", choices=["downstream", "upstream", "state", "all"])
-    sp.add_argument("--depth", type=int, default=3)
-    sp.add_argument("--relation", action="append", help="follow only this relation (repeatable)")
-    sp.add_argument("--min-confidence", type=float, default=0.0)
-    sp = query_cmd("window", "an entity's exact lines, numbered", cmd_window)
-    sp.add_argument("entity_id")
-    sp.add_argument("--context", type=int, default=5)
-    sp = query_cmd("symbol", "where a name is defined", cmd_symbol)
-    sp.add_argument("name")
-    sp = query_cmd("refs", "every call/import/inheritance site of an entity", cmd_refs)
-    sp.add_argument("entity_id")
-    sp.add_argument("--limit", type=_positive_int, default=100, help="references to list (1 or more)")
-    sp = query_cmd("map", "ranked repository map within a token budget", cmd_map)
-    sp.add_argument("--max-tokens", type=int, default=1024)
-    sp.add_argument("--focus", action="append", help="entity id or file path to center on (repeatable)")
-    sp = query_cmd("context", "token-budgeted context for a task", cmd_context)
-    sp.set_defaults(embeds_query=True)
-    sp.add_argument("query")
-    sp.add_argument("--max-tokens", type=int, default=8000)
-    query_cmd("status", "what the index holds and how fresh it is", cmd_status)
-    sp = query_cmd("train-ranker", "adapt the learned ranker to this repository's own fix commits", cmd_train_ranker)
-    sp.add_argument("--commits", type=int, default=300, help="newest fix commits to train on (10-5000)")
-    sp.add_argument("--rounds", type=int, default=60, help="trees added to the shipped model (1-1000)")
-    sp.add_argument("--reset", action="store_true", help="remove the repository's model: back to the shipped one")
+    for tool in COMMANDS:  # the query commands, declared once in nsccn.tools
+        sp = query_cmd(tool.command, tool.help, tool.run)
+        sp.set_defaults(embeds_query=tool.embeds_query)
+        for arg in tool.cli:
+            arg.add_to(sp)
     sp = sub.add_parser("mcp", help="serve the MCP tools over stdio against an existing index (no pipeline)")
     sp.add_argument("--root", default=".", help="repository root (default: current directory)")
     sp.set_defaults(func=cmd_mcp, needs_nav=False)
@@ -621,8 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not args.needs_nav:
             return args.func(args)
-        from nsccn.navigator import Navigator, NavigatorError
-        from nsccn.store import IndexMissing
+        from nsccn.navigator import Navigator, NavigatorError, NoIndex
 
         given = Path(args.root).resolve()
         root = find_root(given)  # from a subdirectory: the enclosing repository's index
@@ -634,6 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if getattr(args, "embeds_query", False):
             nav.embedder = pipeline_embedder(nav)
+        args.pipeline_status = live_status
         out = args.func(nav, args)
         full = nav.disk_note() if isinstance(out, dict) else None
         if full:  # in every answer: edits made now are not in the index until there is room
@@ -647,8 +402,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"nsccn: {one_line(exc.message)}", file=sys.stderr)  # it may quote a path or a name
             if exc.suggestions:
                 print("did you mean:\n  " + "\n  ".join(map(one_line, exc.suggestions)), file=sys.stderr)
-        no_index = isinstance(exc.__cause__, IndexMissing) or "run `nsccn index`" in exc.message
-        return EXIT_NO_INDEX if no_index else EXIT_FAILED
+        return EXIT_NO_INDEX if isinstance(exc, NoIndex) else EXIT_FAILED
     finally:
         if nav.embedder is not None:
             nav.embedder.close()

@@ -23,13 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
-from nsccn.extract import TOO_DEEP, content_hash, parse_file
-from nsccn.languages.project import CAPPED, over_limits
-from nsccn.messages import Parsed, Removed, Skipped, Unchanged
-from nsccn.model import ParsedFile
-from nsccn.repofile import UnreadableFile, read_bytes
-from nsccn.resolve_partitions import ResolveFailed  # what `resolve` raises: rolled back, the marker kept
-from nsccn.scan import is_binary
+from nsccn.errors import ResolveFailed  # what `resolve` raises: rolled back, the marker kept
+from nsccn.model import Parsed, ParsedFile, Removed, Skipped, Unchanged
 from nsccn.store import RESOLVE_PENDING, Store
 from nsccn.store.schema import RANKS_PENDING
 
@@ -48,6 +43,12 @@ def look_at(root: str | Path, path: str, max_size: int, known_hash: str | None =
     a symlink out of the repository -> Skipped; the content the index holds (`known_hash`) ->
     Unchanged; else Parsed. The size and mtime are the opened file's, taken before its bytes are
     read: a write that lands after the read leaves a newer mtime, and the next look parses again."""
+    # (the parse's modules: imported by a session with files to look at, not by one that finds
+    # nothing changed)
+    from nsccn.extract import content_hash, parse_file
+    from nsccn.repofile import UnreadableFile, read_bytes
+    from nsccn.scan import is_binary
+
     # The one safe read of the library: a file swapped for a FIFO, a device or a symlink out of
     # the repository is refused here, before any byte is read, as the scan refuses it.
     try:
@@ -130,6 +131,9 @@ class IndexSession:
 
     def sort(self, results: list[FileResult]) -> Changes:
         """What these results (one per path) change in the index as it is now; counted in `tally`."""
+        from nsccn.extract import TOO_DEEP
+        from nsccn.languages.project import CAPPED, over_limits
+
         current = self.file_rows([path_of(r) for r in results])
         out = Changes()
         for m in results:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nsccn.config import STATIC_MODEL, Config, ensure_index_dir, is_static_model, load_config
-from nsccn.messages import Parsed, Removed  # what nsccn.index_session.look_at returns
+from nsccn.model import Parsed, Removed  # what nsccn.index_session.look_at returns
 from nsccn.store import VECTORS_COMPLETE, WRITER_CACHE_MIB, IndexMissing, Store
 
 if TYPE_CHECKING:  # the scan (pathspec) is imported by the runs that scan, not by the pipeline's CLI
