@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nsccn import __version__
 from nsccn.errors import ArgumentError, NavigatorError, said
@@ -28,8 +28,22 @@ from nsccn.vocab import DIRECTIONS, KINDS as ENTITY_KINDS, MAX_CONTEXT_LINES, MA
 from nsccn.vocab import MAX_SEARCH as MAX_SEARCH_LIMIT
 
 if TYPE_CHECKING:  # the query stack: loaded by the commands that query, not to build the parser
-    from nsccn.mcp_server import NavigatorService
     from nsccn.navigator import Navigator
+
+
+class AnswerContext(Protocol):
+    """What an MCP answer is made with (the server's NavigatorService): the navigator of this call,
+    the repository, the token cap, and the notes every answer carries."""
+
+    nav: Navigator
+    root: Path
+    cap: int
+
+    def notes(self, out: dict, files=None, whole_index: bool = False, answer: dict | None = None) -> dict: ...
+
+    def pipeline_status(self, fresh: bool = False) -> dict | None: ...
+
+    def partial_note(self) -> str | None: ...
 MAX_REFS_LIMIT = 500
 MAX_SYMBOL_LIMIT = 100
 MIN_MAP_TOKENS = 64
@@ -152,7 +166,7 @@ class Tool:
             p.validate(getattr(req, p.name), cap, self.name)
         return req
 
-    def answer(self, ctx: NavigatorService, req) -> tuple[str, dict]:
+    def answer(self, ctx: AnswerContext, req) -> tuple[str, dict]:
         """The MCP answer: (text for the model, the same data structured)."""
         raise NotImplementedError
 
