@@ -5,15 +5,8 @@ from __future__ import annotations
 from collections import deque
 
 from nsccn.store import EdgeRow, Store
+from nsccn.vocab import DIRECTION_RELATIONS, MAX_DEPTH  # noqa: F401  (which relations each direction follows)
 
-# Which relations each direction follows when the caller names none.
-DIRECTION_RELATIONS = {
-    "downstream": ("CALLS",),
-    "upstream": ("CALLS",),
-    "state": ("MUTATES", "READS_CONFIG"),
-    "all": ("CALLS", "INHERITS", "IMPORTS", "MUTATES", "READS_CONFIG", "PROPAGATES_ERROR"),
-}
-MAX_DEPTH = 10
 DEFAULT_MAX_NODES = 200
 
 PSEUDO_KINDS = {

@@ -1,12 +1,12 @@
 """Index a repository in one call: scan, parse what changed, write, resolve.
 
 This is the library path (one process, optionally a pool of parser processes). The actor
-pipeline (`nsccn serve`) runs the same steps in separate processes.
+pipeline (`nsccn serve`) runs the same steps in separate processes; both look at files and write
+them through nsccn.index_session.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from collections import Counter
@@ -16,18 +16,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nsccn.config import STATIC_MODEL, Config, ensure_index_dir, is_static_model, load_config
-from nsccn.languages.project import CAPPED, over_limits
-from nsccn.model import ParsedFile
-from nsccn.store import RESOLVE_PENDING, VECTORS_COMPLETE, WRITER_CACHE_MIB, IndexMissing, Store
+from nsccn.model import Parsed, Removed  # what nsccn.index_session.look_at returns
+from nsccn.store import VECTORS_COMPLETE, WRITER_CACHE_MIB, IndexMissing, Store
 
 if TYPE_CHECKING:  # the scan (pathspec) is imported by the runs that scan, not by the pipeline's CLI
+    from nsccn.index_session import FileResult
     from nsccn.scan import FileInfo, ScanResult
-
-log = logging.getLogger(__name__)
 
 WRITE_BATCH = 256  # files per transaction...
 WRITE_BATCH_LINES = 20_000  # ...or this many lines: a batch's memory stays flat however large its files
-RANKS_REFRESH_SHARE = 0.05
 # `nsccn index` runs the actor pipeline only when this many files (or more) need a parse: below
 # it, starting the actors costs more than they save (benchmarks/results/index-speed/threshold.md).
 PIPELINE_FROM_FILES = 400
@@ -94,25 +91,10 @@ def files_to_parse(root: Path, db_path: Path, scan: ScanResult) -> int:
         return len(scan.files)
 
 
-def parse_one(root: str, info: FileInfo, max_size: int, known_hash: str | None) -> ParsedFile | str | None:
-    """A ParsedFile, the string reason the file was skipped, or None when its content is unchanged."""
-    from nsccn.extract import content_hash, parse_file  # the parse: only a run with files to parse
-    from nsccn.scan import read_source
+def _look_at(args: tuple) -> FileResult:
+    from nsccn.index_session import look_at
 
-    data, reason = read_source(Path(root), info.path, max_size)
-    if data is None:
-        return reason
-    if known_hash is not None and content_hash(data) == known_hash:
-        return None
-    try:
-        return parse_file(info.path, data, info.mtime)
-    except Exception as exc:  # a bug of ours must cost one file, not the index run
-        log.warning("could not parse %s: %r", info.path, exc)
-        return "parser error"
-
-
-def _parse_star(args):
-    return args[1], parse_one(*args)
+    return look_at(*args)
 
 
 def index_repository(
@@ -143,88 +125,49 @@ def index_repository(
     summary.skipped_examples.update(scan.skipped_examples)
     summary.warnings = list(scan.warnings)
     with Store(db_path, cache_mib=WRITER_CACHE_MIB) as store:
+        from nsccn.index_session import IndexSession  # the parse and resolution: a run that writes
+
+        session = IndexSession(store)
         known = store.file_states()
         plan = plan_changes(root, store, scan.files, known)
-        # A run that died between writing files and resolving their references leaves this set:
-        # the next run re-resolves everything instead of trusting half-made edges.
-        interrupted = store.get_meta(RESOLVE_PENDING) == "1"
-        if plan.to_parse or plan.to_delete:
-            store.set_meta(RESOLVE_PENDING, "1")
-        summary.files_unchanged = plan.unchanged
-        full = not known or interrupted  # a first build, or a repair after a crash: resolve everything
-        changed_paths: set[str] = set()
-        names: set[str] = set()  # what an incremental resolution must look up again (none when full)
         if plan.to_delete:
-            names |= store.delete_files(plan.to_delete)
-            changed_paths.update(plan.to_delete)
-            summary.files_deleted = len(plan.to_delete)
-        batch: list[ParsedFile] = []
+            session.apply([Removed(seq=0, path=p) for p in plan.to_delete])
+        batch: list[Parsed] = []  # parse results are written a batch at a time; skips and touches at once
         batch_lines = 0
         done = 0
-        for info, result in _parse_all(root, plan.to_parse, config, known, workers):
+        for result in _parse_all(root, plan.to_parse, config, known, workers):
             done += 1
             if progress:
                 progress(done, len(plan.to_parse))
-            if isinstance(result, str):
-                summary.skipped[result] += 1
-                summary.skipped_examples.setdefault(result, info.path)
-                if info.path in known:  # it was indexed before, now it can't be: drop it
-                    names |= store.delete_files([info.path])
-                    changed_paths.add(info.path)
+            if not isinstance(result, Parsed):
+                session.apply([result])
                 continue
-            if result is None:
-                store.touch_file(info.path, info.mtime)
-                summary.files_unchanged += 1
-                continue
-            if result.deep_lines:  # indexed, less a region too deeply nested to walk
-                from nsccn.extract import TOO_DEEP
-
-                summary.skipped[TOO_DEEP] += 1
-                summary.skipped_examples.setdefault(TOO_DEEP, info.path)
-            if result.language == "tsconfig" and over_limits(result):  # indexed, less what is over its caps
-                summary.skipped[CAPPED] += 1
-                summary.skipped_examples.setdefault(CAPPED, info.path)
             batch.append(result)
-            summary.lines_indexed += result.line_count
-            batch_lines += result.line_count
+            batch_lines += result.file.line_count
             if len(batch) >= WRITE_BATCH or batch_lines >= WRITE_BATCH_LINES:
-                names |= store.write_files(batch, affected_names=not full)
-                changed_paths.update(p.path for p in batch)
-                summary.files_indexed += len(batch)
+                session.apply(batch)
                 batch, batch_lines = [], 0
         if batch:
-            names |= store.write_files(batch, affected_names=not full)
-            changed_paths.update(p.path for p in batch)
-            summary.files_indexed += len(batch)
+            session.apply(batch)
+        tally = session.tally
+        summary.files_unchanged = plan.unchanged + tally.unchanged
+        summary.files_deleted = tally.removed
+        summary.files_indexed = tally.written
+        summary.lines_indexed = tally.lines
+        summary.skipped.update(tally.skipped)
+        for why, path in tally.skipped_examples.items():
+            summary.skipped_examples.setdefault(why, path)
         history = None
         if config.history and plan.to_parse:
             # Resolution below runs on one core: git reads the history on the other meanwhile.
             from nsccn.history import start_update
 
             history = start_update(store, root, max_commits=config.history_max_commits)
-        if changed_paths or interrupted:
-            from nsccn.resolve import resolve_affected, resolve_all  # only a run that wrote needs it
-            from nsccn.resolve_partitions import bulk_children
-
-            if full:
-                # With parser processes (workers != 1), child processes resolve as well: the
-                # cores the parse used are free now (nsccn.resolve_partitions).
-                resolve_all(store, children=bulk_children(store) if workers != 1 else 0)
-            else:
-                resolve_affected(store, changed_paths, names, allow_children=workers != 1)
-            # PageRank is a global, slow-moving prior: recompute once enough of the repository
-            # changed since the last computation, not on every small edit.
-            pending = int(store.get_meta("ranks_pending_files", "0") or 0) + len(changed_paths)
-            if pending > RANKS_REFRESH_SHARE * max(1, summary.files_seen) or not known or interrupted:
-                from nsccn.repomap import compute_ranks  # numpy: only for a run that needs it
-
-                compute_ranks(store)
-                pending = 0
-            store.set_meta("ranks_pending_files", str(pending))
-            store.set_meta(RESOLVE_PENDING, "0")
-            store.set_meta("last_indexed", str(time.time()))
-        elif plan.to_parse:  # only touched (same content, new mtime): nothing to resolve after all
-            store.set_meta(RESOLVE_PENDING, "0")
+        if session.needs_resolve:
+            # With parser processes (workers != 1), child processes resolve as well: the cores
+            # the parse used are free now (nsccn.resolve_partitions).
+            session.resolve(parallel=workers != 1)
+            session.settle(summary.files_seen)
         if history is not None:
             summary.history_commits = history(store).kept
         elif config.history:
@@ -261,17 +204,18 @@ def _vectors_current(store: Store, config: Config) -> bool:
             and store.get_meta("embedding_skips_tests", "0") == ("0" if config.embed_test_files else "1"))
 
 
-def _parse_all(
-    root: Path, todo: list[FileInfo], config: Config, known: dict, workers: int
-) -> Iterator[tuple[FileInfo, ParsedFile | str | None]]:
+def _parse_all(root: Path, todo: list[FileInfo], config: Config, known: dict, workers: int) -> Iterator[FileResult]:
+    """Every file of `todo` looked at (nsccn.index_session.look_at), in this process or a pool."""
+    from nsccn.index_session import look_at  # the parse: only a run with files to parse
+
     if workers == 0:
         workers = os.cpu_count() or 1
-    jobs = [(str(root), f, config.max_file_size, known.get(f.path, (None,))[0]) for f in todo]
+    jobs = [(str(root), f.path, config.max_file_size, known.get(f.path, (None,))[0]) for f in todo]
     if workers <= 1 or len(todo) < 64:
         for job in jobs:
-            yield job[1], parse_one(*job)
+            yield look_at(*job)
         return
     from concurrent.futures import ProcessPoolExecutor  # multiprocessing: only for a pool
 
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(_parse_star, jobs, chunksize=16)
+        yield from pool.map(_look_at, jobs, chunksize=16)

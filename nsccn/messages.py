@@ -37,8 +37,9 @@ MAGIC = b"NS"
 HEADER = MAGIC + bytes([PROTOCOL_VERSION])
 
 
-class Message(msgspec.Struct, tag=True, tag_field="type", kw_only=True):
-    """Base of every message; the tag is the class name."""
+# The base of every message, and what a parser says of one file (a library result too:
+# nsccn.index_session.look_at), live beside the parse's data.
+from nsccn.model import Message, Parsed, Removed, Skipped, Unchanged  # noqa: E402,F401
 
 
 # -- lifecycle and supervision ------------------------------------------------------------------
@@ -131,29 +132,6 @@ class Ready(Message):
     pid: int
     free: int
     reset: bool = False
-
-
-class Parsed(Message):
-    seq: int
-    file: ParsedFile
-
-
-class Unchanged(Message):
-    seq: int
-    path: str
-    size: int
-    mtime: float
-
-
-class Skipped(Message):
-    seq: int
-    path: str
-    reason: str
-
-
-class Removed(Message):
-    seq: int
-    path: str
 
 
 class Committed(Message):

@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import msgspec
 
-# Entity kinds, in the id prefix: `{kind}:{path}:{qualname}`.
-KINDS = ("module", "class", "func", "method")
+from nsccn.vocab import KINDS, RELATIONS  # noqa: F401  (entity kinds, in the id prefix; edge relations)
 
 TEXT = "text"  # the language of a file of no language we parse: its words are searchable, it is listed in the map
-
-RELATIONS = ("CALLS", "INHERITS", "IMPORTS", "MUTATES", "READS_CONFIG", "PROPAGATES_ERROR", "CONTAINS")
 
 
 class Entity(msgspec.Struct, frozen=True):
@@ -77,3 +74,34 @@ def split_entity_id(entity_id: str) -> tuple[str, str, str]:
     if len(parts) != 3 or not all(parts):
         raise ValueError(f"not an entity id (expected kind:path:qualname): {entity_id!r}")
     return parts[0], parts[1], parts[2]
+
+
+class Message(msgspec.Struct, tag=True, tag_field="type", kw_only=True):
+    """Base of every message between processes (nsccn.messages); the tag is the class name."""
+
+
+# What looking at one file found (nsccn.index_session.look_at): in the library's indexer and, as
+# messages from the parsers to the writer, in the pipeline. `seq` orders the pipeline's results.
+
+
+class Parsed(Message):
+    seq: int
+    file: ParsedFile
+
+
+class Unchanged(Message):
+    seq: int
+    path: str
+    size: int
+    mtime: float
+
+
+class Skipped(Message):
+    seq: int
+    path: str
+    reason: str
+
+
+class Removed(Message):
+    seq: int
+    path: str

@@ -14,37 +14,17 @@ from nsccn import graph, search as search_mod
 from nsccn.config import Config, load_config, load_settings
 from nsccn.escape import one_line
 from nsccn.model import split_entity_id
-from nsccn.store import RESOLVE_PENDING, EntityRow, IndexMissing, Store
+from nsccn.store import RESOLVE_PENDING, EntityRow, IndexMissing, IndexOutdated, Store
 from nsccn.tokens import count_tokens, truncate_to_tokens
 from nsccn.repofile import PathOutsideRepository, UnreadableFile, safe_path, stat_file
-from nsccn.window import MAX_CONTEXT_LINES, read_source, relocate, window_of_lines
-
-
-def said(value, limit: int = 120) -> str:
-    """`repr(value)` for an error message, cut to `limit` characters: a message that echoes a
-    100 kB argument back would bury the message itself."""
-    try:
-        r = repr(value)
-    except ValueError:  # an int of more than 4,300 digits has no repr
-        return f"an integer of about {int(value.bit_length() * 0.30103):,} digits"
-    return r if len(r) <= limit else f"{r[: limit - 30]}... ({len(r):,} characters)"
-
-
-class NavigatorError(ValueError):
-    def __init__(self, message: str, suggestions: list[str] | None = None):
-        super().__init__(message)
-        self.message = message
-        self.suggestions = suggestions or []
-
-    def as_dict(self) -> dict:
-        d = {"error": self.message}
-        if self.suggestions:
-            d["did_you_mean"] = self.suggestions
-        return d
+from nsccn.errors import ArgumentError, NavigatorError, NoIndex, said  # noqa: F401  (the Navigator's errors)
+from nsccn.vocab import MAX_CONTEXT_LINES, MAX_LOCALIZE, MAX_SEARCH
+from nsccn.window import read_source, relocate, window_of_lines
 
 
 class Navigator:
-    MAX_LOCALIZE = 50  # files and functions one localize() lists at most
+    MAX_SEARCH = MAX_SEARCH  # results one search() lists at most
+    MAX_LOCALIZE = MAX_LOCALIZE  # files and functions one localize() lists at most
     PROGRESS_STEPS = 10_000  # SQLite VM steps between two looks at the deadline (~0.1 ms of work)
 
     def __init__(self, root: str | Path, config: Config | None = None, db_path: str | Path | None = None):
@@ -62,9 +42,9 @@ class Navigator:
         if self._store is None:
             try:
                 self._store = Store(self.db_path, readonly=True)
-            except IndexMissing as exc:  # none yet, or its first build has not written the schema yet
-                raise NavigatorError(str(exc)) from exc
-            except RuntimeError as exc:  # an index of another schema version
+            except (IndexMissing, IndexOutdated) as exc:  # none yet, not made by us, of another schema
+                raise NoIndex(str(exc)) from exc
+            except RuntimeError as exc:
                 raise NavigatorError(str(exc)) from exc
             self._store.conn.set_progress_handler(self._past_deadline, self.PROGRESS_STEPS)
         return self._store
@@ -139,8 +119,8 @@ class Navigator:
     ) -> dict:
         if not isinstance(query, str) or not query.strip():
             raise NavigatorError("query is empty: give a name, a phrase or a bug report")
-        if not 1 <= limit <= 100:
-            raise NavigatorError(f"limit must be between 1 and 100, not {limit}")
+        if not 1 <= limit <= self.MAX_SEARCH:
+            raise NavigatorError(f"limit must be between 1 and {self.MAX_SEARCH}, not {limit}")
         if offset < 0:
             raise NavigatorError(f"offset must be 0 or more, not {offset}")
         if isinstance(diversity, bool) or not isinstance(diversity, (int, float)) or not 0 <= diversity <= 1:

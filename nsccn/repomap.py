@@ -93,10 +93,21 @@ def pagerank(src, dst, w, n: int, personalization: np.ndarray | None = None) -> 
 def compute_ranks(store: Store) -> int:
     """Recompute and store every entity's rank; returns the number of entities ranked."""
     src, dst, w, n, rowids = _graph(store)
-    r = pagerank(src, dst, w, n)
+    return write_ranks(store, rowids, pagerank(src, dst, w, n) * n)
+
+
+def ranks_of(store: Store) -> tuple[np.ndarray, np.ndarray]:
+    """(entity rowids, their ranks) read and computed afresh (no cache): on a read connection of
+    its own, a thread computes them while the writer goes on committing."""
+    src, dst, w, n, rowids = _read_graph(store)
+    return rowids, pagerank(src, dst, w, n) * n
+
+
+def write_ranks(store: Store, rowids: np.ndarray, scaled: np.ndarray) -> int:
+    """Replace the ranks table with these (1.0 = average) in one transaction."""
+    n = len(rowids)
     with store.conn:
         store.conn.execute("DELETE FROM ranks")
-        scaled = r * n
         for i in range(0, n, BLOCK_ROWS):  # a slice at a time: not two Python lists of every entity
             rows = zip(rowids[i : i + BLOCK_ROWS].tolist(), scaled[i : i + BLOCK_ROWS].tolist())
             store.conn.executemany("INSERT INTO ranks VALUES(?, ?)", rows)

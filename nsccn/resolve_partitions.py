@@ -34,6 +34,7 @@ from pathlib import Path
 
 import msgspec
 
+from nsccn.errors import ResolveFailed  # noqa: F401  (raised here, caught by the index session's callers)
 from nsccn.resolve import Resolver, _add_bases, _edges_of
 from nsccn.store import Store
 
@@ -69,10 +70,6 @@ def bulk_children(store: Store) -> int:
     if (os.cpu_count() or 1) < 2 or store.ref_count() < CHILDREN_FROM_REFS:
         return 0
     return 1
-
-
-class ResolveFailed(RuntimeError):
-    """A child resolving a partition failed; nothing of the resolution was kept."""
 
 
 def partitions(store: Store, n: int) -> list[tuple[int, int]]:

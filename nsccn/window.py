@@ -11,11 +11,10 @@ from pathlib import Path
 from nsccn.extract import content_hash
 from nsccn.model import Entity
 from nsccn.repofile import PathOutsideRepository, UnreadableFile, read_bytes, safe_path
+from nsccn.vocab import MAX_CONTEXT_LINES
 
 __all__ = ["PathOutsideRepository", "UnreadableFile", "safe_path", "read_lines", "read_source", "window",
            "window_of_lines", "number_lines", "relocate", "MAX_CONTEXT_LINES"]
-
-MAX_CONTEXT_LINES = 200
 
 
 def read_source(root: Path, rel: str, max_size: int | None = None) -> tuple[bytes, str]:

@@ -22,7 +22,7 @@ from test_mcp_server import make_repo
 HEAVY = ("fastembed", "onnxruntime", "tokenizers", "lightgbm", "bpe_openai", "numpy", "zmq")
 PROBE = """
 import contextlib, io, json, sys
-from nsccn.cli import main
+from nsccn_cli import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     rc = main(sys.argv[1:])

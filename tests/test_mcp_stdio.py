@@ -31,7 +31,7 @@ def nsccn_command() -> tuple[str, list[str]]:
 
 
 def has_subcommand(name: str) -> bool:
-    from nsccn.cli import build_parser
+    from nsccn_cli import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")

@@ -4,10 +4,9 @@ It asks for work: `Ready` credits go to the watcher's ROUTER (`prefetch` at star
 job done), so a parser never holds more than `prefetch` jobs, the pool is balanced however long
 each file takes, and a crashed parser loses at most `prefetch` jobs (the watcher resends them).
 
-It looks at the file as it is *now*: gone -> Removed, unreadable/binary/too large/not a regular
-file/a symlink out of the repository -> Skipped, same content as the index -> Unchanged, else
-Parsed. The size and mtime are taken (from the opened file) before the bytes are read, so a write that lands after the read leaves a newer mtime on disk and the
-watcher's next event re-parses it.
+It looks at the file as it is *now*, as every parser does (nsccn.index_session.look_at): gone ->
+Removed, unreadable/binary/too large/not a regular file/a symlink out of the repository -> Skipped,
+same content as the index -> Unchanged, else Parsed.
 """
 
 from __future__ import annotations
@@ -18,10 +17,8 @@ import time
 import zmq
 
 from nsccn.config import load_config
-from nsccn.extract import content_hash, parse_file
-from nsccn.messages import Hello, Message, ParseJob, Parsed, Ready, Removed, Skipped, Unchanged, encode
-from nsccn.repofile import UnreadableFile, read_bytes
-from nsccn.scan import is_binary
+from nsccn.index_session import EXTRACTION_FAILED, look_at
+from nsccn.messages import Hello, ParseJob, Parsed, Ready, Removed, Skipped, Unchanged, encode
 from workers.base import Actor, actor_main, release_free_memory
 
 # A file this large made a big syntax tree (sympy's largest, 0.9 MB, 67 MB of nodes): its memory
@@ -31,26 +28,6 @@ _BIG_FILE_BYTES = 256 << 10
 
 # Tests slow parsing down to kill actors in the middle of a bulk index (seconds per file).
 _DELAY = float(os.environ.get("NSCCN_TEST_PARSE_DELAY", "0") or 0)
-
-
-def look_at(root: str, job: ParseJob, max_size: int) -> Message:
-    # The one safe read of the library: a file swapped for a FIFO, a device or a symlink out of
-    # the repository is refused here, before any byte is read, as the initial scan refuses it.
-    try:
-        data, st = read_bytes(root, job.path, max_size)
-    except UnreadableFile as exc:
-        if exc.reason in ("missing", "directory"):
-            return Removed(seq=job.seq, path=job.path)
-        return Skipped(seq=job.seq, path=job.path, reason=exc.reason)
-    if is_binary(data):
-        return Skipped(seq=job.seq, path=job.path, reason="binary")
-    if job.known_hash is not None and content_hash(data) == job.known_hash:
-        return Unchanged(seq=job.seq, path=job.path, size=st.st_size, mtime=st.st_mtime)
-    try:
-        parsed = parse_file(job.path, data, st.st_mtime)
-    except Exception as exc:  # the extractor must not take the actor down with it
-        return Skipped(seq=job.seq, path=job.path, reason=f"extraction failed: {type(exc).__name__}")
-    return Parsed(seq=job.seq, file=parsed)
 
 
 class Parser(Actor):
@@ -104,12 +81,12 @@ class Parser(Actor):
             t = time.perf_counter()
             if _DELAY:
                 time.sleep(_DELAY)
-            out = look_at(root, msg, max_size)
+            out = look_at(root, msg.path, max_size, msg.known_hash, msg.seq)
             self.stats["seconds"] = round(self.stats["seconds"] + time.perf_counter() - t, 3)
             trimmed = False
             key = {Parsed: "parsed", Unchanged: "unchanged", Skipped: "skipped", Removed: "removed"}[type(out)]
             self.stats[key] += 1
-            if isinstance(out, Skipped) and out.reason.startswith("extraction failed"):
+            if isinstance(out, Skipped) and out.reason.startswith(EXTRACTION_FAILED):
                 self.last_error = f"{out.path}: {out.reason}"
                 self.log.error("%s: %s", out.path, out.reason)
             self.send(results, out)

@@ -20,14 +20,12 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import zmq
 
-from nsccn.extract import TOO_DEEP
-from nsccn.languages.project import CAPPED, over_limits
+from nsccn.index_session import Changes, IndexSession, ResolveFailed, path_of, rank
 from nsccn.messages import (
     BulkDone,
     BulkStart,
@@ -43,9 +41,7 @@ from nsccn.messages import (
     Unchanged,
     Vectors,
 )
-from nsccn.resolve import resolve_affected, resolve_all
-from nsccn.resolve_partitions import ResolveFailed, bulk_children
-from nsccn.store import EMBEDDABLE_SQL as _EMBEDDABLE, RESOLVE_PENDING, TEXT_COLUMNS, WRITER_CACHE_MIB, Store, is_disk_full
+from nsccn.store import EMBEDDABLE_SQL as _EMBEDDABLE, TEXT_COLUMNS, WRITER_CACHE_MIB, Store, is_disk_full
 from workers.base import Actor, ActorFailed, actor_main
 
 if TYPE_CHECKING:  # numpy and the vector table: imported once a model is known (an index run without
@@ -58,7 +54,6 @@ BULK_MAX_AGE_S = 0.5  # ...or this old, whichever first
 # can be lost when a pipeline replaces a dying one (a socket connected to the old process's end).
 HELLO_RETRY_S = 1.0
 DISK_RETRY_S = 2.0  # a full disk: how often held writes are tried again
-RANKS_REFRESH_SHARE = 0.05  # as nsccn.indexer: PageRank again once this share of files changed
 # Tests hold the resolution of a bulk back to see what the pipeline does meanwhile (seconds).
 _RESOLVE_DELAY = float(os.environ.get("NSCCN_TEST_RESOLVE_DELAY", "0") or 0)
 LIVE_RANKS_DELAY_S = 2.0  # PageRank after live edits waits for a quiet moment
@@ -108,13 +103,10 @@ class Writer(Actor):
         self.bulk_gen = -1
         self.bulk_files_seen = 0
         self.completed_gen = -2
-        self.resolve_paths: set[str] = set()
-        self.resolve_names: set[str] = set()
-        # A marker left by a crash between a commit and its resolution: the next resolution (at
-        # the end of the watcher's scan, which every watcher start does) resolves everything.
-        self.resolve_full = self.store.get_meta(RESOLVE_PENDING) == "1"
-        self.first_build = self._count("SELECT COUNT(*) FROM files") == 0
-        self.needs_resolve = False
+        # Commits, resolution and PageRank, as `nsccn index --in-process` does them. A marker left
+        # by a crash between a commit and its resolution makes the next resolution (at the end
+        # of the watcher's scan, which every watcher start does) a full one.
+        self.session = IndexSession(self.store, log=self.log)
         self.ranks_due: float | None = None
         self.ranks_job: threading.Thread | None = None  # live PageRank, computed off the loop
         self.ranks_out: tuple | Exception | None = None
@@ -136,8 +128,6 @@ class Writer(Actor):
             files_written=0, lines=0, unchanged=0, removed=0, duplicates=0, batches=0, resolves=0, vectors_written=0,
             skipped={}, phase="starting",
         )
-        self.skipped = Counter()
-        self.skipped_examples: dict[str, str] = {}  # reason -> one path, for `nsccn index`
         self.send(self.to_watcher, self.hello())
         self.hello_again = time.monotonic() + HELLO_RETRY_S
         if self.to_embedder is not None:
@@ -221,7 +211,7 @@ class Writer(Actor):
 
     def _has_idle_work(self, now: float) -> bool:
         return (
-            (self.needs_resolve and not self.bulk_active)
+            (self.session.needs_resolve and not self.bulk_active)
             or self._completion_due()  # not after a 200 ms wait: a no-change run waits on it
             or (self.ranks_due is not None and now >= self.ranks_due and self.ranks_job is None)
             or (self.ranks_job is not None and not self.ranks_job.is_alive())
@@ -233,7 +223,7 @@ class Writer(Actor):
         )
 
     def _idle_work(self, now: float) -> None:
-        if self.needs_resolve and not self.bulk_active:
+        if self.session.needs_resolve and not self.bulk_active:
             self._resolve()
         if self.ranks_due is not None and now >= self.ranks_due and self.ranks_job is None:
             self.ranks_due = None
@@ -292,9 +282,8 @@ class Writer(Actor):
                 self._flush()
             self.bulk_active = False
             self.bulk_gen = msg.generation
-            self.needs_resolve = self.needs_resolve or bool(self.resolve_paths) or self.resolve_full
             self.log.info("bulk %d done: %d paths", msg.generation, msg.total)
-            if self.needs_resolve and self.history_read is None:
+            if self.session.needs_resolve and self.history_read is None:
                 self._start_history()
         elif isinstance(msg, Hello):
             pass
@@ -314,53 +303,22 @@ class Writer(Actor):
         acks = []
         fresh = []
         for m in results:
-            path = m.file.path if isinstance(m, Parsed) else m.path
+            path = path_of(m)
             acks.append((path, m.seq))
             if m.seq < self.last_seq.get(path, 0):
-                self.stats["duplicates"] += 1  # older than what we committed for this path
+                self.session.tally.duplicates += 1  # older than what we committed for this path
                 continue
             fresh.append((path, m))
-        paths = [p for p, _ in fresh]
-        current = self._file_rows(paths)
-        to_write, to_delete, to_touch = [], [], []
-        for path, m in fresh:
-            cur = current.get(path)
-            if isinstance(m, Parsed):
-                if cur is not None and cur[0] == m.file.content_hash:
-                    self.stats["duplicates"] += 1
-                    if cur[1] != m.file.mtime:
-                        to_touch.append((path, m.file.mtime))
-                else:
-                    to_write.append(m.file)
-                    if m.file.deep_lines:  # indexed, less a region too deeply nested to walk
-                        self.skipped[TOO_DEEP] += 1
-                        self.skipped_examples.setdefault(TOO_DEEP, path)
-                        self.log.warning("%s: nested too deeply from line %d: that region is left out",
-                                         path, m.file.deep_lines[0])
-                    capped = over_limits(m.file) if m.file.language == "tsconfig" else None
-                    if capped:  # indexed, less what is over a project file's caps
-                        self.skipped[CAPPED] += 1
-                        self.skipped_examples.setdefault(CAPPED, path)
-                        self.log.warning("%s", capped)
-            elif isinstance(m, Unchanged):
-                self.stats["unchanged"] += 1
-                if cur is not None and cur[1] != m.mtime:
-                    to_touch.append((path, m.mtime))
-            elif isinstance(m, Skipped):
-                self.skipped[m.reason] += 1
-                self.skipped_examples.setdefault(m.reason, path)
-                if cur is not None:
-                    to_delete.append(path)
-            elif isinstance(m, Removed) and cur is not None:
-                to_delete.append(path)
-        names: set[str] = set()
-        if to_write or to_delete or to_touch:
+        changes = self.session.sort([m for _, m in fresh])
+        to_write, to_delete = [], []
+        if changes:
+            to_write, to_delete = changes.write, changes.delete
             try:
-                names = self._commit(to_write, to_delete, to_touch)
+                self._commit(changes)
             except Exception as exc:  # one bad file must not take the batch (or the actor) down
                 if is_disk_full(exc):  # not the files' fault: keep them all, unacknowledged, and try again
                     for m in results:
-                        key = m.file.path if isinstance(m, Parsed) else m.path
+                        key = path_of(m)
                         if key not in self.batch or self.batch[key].seq < m.seq:
                             self.batch[key] = m
                     self.batch_lines = sum(m.file.line_count for m in self.batch.values() if isinstance(m, Parsed))
@@ -370,7 +328,7 @@ class Writer(Actor):
                 ok_write, ok_delete = [], []
                 for pf in to_write:
                     try:
-                        names |= self._commit([pf], [], [])
+                        self._commit(Changes(write=[pf]))
                         ok_write.append(pf)
                     except Exception as one:
                         if is_disk_full(one):
@@ -378,96 +336,47 @@ class Writer(Actor):
                         self._failed(pf.path, one)
                 for path in to_delete:
                     try:
-                        names |= self._commit([], [path], [])
+                        self._commit(Changes(delete=[path]))
                         ok_delete.append(path)
                     except Exception as one:
                         self._failed(path, one)
                 try:
-                    self._commit([], [], to_touch)
+                    self._commit(Changes(touch=changes.touch))
                 except Exception as one:
                     self.log.error("touching files failed: %s", one)
                 to_write, to_delete = ok_write, ok_delete
             self.stats["batches"] += 1
-            self.stats["files_written"] += len(to_write)
-            self.stats["lines"] += sum(pf.line_count for pf in to_write)
-            self.stats["removed"] += len(to_delete)
             self.stats["last_commit"] = time.time()
-        changed = [pf.path for pf in to_write] + to_delete
         for path, m in fresh:
             self.last_seq[path] = m.seq
         self._ack(acks)
-        if changed:
-            if not self._resolves_everything():  # else all is resolved again: nothing to remember
-                self.resolve_paths.update(changed)
-                self.resolve_names |= names
-            self.needs_resolve = True
-            if self.ranks_due is not None:  # PageRank waits for a pause in the edits
-                self.ranks_due = time.monotonic() + LIVE_RANKS_DELAY_S
+        if (to_write or to_delete) and self.ranks_due is not None:
+            self.ranks_due = time.monotonic() + LIVE_RANKS_DELAY_S  # PageRank waits for a pause in the edits
 
-    def _commit(self, to_write: list, to_delete: list[str], to_touch: list[tuple[str, float]]) -> set[str]:
-        """One transaction: the files, their deletions, the resolve marker, stale vectors."""
-        changed = [pf.path for pf in to_write] + to_delete
-        names: set[str] = set()
-        old_ids = self._entity_ids(changed) if self.vs is not None else set()
+    def _commit(self, changes: Changes) -> None:
+        """One transaction (nsccn.index_session): the files, their deletions, the resolve marker,
+        stale vectors; then the embedding sweep is to find the new rows."""
         max_rowid = self._count("SELECT COALESCE(MAX(rowid), 0) FROM entities")
-        with self.store.conn:
-            if changed:
-                self.store.set_meta(RESOLVE_PENDING, "1")
-            if to_write:
-                names |= self.store.write_files(to_write, affected_names=not self._resolves_everything())
-            if to_delete:
-                names |= self.store.delete_files(to_delete)
-            for path, mtime in to_touch:
-                self.store.touch_file(path, mtime)
-            if self.vs is not None and old_ids:
-                gone = old_ids - self._entity_ids([pf.path for pf in to_write])
-                if gone:
-                    self.vs.delete(gone)
-        if to_write and self.spec.embed and self.sweep is None:
+        self.session.commit(changes, vectors=self.vs)
+        if changes.write and self.spec.embed and self.sweep is None:
             # New rows get rowids above every existing one: the sweep from here finds them.
             self.sweep = max_rowid
-        return names
-
-    def _resolves_everything(self) -> bool:
-        """The next resolution is a full one (a first build, or after an interrupted one): it
-        needs no list of what changed, which on a first build is every path and name."""
-        return self.first_build or self.resolve_full
 
     def _failed(self, path: str, exc: Exception) -> None:
         self.last_error = f"{path}: {type(exc).__name__}: {exc}"
         self.log.error("could not write %s: %s", path, exc)
-        self.skipped["write failed"] += 1
-
-    def _file_rows(self, paths: list[str]) -> dict[str, tuple[str, float]]:
-        out = {}
-        for i in range(0, len(paths), 500):
-            chunk = paths[i : i + 500]
-            q = f"SELECT path, content_hash, mtime FROM files WHERE path IN ({','.join('?' * len(chunk))})"
-            out.update({p: (h, m) for p, h, m in self.store.conn.execute(q, chunk).fetchall()})
-        return out
-
-    def _entity_ids(self, paths: list[str]) -> set[str]:
-        out: set[str] = set()
-        for i in range(0, len(paths), 500):
-            chunk = paths[i : i + 500]
-            q = f"SELECT id FROM entities WHERE path IN ({','.join('?' * len(chunk))})"
-            out.update(r[0] for r in self.store.conn.execute(q, chunk).fetchall())
-        return out
+        self.session.tally.skipped["write failed"] += 1
 
     def _resolve(self) -> None:
-        """As the library indexer: everything on a first build or after an interrupted one, the
-        affected references otherwise; PageRank once enough of the repository changed."""
-        full = self._resolves_everything()
+        """As the library indexer (nsccn.index_session): everything on a first build or after an
+        interrupted one, the affected references otherwise; PageRank once enough changed, now
+        for a bulk, off the loop once live edits pause."""
+        full, paths = self.session.full, len(self.session.paths)
         with self.busy("resolving"):
             if _RESOLVE_DELAY:
                 time.sleep(_RESOLVE_DELAY)
             try:  # a full pass in child processes (nsccn.resolve_partitions), a few files here
-                if full:
-                    children = bulk_children(self.store)
-                    self.log.info("resolving every reference%s", f" in {children} child processes" if children else "")
-                    resolve_all(self.store, children=children)
-                elif self.resolve_paths:
-                    resolve_affected(self.store, self.resolve_paths, self.resolve_names, allow_children=True)
+                self.session.resolve(parallel=True)
             except ResolveFailed as exc:
                 if is_disk_full(exc):
                     raise  # rolled back, the marker kept: tried again when there is room (_guarded)
@@ -476,29 +385,14 @@ class Writer(Actor):
                 self.last_error = str(exc)
                 self.log.error("%s; the index keeps its old edges and the next start resolves again", exc)
                 raise ActorFailed(str(exc)) from None
-            files = max(1, self.bulk_files_seen, self._count("SELECT COUNT(*) FROM files"))
-            pending = int(self.store.get_meta("ranks_pending_files", "0") or 0) + len(self.resolve_paths)
-            if full or pending > RANKS_REFRESH_SHARE * files:
-                if self.bulk_active or self.completed_gen != self.bulk_gen:
-                    _compute_ranks(self.store)  # the bulk's ranks now
-                    self.ranks_due = None
-                else:
-                    self.ranks_due = time.monotonic() + LIVE_RANKS_DELAY_S  # live: once edits pause
-                pending = 0
-            with self.store.conn:
-                self.store.set_meta("ranks_pending_files", str(pending))
-                self.store.set_meta(RESOLVE_PENDING, "0")
-                self.store.set_meta("last_indexed", str(time.time()))
+            bulk = self.bulk_active or self.completed_gen != self.bulk_gen  # the bulk's ranks now
+            if self.session.settle(self.bulk_files_seen, ranks_now=bulk):
+                self.ranks_due = None if bulk else time.monotonic() + LIVE_RANKS_DELAY_S
         self.stats["resolves"] += 1
         if full:
             self.log.info("resolved everything")
         else:
-            self.log.info("resolved affected refs (%d paths changed)", len(self.resolve_paths))
-        self.resolve_paths.clear()
-        self.resolve_names.clear()
-        self.resolve_full = False
-        self.first_build = False
-        self.needs_resolve = False
+            self.log.info("resolved affected refs (%d paths changed)", paths)
 
     def _start_ranks(self) -> None:
         """Live edits: read the graph and run PageRank in a thread on a read-only connection, so
@@ -506,11 +400,7 @@ class Writer(Actor):
 
         def work() -> None:
             try:
-                from nsccn.repomap import _read_graph, pagerank
-
-                with Store(self.spec.db_path, readonly=True) as ro:
-                    src, dst, w, n, rowids = _read_graph(ro)
-                self.ranks_out = (rowids, pagerank(src, dst, w, n), n)
+                self.ranks_out = rank(self.spec.db_path)
             except Exception as exc:  # a failed refresh keeps the old ranks
                 self.ranks_out = exc
 
@@ -523,10 +413,7 @@ class Writer(Actor):
         if isinstance(out, Exception) or out is None:
             self.log.error("PageRank refresh failed: %r", out)
             return
-        rowids, r, n = out
-        with self.store.conn:  # as nsccn.repomap.compute_ranks writes them
-            self.store.conn.execute("DELETE FROM ranks")
-            self.store.conn.executemany("INSERT INTO ranks VALUES(?, ?)", zip(rowids.tolist(), (r * n).tolist()))
+        n = self.session.store_ranks(out)
         self.stats["ranks"] = self.stats.get("ranks", 0) + 1
         self.log.info("PageRank refreshed over %d entities", n)
 
@@ -536,7 +423,7 @@ class Writer(Actor):
     # -- completion --------------------------------------------------------------------------------
 
     def _completion_due(self) -> bool:
-        if self.bulk_active or self.bulk_gen < 0 or self.completed_gen == self.bulk_gen or self.needs_resolve:
+        if self.bulk_active or self.bulk_gen < 0 or self.completed_gen == self.bulk_gen or self.session.needs_resolve:
             return False
         return not (self.spec.embed and (self.model is None or self._embedding()))
 
@@ -599,7 +486,7 @@ class Writer(Actor):
             return "disk full"
         if self.bulk_active:
             return "indexing"
-        if self.needs_resolve:
+        if self.session.needs_resolve:
             return "resolving"
         if self.spec.embed and self._embedding():
             return "embedding"
@@ -745,8 +632,13 @@ class Writer(Actor):
 
     def heartbeat_stats(self) -> dict:
         s = dict(self.stats)
-        s["skipped"] = dict(getattr(self, "skipped", {}))
-        s["skipped_examples"] = dict(getattr(self, "skipped_examples", {}))
+        session = getattr(self, "session", None)  # (a heartbeat may come before the index is open)
+        if session is not None:
+            t = session.tally
+            s.update(files_written=t.written, lines=t.lines, unchanged=t.unchanged, removed=t.removed,
+                     duplicates=t.duplicates, skipped=dict(t.skipped), skipped_examples=dict(t.skipped_examples))
+        else:
+            s.update(skipped={}, skipped_examples={})
         s["batch"] = len(getattr(self, "batch", ()))
         s["embed_queue"] = len(getattr(self, "dirty", ())) + len(getattr(self, "ready", ()))
         s["sweep"] = getattr(self, "sweep", None)
@@ -766,12 +658,6 @@ class Writer(Actor):
 
 def _warm_imports() -> None:
     import nsccn.repomap  # noqa: F401
-
-
-def _compute_ranks(store: Store) -> None:
-    from nsccn.repomap import compute_ranks
-
-    compute_ranks(store)
 
 
 def main(argv=None) -> int:

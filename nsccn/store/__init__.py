@@ -27,7 +27,7 @@ from nsccn.store import trust
 from nsccn.store.schema import INHERITS_ID, REF_INDEXES, RESOLVE_PENDING, SCHEMA_VERSION, migrate
 from nsccn.store.terms import file_terms
 
-__all__ = ["WRITER_CACHE_MIB", "RESOLVE_PENDING", "Store", "EntityRow", "EdgeRow", "SCHEMA_VERSION", "IndexMissing", "IndexNotReady", "IndexUntrusted"]
+__all__ = ["WRITER_CACHE_MIB", "RESOLVE_PENDING", "Store", "EntityRow", "EdgeRow", "SCHEMA_VERSION", "IndexMissing", "IndexNotReady", "IndexOutdated", "IndexUntrusted"]
 
 COUNTS_KEY = "counts"  # meta: Store.counts() as JSON, deleted by every write that changes them
 # The writers' page cache: resolution writes 600k edges in one transaction, and a 64 MiB cache of
@@ -77,6 +77,10 @@ def disk_note(index_dir: str | os.PathLike) -> str | None:
 
 class IndexMissing(FileNotFoundError):
     """There is no index at that path yet."""
+
+
+class IndexOutdated(RuntimeError):
+    """The index has a schema this nsccn does not read: `nsccn index` rebuilds it."""
 
 
 class IndexNotReady(IndexMissing):
@@ -184,7 +188,7 @@ class Store:
                 if issue[0] == "new":
                     raise IndexNotReady(f"the index at {self.path} is being created: try again in a moment")
                 if issue[0] == "version":
-                    raise RuntimeError(f"index at {self.path} has schema {issue[1]}, this nsccn reads {SCHEMA_VERSION}:"
+                    raise IndexOutdated(f"index at {self.path} has schema {issue[1]}, this nsccn reads {SCHEMA_VERSION}:"
                                        " re-run `nsccn index`")
                 why = issue[1]
             else:

@@ -156,8 +156,9 @@ REF_INDEXES = {"refs_tail": "CREATE INDEX refs_tail ON refs(tail)", "refs_head":
 # "1" from a commit that wrote files until their references are resolved: a run that dies in
 # between leaves it, and readers say the graph is behind (`Navigator.unresolved_note`).
 RESOLVE_PENDING = "resolve_pending"
+RANKS_PENDING = "ranks_pending_files"  # files changed since PageRank was last computed
 # Meta keys about the index run's state: meaningless once the tables are rebuilt.
-RUN_META = (RESOLVE_PENDING, "ranks_pending_files", "last_indexed", "counts")
+RUN_META = (RESOLVE_PENDING, RANKS_PENDING, "last_indexed", "counts")
 
 
 def migrate(conn: apsw.Connection, where: str = "", identity: Callable[[], dict[str, str]] | None = None) -> int:

@@ -1,0 +1,5 @@
+import sys
+
+from nsccn_cli import entry
+
+sys.exit(entry())
