@@ -40,6 +40,7 @@ STATIC_MAX_CHARS = 2000
 # Words, identifiers and numbers; an identifier of several parts also counts whole.
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 _MAX_NUMBER_DIGITS = 4  # 404, 2038, 1e9's parts; longer digit runs are ids and hashes
+_CACHE_ENTRIES = 1 << 16  # identifiers (and tokens) whose rows are remembered: bounded, as nsccn.text's
 
 
 class ModelUnavailable(RuntimeError):
@@ -108,6 +109,8 @@ class StaticModel:
         self.header = header or {}
         self.tf = self.header.get("tf", "log")
         self.oov_weight = float(self.header.get("oov_weight", 0.0)) if self.bank_rows else 0.0
+        self._ident_tokens: dict[str, tuple[str, ...]] = {}
+        self._token_rows: dict[str, tuple[tuple[int, float], ...]] = {}
 
     @property
     def table(self) -> np.ndarray:
@@ -177,23 +180,39 @@ class StaticModel:
         """Row ids of `text` (its known tokens, and two bank rows per unknown one) and their
         weights: 1 + log(count) ("log" term frequency: a word a long body repeats counts, but not
         linearly) or the count ("raw"), times the bank's signed weight for an unknown token."""
+        # Code repeats its identifiers: each one's tokens, and each token's rows, are worked out once.
+        idents, rows_of = self._ident_tokens, self._token_rows
         counts: dict[str, int] = {}
-        for t in tokens(text, self.compounds):
-            counts[t] = counts.get(t, 0) + 1
+        for ident in _TOKEN.findall(text):
+            toks = idents.get(ident)
+            if toks is None:
+                if len(idents) >= _CACHE_ENTRIES:
+                    idents.clear()
+                toks = idents[ident] = tuple(tokens(ident, self.compounds))
+            for t in toks:
+                counts[t] = counts.get(t, 0) + 1
         ids: list[int] = []
         weights: list[float] = []
-        index, log_tf, oov = self.index, self.tf == "log", self.oov_weight
+        log_tf = self.tf == "log"
         for t, c in counts.items():
+            rows = rows_of.get(t)
+            if rows is None:
+                if len(rows_of) >= _CACHE_ENTRIES:
+                    rows_of.clear()
+                rows = rows_of[t] = self._rows_of(t)
             w = 1.0 + math.log(c) if log_tf else float(c)
-            i = index.get(t)
-            if i is not None:
-                ids.append(i)
-                weights.append(w)
-            elif oov:
-                for row, sign in self._bank_rows(t):
-                    ids.append(row)
-                    weights.append(sign * w * oov)
+            for row, sign in rows:
+                ids.append(row)
+                weights.append(sign * w)
         return np.asarray(ids, dtype=np.intp), np.asarray(weights, dtype=np.float32)
+
+    def _rows_of(self, token: str) -> tuple[tuple[int, float], ...]:
+        i = self.index.get(token)
+        if i is not None:
+            return ((i, 1.0),)
+        if not self.oov_weight:
+            return ()
+        return tuple((row, sign * self.oov_weight) for row, sign in self._bank_rows(token))
 
     def _bank_rows(self, token: str) -> tuple[tuple[int, float], tuple[int, float]]:
         return _bank_rows(token, len(self.vocab), self.bank_rows)
