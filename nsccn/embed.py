@@ -567,20 +567,6 @@ class StaticBackend:
         self.source = model.source
 
 
-def model_problem(config) -> str | None:
-    """Why the configured model cannot make vectors here, or None. Only the static model is
-    checked (its file is read in milliseconds); a transformer that is not cached falls back to
-    the bundled one (`load_embedder`)."""
-    name = (os.environ.get("NSCCN_EMBED_MODEL") or config.embedding_model).lower()
-    if name not in STATIC_ALIASES:
-        return None
-    try:
-        static_embedder(name)
-    except ModelUnavailable as exc:
-        return str(exc)
-    return None
-
-
 def static_embedder(requested: str = STATIC_MODEL) -> Embedder:
     """The static code embedding; `ModelUnavailable` (one line) when its file is missing or of
     another format or version."""

@@ -29,10 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from nsccn.config import STATIC_MODEL
+from nsccn.static_file import FORMAT, FORMAT_VERSION, STATIC_MODEL_FILE, file_problem, model_file  # noqa: F401
 from nsccn.text import split_identifier
-FORMAT = "nsccn-static-embedding"
-FORMAT_VERSION = 1
-STATIC_MODEL_FILE = Path(__file__).parent / "models" / "static-code-v1" / "model.npz"
 # The static model reads the whole text the index stores for an entity (name, path, signature,
 # docstring, body head) at a cost linear in its length, so it gets more of it than a transformer.
 STATIC_MAX_CHARS = 2000
@@ -252,11 +250,6 @@ def _bank_rows(token: str, offset: int, size: int) -> tuple[tuple[int, float], t
 
 _LOADED: dict[str, StaticModel] = {}
 _LOCK = threading.Lock()
-
-
-def model_file() -> Path:
-    """The shipped model file, or the one `NSCCN_STATIC_MODEL` names (a model being evaluated)."""
-    return Path(os.environ.get("NSCCN_STATIC_MODEL") or STATIC_MODEL_FILE)
 
 
 def load_static_model(path: str | Path | None = None) -> StaticModel:

@@ -33,7 +33,7 @@ import msgspec
 import zmq
 
 from nsccn.config import Config, ensure_index_dir, index_dir, load_config
-from nsccn.embed import model_problem
+from nsccn.static_file import model_problem
 from nsccn.messages import (
     ActorSpec,
     Attach,

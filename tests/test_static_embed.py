@@ -72,6 +72,13 @@ def test_a_model_file_of_another_format_version_is_refused_in_one_line(tmp_path)
     assert "v99" in str(err.value) and "\n" not in str(err.value)
     with pytest.raises(ModelUnavailable, match="missing"):
         StaticModel.load(tmp_path / "absent.npz")
+    # The same verdicts from the header alone (what the supervisor checks, without numpy).
+    from nsccn.static_file import file_problem
+
+    assert "v99" in file_problem(path) and "missing" in file_problem(tmp_path / "absent.npz")
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    assert "cannot be read" in file_problem(tmp_path / "junk.npz")
+    assert file_problem(STATIC_MODEL_FILE) is None
 
 
 def test_a_saved_model_loads_back_within_int8_rounding(tmp_path):
