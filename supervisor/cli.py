@@ -165,7 +165,8 @@ def pipeline_index(
     summary.files_with_syntax_errors = counts["files_with_syntax_errors"]
     if sup.embed:
         c = sup.complete
-        embedded = int(sup.stats_of("embedder").get("embedded", 0))
+        # The static model embeds in the writer; another model in the embedder actor.
+        embedded = int((rs if sup.embed_in_writer else sup.stats_of("embedder")).get("embedded", 0))
         summary.vectors = {
             "embedded": embedded,
             "from_cache": max(0, c.vectors - embedded),

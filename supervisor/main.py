@@ -32,7 +32,7 @@ from pathlib import Path
 import msgspec
 import zmq
 
-from nsccn.config import Config, ensure_index_dir, index_dir, load_config
+from nsccn.config import Config, ensure_index_dir, index_dir, is_static_model, load_config
 from nsccn.static_file import model_problem
 from nsccn.messages import (
     ActorSpec,
@@ -156,6 +156,8 @@ class Supervisor:
             if mode != "index":  # an index run prints it among its summary's warnings
                 log.warning("no vectors: %s", self.embed_problem)
             self.embed = False
+        self.embed_in_writer = self.embed and is_static_model(os.environ.get("NSCCN_EMBED_MODEL")
+                                                              or self.config.embedding_model)
         # None: run until stopped; else end once no MCP front has been attached for this long.
         self.linger_s = linger_s
         self.clients: dict[str, dict] = {}  # client id -> pid, attached (wall clock), last_seen (monotonic)
@@ -182,7 +184,7 @@ class Supervisor:
         if self.mode == "monitor":
             return
         kinds = ["writer", "watcher"] + [f"parser-{i}" for i in range(self.n_parsers)]
-        if self.embed:
+        if self.embed and not self.embed_in_writer:
             kinds.append("embedder")
         for name in kinds:
             # An index run starts its parsers once the watcher's scan has found work (see
@@ -205,6 +207,7 @@ class Supervisor:
             once=self.mode == "index",
             debounce_ms=self.config.watch_debounce_ms,
             embed=self.embed,
+            embed_in_writer=self.embed_in_writer,
             embed_batch=self.config.embedding_batch_size,
             nice=EMBEDDER_NICE if slot.kind == "embedder" else 0,
         )

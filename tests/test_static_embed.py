@@ -184,3 +184,21 @@ def write_reference() -> None:
 
 if __name__ == "__main__":
     write_reference()
+
+
+def test_the_pipeline_embeds_with_the_static_model_in_the_writer(tmp_path):
+    """No embedder actor for the static model (its process and messages cost more than the
+    embedding): the writer embeds each entity itself, and the index has every vector."""
+    repo = _repo(tmp_path)
+    out = _run(["index", "--pipeline", "--json"], repo)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert "embedder" not in summary["pipeline"]["actors"]
+    assert summary["vectors"]["model"] == STATIC_MODEL and summary["vectors"]["embedded"] >= 4
+    assert summary["vectors"]["entities_without_vectors"] == 0
+    (repo / "shop" / "cart.py").write_text("class Cart:\n    def total(self):\n        return 0\n\n"
+                                           "    def refund(self, order):\n        return order.amount\n")
+    out = _run(["index", "--pipeline", "--json"], repo)
+    assert out.returncode == 0 and json.loads(out.stdout)["vectors"]["entities_without_vectors"] == 0
+    found = json.loads(_run(["search", "give the customer their money back", "--json"], repo).stdout)
+    assert found["vectors"] == STATIC_MODEL

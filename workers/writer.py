@@ -89,7 +89,9 @@ class Writer(Actor):
             self.stats["warnings"] = [self.store.replaced]
         inbox = self.socket(zmq.PULL, bind=self.addrs.writer)
         self.to_watcher = self.socket(zmq.PUSH, connect=self.addrs.watcher)
-        self.to_embedder = self.socket(zmq.PUSH, connect=self.addrs.embedder) if spec.embed else None
+        remote = spec.embed and not spec.embed_in_writer
+        self.to_embedder = self.socket(zmq.PUSH, connect=self.addrs.embedder) if remote else None
+        self.local_model = None  # the static model, when this writer embeds itself
         self.to_super = self.socket(zmq.PUSH, connect=self.addrs.supervisor)
         self.batch: dict[str, object] = {}
         self.batch_lines = 0  # lines of the Parsed results in the batch
@@ -132,6 +134,8 @@ class Writer(Actor):
         self.hello_again = time.monotonic() + HELLO_RETRY_S
         if self.to_embedder is not None:
             self.send(self.to_embedder, self.hello())
+        if spec.embed_in_writer:
+            self._load_local_model()
         self.tick("running")
         try:
             self._loop(inbox)
@@ -525,6 +529,22 @@ class Writer(Actor):
             "embedding model %s (dim %d)%s", info.model_id, info.dim, ", vectors of another model dropped" if remodeled else ""
         )
 
+    def _load_local_model(self) -> None:
+        """The static model, in this process: a job is embedded the moment it is made."""
+        from nsccn.embed import ModelUnavailable, static_embedder
+
+        with self.busy("loading model"):
+            try:
+                self.local_model = static_embedder()
+            except ModelUnavailable as exc:  # (the supervisor checked the file; it changed since)
+                self.last_error = f"no vectors: {exc}"
+                self.log.error("no vectors: %s", exc)
+                return
+        m = self.local_model
+        self.stats["model"] = m.model_id
+        self._set_model(ModelInfo(model_id=m.model_id, dim=m.dim, max_chars=m.max_chars, pid=os.getpid(),
+                                  info={"source": m.source}))
+
     def _embedding(self) -> bool:
         return bool(self.dirty or self.ready or self.outstanding or self.sweep is not None)
 
@@ -593,7 +613,20 @@ class Writer(Actor):
             items, self.ready = self.ready[:batch], self.ready[batch:]
             self.job_seq += 1
             self.outstanding[self.job_seq] = (time.monotonic(), [it.entity_id for it in items])
-            self.send(self.to_embedder, EmbedJob(job=self.job_seq, items=items))
+            if self.local_model is not None:
+                self._store_vectors(self._embed_here(self.job_seq, items))
+            else:
+                self.send(self.to_embedder, EmbedJob(job=self.job_seq, items=items))
+
+    def _embed_here(self, job: int, items: list) -> Vectors:
+        """A job embedded by the static model in this process, as the embedder would answer it."""
+        import numpy as np
+
+        m = self.local_model
+        data = np.ascontiguousarray(m.embed_documents([it.text for it in items]), dtype=np.float32)
+        self.stats["embedded"] = self.stats.get("embedded", 0) + len(items)
+        return Vectors(job=job, model_id=m.model_id, dim=m.dim, ids=[it.entity_id for it in items],
+                       hashes=[it.text_hash for it in items], data=data.tobytes())
 
     def _store_vectors(self, msg: Vectors) -> None:
         import numpy as np
