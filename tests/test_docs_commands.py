@@ -147,7 +147,10 @@ def test_registration_line_connects_without_an_active_venv(tmp_path):
                                    keep_alive=False, log_file=tmp_path / "serve.log")
         async with Client(transport, timeout=60) as c:
             deadline = time.monotonic() + 60
-            while not (await c.call_tool("index_status", {})).structured_content.get("indexed"):
+            while True:  # indexed, and its references resolved (before, the graph signals are missing)
+                st = (await c.call_tool("index_status", {})).structured_content
+                if st.get("indexed") and not st.get("unresolved"):
+                    break
                 assert time.monotonic() < deadline
                 await asyncio.sleep(0.2)
             for _ in range(100):
