@@ -2,7 +2,7 @@
 """Query cost of the learned ranker: localize as `nsccn localize` runs it, split into its steps.
 
     python benchmarks/ranker_latency.py --db INDEX --reports ../shared/bench/swebench-dev.jsonl
-        [--repo sympy/sympy] [--n 100] [--model PATH] [--cold]
+        [--repo sympy/sympy] [--n 100] [--model PATH] [--cold] [--no-vectors]
 
 Each report is localized once untimed (warm-up: model load, vector matrix, tokenizer), then each
 of the first N is timed step by step: the lexical fusion, the vector stream (when the index has
@@ -44,6 +44,8 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=100)
     ap.add_argument("--model", type=Path, default=ranking.SHIPPED_MODEL)
     ap.add_argument("--cold", action="store_true", help="drop the query caches before every report")
+    ap.add_argument("--no-vectors", action="store_true",
+                    help="leave the index's vectors unread (the ranker without them: the cost the vectors add)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     ranker = ranking.load_ranker(args.model)
@@ -52,7 +54,7 @@ def main() -> int:
     reports = [r["problem_statement"] for r in reports if not args.repo or r["repo"] == args.repo][: args.n]
     steps: dict[str, list[float]] = {"fusion": [], "vectors": [], "features": [], "trees": [], "total": []}
     with Store(args.db, readonly=True) as store:
-        has_vectors = ranking._has_vectors(store)
+        has_vectors = ranking._has_vectors(store) and not args.no_vectors
         ranking.localize(store, "warm-up: load the model and the vectors", ranker=ranker)
         for report in reports:
             if args.cold:
