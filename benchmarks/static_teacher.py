@@ -87,20 +87,9 @@ class TorchTeacher:
 
     def embed(self, texts: list[str], batch_size: int = 256) -> np.ndarray:
         torch = self.torch
-        tok = tokenizer()
-        encoded = tok.tokenizer.encode_batch(texts)
-        lengths = [len(e.ids) for e in encoded]
-        order = sorted(range(len(texts)), key=lengths.__getitem__)
         out = np.empty((len(texts), 384), np.float32)
         with torch.inference_mode():
-            for start in range(0, len(order), batch_size):
-                rows = order[start : start + batch_size]
-                width = max(lengths[rows[-1]], 1)
-                ids = np.full((len(rows), width), tok.pad_id, dtype=np.int64)
-                mask = np.zeros((len(rows), width), dtype=np.int64)
-                for r, i in enumerate(rows):
-                    ids[r, : lengths[i]] = encoded[i].ids
-                    mask[r, : lengths[i]] = 1
+            for rows, ids, mask in tokenizer().padded_batches(texts, batch_size):
                 ids_t = torch.from_numpy(ids).to(self.device)
                 mask_t = torch.from_numpy(mask).to(self.device)
                 hidden = self.model(input_ids=ids_t, attention_mask=mask_t,

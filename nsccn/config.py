@@ -22,6 +22,8 @@ from pathlib import Path
 
 import msgspec
 
+from nsccn.static_file import STATIC_ALIASES, STATIC_MODEL, is_static_model  # noqa: F401  (read from here too)
+
 INDEX_DIR = ".nsccn"
 CONFIG_FILE = "config.json"
 # In an index directory outside the repository (an absolute `index_dir`), the repository it
@@ -42,15 +44,6 @@ class PipelineSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     transport: str = "ipc"  # "ipc": sockets in the private run directory; "tcp": CURVE-authenticated ports
     host: str = "127.0.0.1"  # tcp: the one address bound (loopback unless the user says otherwise)
     base_port: int = 47100  # tcp: base_port .. base_port+6
-
-
-# The default embedding model (nsccn.static_embed) and the names that ask for it (lowercased).
-STATIC_MODEL = "nsccn/static-code-v1"
-STATIC_ALIASES = frozenset({STATIC_MODEL, "static", "static-code", "static-code-v1"})
-
-
-def is_static_model(name: str) -> bool:
-    return name.lower() in STATIC_ALIASES
 
 
 class Config(msgspec.Struct, kw_only=True):

@@ -37,7 +37,7 @@ from nsccn.static_embed import ModelUnavailable as _StaticUnavailable
 
 DEFAULT_MODEL = STATIC_MODEL
 DEFAULT_DIM = 256
-from nsccn.config import STATIC_ALIASES  # noqa: E402  (the names that ask for the static model)
+from nsccn.static_file import STATIC_ALIASES  # noqa: E402  (the names that ask for the static model)
 # The transformer `load_embedder` prefers when a transformer is asked for by a generic name.
 NOMIC_MODEL = "nomic-ai/nomic-embed-text-v1.5"
 
@@ -528,15 +528,13 @@ class _BundledOnnx:
         self.source = str(onnx_path.resolve())
         self._inputs = {i.name for i in self.session.get_inputs()}
 
-    def embed(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
-        """(len(texts), 384) float32 rows in the order of `texts`. All texts are tokenized first and
-        batched by token count, so a batch pads (and attends over) hardly any [PAD]."""
-        if not texts:
-            return np.zeros((0, 384), np.float32)
+    def padded_batches(self, texts: list[str], batch_size: int):
+        """(rows, input ids, attention mask) per batch: all texts tokenized first and batched by
+        token count, so a batch pads (and attends over) hardly any [PAD]; `rows` index `texts`.
+        (`benchmarks/static_teacher.py` runs the same batches through PyTorch.)"""
         encoded = self.tokenizer.encode_batch(texts)
         lengths = [len(e.ids) for e in encoded]
         order = sorted(range(len(texts)), key=lengths.__getitem__)
-        out = None
         for start in range(0, len(order), batch_size):
             rows = order[start : start + batch_size]
             width = max(lengths[rows[-1]], 1)
@@ -545,6 +543,14 @@ class _BundledOnnx:
             for r, i in enumerate(rows):
                 ids[r, : lengths[i]] = encoded[i].ids
                 mask[r, : lengths[i]] = 1
+            yield rows, ids, mask
+
+    def embed(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        """(len(texts), 384) float32 rows in the order of `texts` (`padded_batches`)."""
+        if not texts:
+            return np.zeros((0, 384), np.float32)
+        out = None
+        for rows, ids, mask in self.padded_batches(texts, batch_size):
             feed = {"input_ids": ids}
             if "attention_mask" in self._inputs:
                 feed["attention_mask"] = mask

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import re
 import threading
 from collections.abc import Iterable
@@ -28,8 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nsccn.config import STATIC_MODEL
-from nsccn.static_file import FORMAT, FORMAT_VERSION, STATIC_MODEL_FILE, file_problem, model_file  # noqa: F401
+from nsccn.static_file import FORMAT, FORMAT_VERSION, STATIC_MODEL, STATIC_MODEL_FILE, file_problem, model_file  # noqa: F401
 from nsccn.text import split_identifier
 # The static model reads the whole text the index stores for an entity (name, path, signature,
 # docstring, body head) at a cost linear in its length, so it gets more of it than a transformer.

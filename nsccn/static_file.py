@@ -8,7 +8,15 @@ import json
 import os
 from pathlib import Path
 
-from nsccn.config import STATIC_MODEL, is_static_model
+# The default embedding model (nsccn.static_embed) and the names that ask for it (lowercased).
+# Here, not in nsccn.config, so the model loads without the configuration's dependencies.
+STATIC_MODEL = "nsccn/static-code-v1"
+STATIC_ALIASES = frozenset({STATIC_MODEL, "static", "static-code", "static-code-v1"})
+
+
+def is_static_model(name: str) -> bool:
+    return name.lower() in STATIC_ALIASES
+
 
 FORMAT = "nsccn-static-embedding"
 FORMAT_VERSION = 1
