@@ -31,6 +31,19 @@ if TYPE_CHECKING:  # the query stack: loaded by the commands that query, not to 
     from nsccn.navigator import Navigator
 
 
+
+def vectors_of(res: dict) -> dict:
+    """Which model's vectors answered (`vectors`), or why none did (`vectors_note`)."""
+    out = {"vectors": res.get("vectors")}
+    if res.get("vectors_note"):
+        out["vectors_note"] = res["vectors_note"]
+    return out
+
+
+def print_vectors(out: dict) -> None:
+    print(f"# vectors: {out['vectors']}" if out.get("vectors") else f"# note: {out.get('vectors_note')}",
+          file=sys.stderr)
+
 class AnswerContext(Protocol):
     """What an MCP answer is made with (the server's NavigatorService): the navigator of this call,
     the repository, the token cap, and the notes every answer carries."""
@@ -210,7 +223,7 @@ class Search(Tool):
                              diversity=req.diversity)
         rows = [{"id": r["id"], "score": round(r["score"], 4), "sig": short(r["signature"]), "file": r["file"],
                  "line": r["line"], "kind": r["kind"]} for r in res["results"]]
-        base = {"query": echo(req.query), "signals": res.get("signals", [])}
+        base = {"query": echo(req.query), "signals": res.get("signals", []), **vectors_of(res)}
         if res.get("query_capped"):  # what the caps on query analysis left out
             base["query_capped"] = res["query_capped"]
 
@@ -246,6 +259,7 @@ class Search(Tool):
                 print(f"# note: {out['query_capped']}", file=sys.stderr)
             print_notes(out, "stale")
             print(f"# ranking: {out['ranking']}", file=sys.stderr)
+            print_vectors(out)
         return out
 
 
@@ -274,7 +288,7 @@ class Localize(Tool):
         res = ctx.nav.localize(req.report, limit=req.limit)  # checks report and limit
         functions = [{"id": r["id"], "sig": short(r["signature"]), "file": r["file"], "line": r["line"]}
                      for r in res["functions"]]
-        base = {"report": echo(req.report), "signals": res["signals"]}
+        base = {"report": echo(req.report), "signals": res["signals"], **vectors_of(res)}
         if res.get("query_capped"):
             base["query_capped"] = res["query_capped"]
 
@@ -303,6 +317,7 @@ class Localize(Tool):
             if not out["files"]:
                 print("nothing matched: try other words, or `nsccn map` to see what exists")
             print(f"# ranking: {out['ranking']}", file=sys.stderr)
+            print_vectors(out)
             if out.get("query_capped"):
                 print(f"# note: {out['query_capped']}", file=sys.stderr)
         return out
