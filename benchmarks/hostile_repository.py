@@ -37,6 +37,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
+from test_hostile_round2 import fill  # noqa: E402  (the tests' own filler: one way to fill a disk)
 
 PY = sys.executable
 RAW = [chr(c) for c in (*range(0, 9), *range(11, 32), 127, *range(0x80, 0xA0))] + ["\u202e", "\u2066", "\u2028"]
@@ -215,21 +216,6 @@ def bench_symlinks(work: Path) -> dict:
 
 
 # -- 7: a full disk ---------------------------------------------------------------------------------------
-
-
-def fill(fs: Path) -> Path:
-    filler = fs / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        for size in (1 << 16, 1 << 12, 1 << 9, 1):
-            try:
-                while os.write(fd, b"\0" * size):
-                    pass
-            except OSError:
-                pass
-    finally:
-        os.close(fd)
-    return filler
 
 
 def bench_full(work: Path, rounds: int) -> dict:

@@ -211,29 +211,48 @@ def _normalized(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x / norms, norms
 
 
+class RowAdam:
+    """Adam over the rows a batch touches (lazy: each row its own step count); the vocabulary's
+    rows move, the bank's (unknown tokens' fixed random rows) never do."""
+
+    def __init__(self, start: StaticModel, lr: float, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8):
+        self.start = start
+        self.table = start.table.copy()  # the vocabulary's rows, then the bank's
+        self.m = np.zeros_like(self.table)
+        self.v = np.zeros_like(self.table)
+        self.steps = np.zeros(len(self.table), dtype=np.int64)
+        self.lr, self.b1, self.b2, self.eps = lr, b1, b2, eps
+
+    def step(self, rows: np.ndarray, grad: np.ndarray) -> None:
+        keep = rows < len(self.start.vocab)
+        rows, grad = rows[keep], grad[keep]
+        b1, b2 = self.b1, self.b2
+        self.steps[rows] += 1
+        t = self.steps[rows][:, None].astype(np.float32)
+        self.m[rows] = b1 * self.m[rows] + (1 - b1) * grad
+        self.v[rows] = b2 * self.v[rows] + (1 - b2) * grad * grad
+        mhat = self.m[rows] / (1 - b1 ** t)
+        vhat = self.v[rows] / (1 - b2 ** t)
+        self.table[rows] = self.table[rows] - self.lr * mhat / (np.sqrt(vhat) + self.eps)
+
+    def model(self) -> StaticModel:
+        s = self.start
+        return StaticModel(s.vocab, self.table[: len(s.vocab)], s.model_id, header=s.header, bank=s.bank)
+
+
 def train_table(pairs: list[dict], start: StaticModel, *, seed: int = 0, epochs: int = 4,
                 batch: int = 64, lr: float = 3e-3, scale: float = 20.0, anchor: float = 0.0,
-                norms_only: bool = False, hard_negatives: int = 5, valid: list[dict] | None = None, log=print) -> StaticModel:
+                hard_negatives: int = 5, valid: list[dict] | None = None, log=print) -> StaticModel:
     """`start` after contrastive training on `pairs` (deterministic for a seed): its vocabulary's
     rows move, the bank of unknown tokens stays as it is."""
     rng = random.Random(seed)
-    vocab = start.vocab
-    n_vocab = len(vocab)
-    table = start.table.copy()  # vocabulary rows, then the bank's
-    init = start.table
-    m = np.zeros_like(table)
-    v = np.zeros_like(table)
-    steps = np.zeros(len(table), dtype=np.int64)  # lazy Adam: each row's own step count
+    opt = RowAdam(start, lr)
+    table, init = opt.table, start.table
     enc = Encoded(start)
-
-    def model_now() -> StaticModel:
-        return StaticModel(vocab, table[:n_vocab], start.model_id, header=start.header, bank=start.bank)
-
     items = []
     for p in pairs:
         items.append((p["repo"], enc.add(p["query"]), [enc.add(t) for t in p["pos"]],
                       [enc.add(t) for t in p["negs"][:hard_negatives]]))
-    b1, b2, eps = 0.9, 0.999, 1e-8
     for epoch in range(epochs):
         by_repo: dict[str, list] = defaultdict(list)
         for it in items:
@@ -282,22 +301,12 @@ def train_table(pairs: list[dict], start: StaticModel, *, seed: int = 0, epochs:
             grad = np.asarray(xq.T @ dq + xd.T @ dd, dtype=np.float32)
             if anchor:
                 grad += anchor * (e - init[rows])
-            keep = rows < n_vocab  # the bank is fixed
-            rows, grad, e = rows[keep], grad[keep], e[keep]
-            if norms_only:  # only how much each token weighs moves, not where it points
-                grad = e * (np.sum(grad * e, axis=1, keepdims=True) / np.maximum(np.sum(e * e, axis=1, keepdims=True), 1e-12))
-            steps[rows] += 1
-            t = steps[rows][:, None].astype(np.float32)
-            m[rows] = b1 * m[rows] + (1 - b1) * grad
-            v[rows] = b2 * v[rows] + (1 - b2) * grad * grad
-            mhat = m[rows] / (1 - b1 ** t)
-            vhat = v[rows] / (1 - b2 ** t)
-            table[rows] = e - lr * mhat / (np.sqrt(vhat) + eps)
+            opt.step(rows, grad)
         msg = f"epoch {epoch + 1}/{epochs}: loss {np.mean(losses):.3f} ({len(chunks)} batches, {time.perf_counter() - t0:.0f} s)"
         if valid:
-            msg += "  valid " + " ".join(f"{k} {x:.3f}" for k, x in score_pairs(model_now(), valid).items())
+            msg += "  valid " + " ".join(f"{k} {x:.3f}" for k, x in score_pairs(opt.model(), valid).items())
         log(msg)
-    return model_now()
+    return opt.model()
 
 
 def regress_table(texts: list[str], targets: np.ndarray, start: StaticModel, *, seed: int = 0, epochs: int = 3,
@@ -306,19 +315,11 @@ def regress_table(texts: list[str], targets: np.ndarray, start: StaticModel, *, 
     normalized sum of its rows) towards the direction of the teacher's (PCA-reduced) vector,
     1 - cosine, Adam on the rows a batch touches; the bank stays as it is."""
     rng = np.random.default_rng(seed)
-    vocab = start.vocab
-    n_vocab = len(vocab)
-    table = start.table.copy()
-    m = np.zeros_like(table)
-    v = np.zeros_like(table)
-    steps = np.zeros(len(table), dtype=np.int64)
+    opt = RowAdam(start, lr)
+    table = opt.table
     enc = Encoded(start)
     keys = np.asarray([enc.add(t) for t in texts])
     y = targets / np.maximum(np.linalg.norm(targets, axis=1, keepdims=True), 1e-9)
-    b1, b2, eps = 0.9, 0.999, 1e-8
-
-    def model_now() -> StaticModel:
-        return StaticModel(vocab, table[:n_vocab], start.model_id, header=start.header, bank=start.bank)
 
     for epoch in range(epochs):
         order = rng.permutation(len(texts))
@@ -339,19 +340,12 @@ def regress_table(texts: list[str], targets: np.ndarray, start: StaticModel, *, 
             losses.append(float(np.mean(1.0 - np.sum(s * target, axis=1))))
             ds = -target / len(idx)
             ds = (ds - s * np.sum(s * ds, axis=1, keepdims=True)) / sn
-            grad = np.asarray(x.T @ ds, dtype=np.float32)
-            keep = rows < n_vocab
-            rows, grad, e = rows[keep], grad[keep], e[keep]
-            steps[rows] += 1
-            t = steps[rows][:, None].astype(np.float32)
-            m[rows] = b1 * m[rows] + (1 - b1) * grad
-            v[rows] = b2 * v[rows] + (1 - b2) * grad * grad
-            table[rows] = e - lr * (m[rows] / (1 - b1 ** t)) / (np.sqrt(v[rows] / (1 - b2 ** t)) + eps)
+            opt.step(rows, np.asarray(x.T @ ds, dtype=np.float32))
         msg = f"regression epoch {epoch + 1}/{epochs}: 1 - cos {np.mean(losses):.4f} ({time.perf_counter() - t0:.0f} s)"
         if valid:
-            msg += "  valid " + " ".join(f"{k} {x:.3f}" for k, x in score_pairs(model_now(), valid).items())
+            msg += "  valid " + " ".join(f"{k} {x:.3f}" for k, x in score_pairs(opt.model(), valid).items())
         log(msg)
-    return model_now()
+    return opt.model()
 
 
 def score_pairs(model: StaticModel, pairs: list[dict]) -> dict[str, float]:

@@ -29,6 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from test_untrusted import minified  # noqa: E402  (the tests' own generator: the same file for both)
+
 import apsw
 
 PY = sys.executable
@@ -221,17 +224,6 @@ def file_names(tmp: Path) -> list[dict]:
 
 
 # -- minified ------------------------------------------------------------------------------------
-
-
-def minified(n_bytes: int, sep: str = "") -> str:
-    parts, size, i = [], 0, 0
-    while size < n_bytes:
-        part = (f"function f{i}(a,b){{var c=a+b;if(c>{i}){{return g{i}(c)}}return h.k{i}=c}}"
-                f"var v{i}=f{i}(1,2);o.p{i}=function(x){{return x*{i}}};")
-        parts.append(part)
-        size += len(part) + len(sep)
-        i += 1
-    return sep.join(parts) + "\n"
 
 
 def minified_sizes(tmp: Path, sizes: list[int]) -> list[dict]:

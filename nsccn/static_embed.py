@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nsccn.static_file import FORMAT, FORMAT_VERSION, STATIC_MODEL, STATIC_MODEL_FILE, file_problem, model_file  # noqa: F401
+from nsccn.static_file import FORMAT, FORMAT_VERSION, STATIC_MODEL, STATIC_MODEL_FILE, model_file
 from nsccn.text import split_identifier
 # The static model reads the whole text the index stores for an entity (name, path, signature,
 # docstring, body head) at a cost linear in its length, so it gets more of it than a transformer.
@@ -166,11 +166,6 @@ class StaticModel:
             np.savez(f, header=np.frombuffer(json.dumps(head, sort_keys=True).encode(), dtype=np.uint8),
                      vocab=np.frombuffer("\n".join(self.vocab).encode("utf-8"), dtype=np.uint8),
                      table=q, scale=scale.astype(np.float32), compound=self.compound, **bank)
-
-    def token_ids(self, text: str) -> list[int]:
-        """The vocabulary ids of the known tokens of `text`, in order."""
-        index = self.index
-        return [i for i in (index.get(t) for t in tokens(text, self.compounds)) if i is not None]
 
     def bag(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """Row ids of `text` (its known tokens, and two bank rows per unknown one) and their

@@ -135,20 +135,13 @@ class Embedder(Actor):
         self.log.error("no vectors: %s", why)
         self.stats.update(model=None, error=why)
         self.model = None
+        self.model_error = why
         poller = self.poller(self.router)
         self.tick(f"no model: {why}")
         while not self.stop.is_set():
             self.tick()
             if self.router in self.wait(poller, 200):
-                try:
-                    route, msg = self.recv(self.router)
-                except zmq.Again:
-                    continue
-                if route and isinstance(msg, QueryEmbed):
-                    try:
-                        self.router.send_multipart([*route, encode(QueryVector(req=msg.req, error=why))], zmq.NOBLOCK)
-                    except zmq.ZMQError:
-                        pass  # the asker is gone
+                self._serve_queries()
 
     def _serve_queries(self) -> None:
         while True:
@@ -163,6 +156,8 @@ class Embedder(Actor):
                     self.unexpected(msg)
                 continue
             try:
+                if self.model is None:  # no model could load (`_without_model`): the reason
+                    raise ModelUnavailable(self.model_error)
                 vec = np.asarray(self.model.embed_query(msg.text), dtype=np.float32)
                 reply = QueryVector(req=msg.req, model_id=self.model.model_id, dim=int(vec.shape[0]), data=vec.tobytes())
             except Exception as exc:
