@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nsccn.config import STATIC_MODEL, Config, ensure_index_dir, is_static_model, load_config
+from nsccn.config import STATIC_MODEL, Config, ensure_index_dir, load_config
+from nsccn.static_file import uses_static_model
 from nsccn.model import Parsed, Removed  # what nsccn.index_session.look_at returns
 from nsccn.store import VECTORS_COMPLETE, WRITER_CACHE_MIB, IndexMissing, Store
 
@@ -198,7 +199,7 @@ def _vectors_current(store: Store, config: Config) -> bool:
     """Whether the static model's vectors are complete and no file changed since (a run that found
     nothing to do then loads no model and reads no vector). A transformer's id depends on what
     loads, so its vectors are always looked at."""
-    if not is_static_model(os.environ.get("NSCCN_EMBED_MODEL") or config.embedding_model):
+    if not uses_static_model(config):
         return False
     return (store.get_meta(VECTORS_COMPLETE) == STATIC_MODEL
             and store.get_meta("embedding_skips_tests", "0") == ("0" if config.embed_test_files else "1"))

@@ -58,8 +58,17 @@ def file_problem(path: str | Path | None = None) -> str | None:
 
 
 
+def configured_model(config) -> str:
+    """The embedding model asked for: `NSCCN_EMBED_MODEL` (tests, a model being evaluated), else
+    the configuration's."""
+    return os.environ.get("NSCCN_EMBED_MODEL") or config.embedding_model
+
+
+def uses_static_model(config) -> bool:
+    return is_static_model(configured_model(config))
+
+
 def model_problem(config) -> str | None:
     """Why the configured model cannot make vectors here, or None. Only the static model is
     checked (a transformer that is not cached falls back to the bundled one: `embed.load_embedder`)."""
-    name = os.environ.get("NSCCN_EMBED_MODEL") or config.embedding_model
-    return file_problem() if is_static_model(name) else None
+    return file_problem() if uses_static_model(config) else None

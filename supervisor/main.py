@@ -32,8 +32,8 @@ from pathlib import Path
 import msgspec
 import zmq
 
-from nsccn.config import Config, ensure_index_dir, index_dir, is_static_model, load_config
-from nsccn.static_file import model_problem
+from nsccn.config import Config, ensure_index_dir, index_dir, load_config
+from nsccn.static_file import model_problem, uses_static_model
 from nsccn.messages import (
     ActorSpec,
     Attach,
@@ -156,8 +156,7 @@ class Supervisor:
             if mode != "index":  # an index run prints it among its summary's warnings
                 log.warning("no vectors: %s", self.embed_problem)
             self.embed = False
-        self.embed_in_writer = self.embed and is_static_model(os.environ.get("NSCCN_EMBED_MODEL")
-                                                              or self.config.embedding_model)
+        self.embed_in_writer = self.embed and uses_static_model(self.config)
         # None: run until stopped; else end once no MCP front has been attached for this long.
         self.linger_s = linger_s
         self.clients: dict[str, dict] = {}  # client id -> pid, attached (wall clock), last_seen (monotonic)

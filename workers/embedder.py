@@ -18,6 +18,7 @@ import zmq
 
 from nsccn.config import load_config
 from nsccn.static_embed import ModelUnavailable
+from nsccn.static_file import configured_model
 from nsccn.messages import EmbedJob, Hello, ModelInfo, QueryEmbed, QueryVector, Vectors, encode
 from workers.base import Actor, actor_main
 
@@ -71,7 +72,7 @@ def load_model(root):
     from nsccn.embed import load_embedder
 
     config = load_config(root)
-    model = os.environ.get("NSCCN_EMBED_MODEL") or config.embedding_model
+    model = configured_model(config)
     if model == "test-hash":
         return HashEmbedder()
     return load_embedder(
