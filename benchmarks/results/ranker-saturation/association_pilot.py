@@ -19,7 +19,7 @@ import numpy as np
 
 _ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(_ROOT / "benchmarks")); sys.path.insert(0, str(_ROOT))
-from nsccn.search import analyze_query
+from nsccn.query_analysis import analyze_query
 from nsccn.text import split_identifier
 from localize import instance_metrics
 from paired_sign import KEYS
