@@ -29,7 +29,7 @@ RRF_K = 60
 # RRF weight per stream: exact identifier/path/traceback matches are strong evidence; graph
 # neighbours and the structural prior only nudge. Vectors count half: with the bundled
 # general-purpose model (MiniLM) the vector stream alone localizes far worse than BM25 alone
-# (function@10 32.4 vs 46.2 over all 181 dev instances; README "Localization").
+# (function@10 32.4 vs 46.2 over all 181 dev instances; docs/localization.md).
 STREAM_WEIGHTS = {"bm25": 1.0, "vector": 0.5, "exact": 1.0, "graph": 0.5, "prior": 0.1}
 
 

@@ -281,7 +281,7 @@ def test_training_is_deterministic_and_learns_the_obvious(tmp_path):
 
 
 def test_training_variants_bagged_monotone_and_weighted_queries():
-    """The variants `benchmarks/train_ranker.py` measures (README: none shipped): a bag of 2 scores
+    """The variants `benchmarks/train_ranker.py` measures (docs/learned-ranking.md: none shipped): a bag of 2 scores
     the mean of its two seeds' models; a monotone model never scores a candidate lower for being
     mentioned; a query of weight 0 teaches nothing."""
     from nsccn.ranking.features import Candidates

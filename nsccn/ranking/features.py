@@ -50,7 +50,7 @@ VECTOR_CANDIDATES = 30  # the vector stream's best functions join the candidates
 # Off: with 3 files, 120 functions each, every gold function is a candidate for 80.7% of dev
 # and 76.5% of mined queries instead of 75.1 and 68.1, but the model ranks almost none of the
 # newly reached ones into the top 10 (0 of 10 dev queries, 10 of 240 mined) and function@10 does
-# not move (README, `benchmarks/train_ranker.py --grouped --expansions ...`). Kept for evidence
+# not move (docs/learned-ranking.md, `benchmarks/train_ranker.py --grouped --expansions ...`). Kept for evidence
 # that could rank them (vectors).
 EXPAND_FILES = 0  # the fusion's best this-many files and whole-file BM25's best this-many
 EXPAND_PER_FILE = 120  # at most this many of a file's functions, highest PageRank first

@@ -126,7 +126,7 @@ def _fit_level(records, level, names, disabled, seed, rounds, bag: int = 1, mono
 def fit(records: Sequence[dict], disabled: frozenset[str] = frozenset(), seed: int = 0, rounds: int = ROUNDS,
         info: dict | None = None, bag: int = 1, monotone: bool = False) -> Ranker:
     """One model for files and one for functions, trained on `records` (a record's `weight`, if
-    any, is its query's weight). `bag` and `monotone`: measured, not shipped (README)."""
+    any, is its query's weight). `bag` and `monotone`: measured, not shipped (docs/learned-ranking.md)."""
     files = _fit_level(records, "file", FILE_FEATURES, disabled, seed, rounds, bag, monotone)
     functions = _fit_level(records, "function", FUNCTION_FEATURES, disabled, seed, rounds, bag, monotone)
     meta = {"feature_version": FEATURE_VERSION, "queries": len(records), "seed": seed, "rounds": rounds,
