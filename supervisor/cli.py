@@ -1,4 +1,5 @@
-"""`nsccn index` and `nsccn serve` through the pipeline, and `python -m supervisor`.
+"""`nsccn index` through the pipeline, `nsccn serve --no-mcp` (the pipeline alone; with MCP, `nsccn serve`
+is the MCP front, `workers.mcp_front`), `nsccn stop`, and `python -m supervisor`.
 
     python -m supervisor index PATH [--workers N] [--embed] [--json]
     python -m supervisor serve PATH --no-mcp [--workers N] [--no-embed]   # the pipeline in the foreground (MCP: `nsccn serve`)

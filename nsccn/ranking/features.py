@@ -123,6 +123,10 @@ GROUPS = {
 
 @dataclass
 class Candidates:
+    """A query's candidates and their feature rows: the model's matrix (columns in FILE_FEATURES /
+    FUNCTION_FEATURES order, each value placed there by its name: `row_of`), as training records
+    store it."""
+
     files: list[str]
     file_rows: list[list[float]]
     functions: list[str]  # entity ids
@@ -292,6 +296,7 @@ class QueryFacts:
 
 
 def query_facts(store: Store, query: str, fusion: Fusion) -> QueryFacts:
+    """The query's own features, words and parts, and what it names exactly (indexed files)."""
     a = fusion.analysis
     title = title_of(query)
     title_terms = list(dict.fromkeys(analyze_query(title).terms)) if title else []
@@ -326,6 +331,7 @@ class VectorRanks:
 
 
 def vector_ranks_of(store: Store, vector: list[int] | None) -> VectorRanks:
+    """The vector stream (entity rowids, best first) as ranks of outermost functions and files."""
     out = VectorRanks()
     if not vector:
         return out
@@ -393,7 +399,7 @@ def candidate_files(fusion: Fusion, q: QueryFacts, fn_ids: list[str]) -> list[st
 class Evidence:
     """Evidence both levels read: the repository's history and the raise sites of named errors."""
 
-    history: history.Evidence
+    history: history.HistoryEvidence
     title_similar: tuple[dict, dict]  # (per file, per (path, name)): past fixes like the title
     raises_fn: dict[str, float]
     raises_file: dict[str, float]
