@@ -11,7 +11,7 @@ one query loads the model in milliseconds.
 The model file (``model.npz``, uncompressed) holds the vocabulary (one token a line), the table as
 int8 with one float scale per row, and a JSON header naming its format and model id; one of another
 format is refused (`ModelUnavailable`) with one line saying why. It is rebuilt from mined data by
-``benchmarks/train_static_embedder.py`` (README "Semantic search").
+``benchmarks/train_static_embedder.py`` (docs/semantic-search.md).
 """
 
 from __future__ import annotations
