@@ -195,6 +195,10 @@ def parse_diff(text: str, max_bytes: int = MAX_DIFF_BYTES, max_files: int = MAX_
             continue
         if line.startswith("\\"):
             continue
+        if (hunk is not None and not skipping and line[:1] and line[:1] in "+- " and line != "-- "  # `-- `: a patch mail's signature
+                and not (line.startswith("--- ") and i < len(lines) and lines[i].startswith("+++ "))):
+            raise DiffError(f"line {i}: more lines than the hunk header @@ -{hunk.old_start},{hunk.old_count} "
+                            f"+{hunk.new_start},{hunk.new_count} @@ counts")
         m = _GIT_HEADER.match(line) if line.startswith("diff --git ") else None
         if m or line.startswith("diff --git "):
             saw_header = True
