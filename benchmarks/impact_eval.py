@@ -26,6 +26,7 @@ import ast
 import json
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -40,6 +41,7 @@ from nsccn.indexer import index_repository  # noqa: E402
 from nsccn.navigator import Navigator  # noqa: E402
 from nsccn.testpaths import is_test_path  # noqa: E402
 
+CONFIDENCE_FLOORS = (0.3, 0.6)  # the same answer's tests, cut at a path confidence: how recall trades for selection
 CONTEXTS = r"""
 import json, sys
 from coverage import CoverageData
@@ -60,13 +62,13 @@ def git(repo: Path, *args: str, git_dir: Path | None = None) -> str:
     return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
 
 
-def sample_commits(mirror: Path, package: str, n: int, seed: int, window: int) -> list[str]:
+def sample_commits(mirror: Path, package: str, n: int, seed: int, window: int, exclude: set[str]) -> list[str]:
     shas = git(mirror, "log", "--no-merges", "-n", str(window), "--format=%H", git_dir=mirror).split()
     ok = []
     for sha in shas:
         files = git(mirror, "diff-tree", "--no-commit-id", "-r", "--name-only", "--root", sha, git_dir=mirror).split()
         lib = [f for f in files if f.endswith(".py") and f.startswith(package + "/") and not is_test_path(f)]
-        if 1 <= len(lib) <= 5:
+        if 1 <= len(lib) <= 5 and sha not in exclude:
             ok.append(sha)
     return sorted(random.Random(seed).sample(ok, min(n, len(ok))), key=shas.index)
 
@@ -183,21 +185,35 @@ def importer_tests(nav: Navigator, changed_files: set[str], all_tests: set[str])
     return {t for t in all_tests if t.split("::", 1)[0] in seen}
 
 
-def why_missed(nav: Navigator, missed: set[str], commit: str) -> dict[str, int]:
-    """Each missed covering test: not an entity of the index (generated, a plugin's), reachable only
-    past the test depth, or no path in the graph at all."""
+def why_missed(nav: Navigator, missed: set[str], commit: str, changed: list[dict], tree: Path) -> dict[str, int]:
+    """Why each covering test was not selected: not an entity of the index (inherited from a base
+    class in another file, generated), reachable only past the test depth, a changed name written
+    in the test (or a helper of its file) that no edge resolved to (a receiver whose type the
+    resolver did not know), or nothing in the test names it (reached at run time only: through a
+    public API the graph did not follow, dynamic dispatch, a fixture of a plugin, parametrization)."""
     deep = {node(t["file"], t.get("qualname")) for t in nav.impact(commit=commit, test_depth=10)["tests"]}
+    names = {c["id"].rsplit(":", 1)[-1].rsplit(".", 1)[-1] for c in changed if c["kind"] != "module"}
     reasons: dict[str, int] = {}
     for t in missed:
         file, _, rest = t.partition("::")
         qual = rest.replace("::", ".")
-        ids = [f"func:{file}:{qual}", f"method:{file}:{qual}"]
-        if not any(nav.store.entity(i) for i in ids):
-            why = "not an entity of the index (inherited or generated test)"
+        rows = [r for r in (nav.store.entity(f"func:{file}:{qual}"), nav.store.entity(f"method:{file}:{qual}")) if r]
+        if not rows:
+            why = "not an entity of the index (inherited from a base class elsewhere, or generated)"
         elif t in deep:
             why = "reachable only past the test depth"
         else:
-            why = "no path in the graph (dynamic dispatch, a receiver the resolver could not type, a plugin's fixture)"
+            try:
+                text = (tree / file).read_text(errors="replace")
+            except OSError:
+                text = ""
+            body = "\n".join(text.splitlines()[rows[0].start_line - 1:rows[0].end_line])
+            if any(re.search(rf"\b{re.escape(n)}\b", body) for n in names):
+                why = "the test names a changed entity, no edge resolved to it (receiver type unknown)"
+            elif any(re.search(rf"\b{re.escape(n)}\b", text) for n in names):
+                why = "a helper or fixture of the test file names it, no edge or injection reached the test"
+            else:
+                why = "nothing in the test file names it (run-time path: public API, dispatch, plugin fixture)"
         reasons[why] = reasons.get(why, 0) + 1
     return reasons
 
@@ -223,11 +239,14 @@ def main() -> int:
     ap.add_argument("--work", required=True)
     ap.add_argument("--timeout", type=int, default=900, help="seconds one suite run may take")
     ap.add_argument("--out", help="write the per-commit results here (JSON)")
+    ap.add_argument("--exclude", nargs="*", default=[], help="results (JSON) of earlier runs whose commits are "
+                    "left out of the sample (a fresh sample after a change made looking at them)")
     args = ap.parse_args()
     mirror, work = Path(args.repo), Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     tree = work / "tree"
-    commits = sample_commits(mirror, args.package, args.commits, args.seed, args.window)
+    seen = {r["commit"] for f in args.exclude for r in json.loads(Path(f).read_text())["commits"]}
+    commits = sample_commits(mirror, args.package, args.commits, args.seed, args.window, seen)
     if not tree.exists():
         git(mirror, "worktree", "add", "-f", "--detach", str(tree), commits[0] + "^", git_dir=mirror)
     rows = []
@@ -247,12 +266,19 @@ def main() -> int:
         out = nav.impact(commit=sha)
         seconds = time.perf_counter() - t0
         all_tests = set(times)
-        picked = set()
-        for t in out["tests"]:
-            if t.get("qualname"):
-                picked.add(node(t["file"], t["qualname"]))
-            else:
-                picked |= {x for x in all_tests if x.split("::", 1)[0] == t["file"]}
+
+        def picked_at(floor: float) -> set[str]:
+            got = set()
+            for t in out["tests"]:
+                if t["confidence"] < floor:
+                    continue
+                if t.get("qualname"):
+                    got.add(node(t["file"], t["qualname"]))
+                else:
+                    got |= {x for x in all_tests if x.split("::", 1)[0] == t["file"]}
+            return got
+
+        picked = picked_at(0.0)
         changed_files = set(lines)
         named = {t for t in all_tests if Path(t.split("::", 1)[0]).name in
                  {f"test_{Path(f).stem if Path(f).stem != '__init__' else Path(f).parent.name}.py" for f in changed_files}}
@@ -263,12 +289,14 @@ def main() -> int:
         row = {
             "commit": sha, "suite_tests": len(all_tests), "suite_seconds": round(wall, 1), "covering": len(truth),
             "impact_seconds": round(seconds, 3),
-            "nsccn": score(picked, truth, times), "named_test_module": score(named, truth, times),
+            "nsccn": score(picked, truth, times),
+            **{f"nsccn_conf_{f:g}": score(picked_at(f), truth, times) for f in CONFIDENCE_FLOORS},
+            "named_test_module": score(named, truth, times),
             "file_importers": score(importer_tests(nav, changed_files, all_tests), truth, times),
             "all": score(all_tests, truth, times),
             "changed_precision": len(ours & ast_set) / len(ours) if ours else None,
             "changed_recall": len(ours & ast_set) / len(ast_set) if ast_set else None,
-            "missed": why_missed(nav, truth - picked, sha) if truth - picked else {},
+            "missed": why_missed(nav, truth - picked, sha, out["changed"], tree) if truth - picked else {},
         }
         nav.close()
         rows.append(row)
@@ -286,7 +314,7 @@ def main() -> int:
 def summarize(rows: list[dict]) -> dict:
     covered = [r for r in rows if r["covering"]]
     out = {"commits": len(rows), "commits_with_covering_tests": len(covered)}
-    for key in ("nsccn", "named_test_module", "file_importers", "all"):
+    for key in ("nsccn", *(f"nsccn_conf_{f:g}" for f in CONFIDENCE_FLOORS), "named_test_module", "file_importers", "all"):
         rec = [r[key]["recall"] for r in covered]
         out[key] = {
             "median_recall": round(statistics.median(rec), 3) if rec else None,

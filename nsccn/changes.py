@@ -32,15 +32,15 @@ class Change:
     notes: list[str]
 
 
-def _git(root: Path, *args: str, limit: int = MAX_DIFF_BYTES, ok_codes: tuple[int, ...] = (0,)) -> tuple[bytes, bool]:
-    """(stdout up to `limit` bytes, whether it was cut) of a git command; NavigatorError with git's
-    own first line when it fails."""
+def _start(root: Path, *args: str) -> subprocess.Popen:
     cmd, env = git_command(root, *args)
     try:
-        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
+        return subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as exc:
         raise NavigatorError(f"cannot run git: {exc.strerror or exc}") from None
+
+
+def _finish(proc: subprocess.Popen, what: str, limit: int = MAX_DIFF_BYTES) -> tuple[bytes, bool]:
     try:
         out = proc.stdout.read(limit + 1)
         cut = len(out) > limit
@@ -50,11 +50,17 @@ def _git(root: Path, *args: str, limit: int = MAX_DIFF_BYTES, ok_codes: tuple[in
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
-        raise NavigatorError(f"git {args[0]} took over {GIT_TIMEOUT_S} s") from None
-    if not cut and proc.returncode not in ok_codes:
+        raise NavigatorError(f"git {what} took over {GIT_TIMEOUT_S} s") from None
+    if not cut and proc.returncode != 0:
         first = (err.decode("utf-8", "replace").strip().splitlines() or ["failed"])[0]
-        raise NavigatorError(f"git {args[0]}: {first[:300]}")
+        raise NavigatorError(f"git {what}: {first[:300]}")
     return out[:limit], cut
+
+
+def _git(root: Path, *args: str, limit: int = MAX_DIFF_BYTES) -> tuple[bytes, bool]:
+    """(stdout up to `limit` bytes, whether it was cut) of a git command; NavigatorError with git's
+    own first line when it fails."""
+    return _finish(_start(root, *args), args[0], limit)
 
 
 def _revision(root: Path, rev: str, what: str) -> str:
@@ -71,13 +77,22 @@ def _revision(root: Path, rev: str, what: str) -> str:
     return out.decode().strip()
 
 
-def _work_tree(root: Path) -> None:
+def _work_tree(root: Path) -> str:
+    """HEAD's commit id (the empty tree before the first commit), or why this is no work tree."""
+    try:
+        out, _ = _git(root, "rev-parse", "--is-inside-work-tree", "HEAD")
+        lines = out.decode().split()
+        if lines[:1] == ["true"] and len(lines) == 2:
+            return lines[1]
+    except NavigatorError:
+        pass
     try:
         out, _ = _git(root, "rev-parse", "--is-inside-work-tree")
     except NavigatorError:
-        raise NavigatorError(f"{root} is not a git work tree: give the change as a diff (--diff -)") from None
+        out = b""
     if out.strip() != b"true":
         raise NavigatorError(f"{root} is not a git work tree: give the change as a diff (--diff -)")
+    return EMPTY_TREE  # no commit yet: everything is new
 
 
 def _blob(root: Path, rev: str, path: str, max_size: int) -> bytes | None:
@@ -108,9 +123,10 @@ def from_git(root: Path, staged: bool = False, base: str | None = None, commit: 
     """The change git knows: the working tree against HEAD (default), the staged changes, the
     working tree against the point where it left `base`, or one commit against its first parent.
     `skip`: folders whose untracked files are not the user's change (the index's)."""
-    _work_tree(root)
+    head = _work_tree(root)
     notes: list[str] = []
     untracked: list[str] = []
+    others = None
     if commit is not None:
         sha = _revision(root, commit, "commit")
         try:
@@ -121,7 +137,6 @@ def from_git(root: Path, staged: bool = False, base: str | None = None, commit: 
         source = f"commit {sha[:12]} against its first parent"
     elif base is not None:
         sha = _revision(root, base, "base")
-        head = _revision(root, "HEAD", "HEAD")
         try:
             point = _git(root, "merge-base", sha, head)[0].decode().strip()
         except NavigatorError:
@@ -129,19 +144,20 @@ def from_git(root: Path, staged: bool = False, base: str | None = None, commit: 
         old_rev, new_rev, args = point, None, (point,)
         source = f"the working tree against {point[:12]} (where it left {base.strip()})"
     elif staged:
-        old_rev, new_rev, args = _head_or_empty(root), "", ("--cached", _head_or_empty(root))
+        old_rev, new_rev, args = head, "", ("--cached", head)
         source = "the staged changes against HEAD"
     else:
-        head = _head_or_empty(root)
         old_rev, new_rev, args = head, None, (head,)
         source = "the working tree against HEAD"
-        out, _ = _git(root, "ls-files", "--others", "--exclude-standard", "-z", limit=1 << 20)
+        others = _start(root, "ls-files", "--others", "--exclude-standard", "-z")  # walks the tree beside the diff
+    text, cut = _git(root, *DIFF_ARGS, *args, "--")
+    if others is not None:
+        out, _ = _finish(others, "ls-files", 1 << 20)
         # new files the user made, not our own index (`skip`: its directory, when inside the tree)
         untracked = [p for p in out.decode("utf-8", "replace").split("\0") if p and not p.startswith(skip)]
         if len(untracked) > MAX_UNTRACKED:
             notes.append(f"{len(untracked)} untracked files: the first {MAX_UNTRACKED} are read as new")
             untracked = untracked[:MAX_UNTRACKED]
-    text, cut = _git(root, *DIFF_ARGS, *args, "--")
     parsed = parse_diff(text.decode("utf-8", "surrogateescape"))
     if cut:
         parsed.capped = "; ".join(filter(None, [parsed.capped, f"the diff is over {MAX_DIFF_BYTES >> 20} MiB: "
@@ -149,24 +165,27 @@ def from_git(root: Path, staged: bool = False, base: str | None = None, commit: 
     for p in untracked:
         parsed.files.append(FileDiff(None, p))
 
-    def old(fd: FileDiff) -> bytes | None:
-        return None if fd.old_path is None else _blob(root, old_rev, fd.old_path, max_size)
+    news: dict[int, bytes | None] = {}
 
     def new(fd: FileDiff) -> bytes | None:
         if fd.new_path is None:
             return None
-        if new_rev is None:  # the working tree
-            return _disk(root, fd.new_path, max_size)
-        return _blob(root, new_rev or None, fd.new_path, max_size)
+        if id(fd) not in news:
+            news[id(fd)] = (_disk(root, fd.new_path, max_size) if new_rev is None  # the working tree
+                            else _blob(root, new_rev or None, fd.new_path, max_size))
+        return news[id(fd)]
+
+    def old(fd: FileDiff) -> bytes | None:
+        if fd.old_path is None:
+            return None
+        now = new(fd)
+        if now is not None and not fd.binary:  # git's own diff undone: no second read of the repository
+            lines = apply_hunks(_lines(now), fd.hunks, forward=False)
+            if lines is not None:
+                return ("\n".join(lines) + "\n").encode()
+        return _blob(root, old_rev, fd.old_path, max_size)
 
     return Change(source, parsed, old, new, notes)
-
-
-def _head_or_empty(root: Path) -> str:
-    try:
-        return _git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")[0].decode().strip()
-    except NavigatorError:
-        return EMPTY_TREE  # no commit yet: everything is new
 
 
 def from_text(root: Path, text: str, max_size: int = 1 << 20) -> Change:

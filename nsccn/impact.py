@@ -10,7 +10,7 @@ changed its signature (signature or decorators differ) or only its body.
 (INHERITS) and methods of subclasses that override a changed method, importers (IMPORTS, not
 followed further: an import alone runs nothing), the readers of what a changed entity MUTATES
 (state coupling), the class a changed method belongs to (those who construct or subclass it may
-call it), and tests a pytest fixture is injected into (`nsccn.fixtures`). Each entity keeps the
+call it), the function a changed nested function is defined in, and tests a pytest fixture is injected into (`nsccn.fixtures`). Each entity keeps the
 shortest path that reaches it (the most confident among the shortest), its distance and the
 path's confidence (the product of its edges').
 """
@@ -33,6 +33,7 @@ TEST_DEPTH = 8  # hops a test may be from a changed entity
 MAX_NODES = 4_000  # entities one walk reaches at most
 MAX_CHANGED = 2_000  # changed entities mapped at most
 MEMBER_CONFIDENCE = 0.5  # a method's class: whoever builds or subclasses it may call the method
+NESTED_CONFIDENCE = 0.8  # a nested function's enclosing one: it defines it, and mostly calls or registers it
 STATE_RELATIONS = ("READS_CONFIG",)  # who reads what a changed entity MUTATES
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -159,6 +160,7 @@ class Dependents:
     def __init__(self, store: Store):
         self.store = store
         self._rows: dict[str, EntityRow | None] = {}
+        self._subs: dict[str, list[tuple[str, float]]] = {}
 
     def row(self, eid: str) -> EntityRow | None:
         if eid not in self._rows:
@@ -180,6 +182,10 @@ class Dependents:
         row = self.row(node)
         if row is None:
             return out
+        if row.kind in ("func", "method") and row.parent and row.parent.startswith(("func:", "method:")):
+            # a function defined inside another (a view, a callback registered by a decorator): no call
+            # names it, but the enclosing function defines it each time it runs and hands it on
+            out.append((row.parent, "DEFINED_IN", NESTED_CONFIDENCE))
         if row.kind == "method" and row.parent and row.parent.startswith("class:"):
             out.append((row.parent, "MEMBER_OF", MEMBER_CONFIDENCE))
             for sub, conf in self._subclasses(row.parent):
@@ -193,6 +199,8 @@ class Dependents:
         return out
 
     def _subclasses(self, cls: str, depth: int = 4) -> list[tuple[str, float]]:
+        if cls in self._subs:
+            return self._subs[cls]
         out, frontier, seen = [], [(cls, 1.0)], {cls}
         for _ in range(depth):
             nxt = []
@@ -203,6 +211,7 @@ class Dependents:
                         nxt.append((e.source, conf * e.confidence))
             out += nxt
             frontier = nxt
+        self._subs[cls] = out
         return out
 
     def by_name(self, name: str, path: str) -> list[tuple[str, str, float]]:

@@ -273,7 +273,8 @@ def test_an_overriding_subclass_method_and_a_fixture_path(repo):
 
 
 def cli(root: Path, *args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([str(NSCCN), "impact", *args], capture_output=True, text=True, input=stdin,
+    nsccn = NSCCN
+    return subprocess.run([str(nsccn), "impact", *args], capture_output=True, text=True, input=stdin,
                           cwd=cwd or root, timeout=120)
 
 
