@@ -169,7 +169,8 @@ def ast_changed(tree: Path, parent: str, sha: str, package: str) -> set[str]:
 
 
 def importer_tests(nav: Navigator, changed_files: set[str], all_tests: set[str]) -> set[str]:
-    """Tests in files that import a changed file, transitively (file level)."""
+    """Tests in files that import a changed file, transitively (file level), and every test under a
+    conftest.py that does."""
     store = nav.store
     reverse: dict[str, set[str]] = {}
     for e in store.all_edges():
@@ -182,7 +183,9 @@ def importer_tests(nav: Navigator, changed_files: set[str], all_tests: set[str])
             if src not in seen:
                 seen.add(src)
                 todo.append(src)
-    return {t for t in all_tests if t.split("::", 1)[0] in seen}
+    # a conftest.py in the closure reaches every test under its folder (pytest loads it for them)
+    folders = [f.rsplit("/", 1)[0] + "/" if "/" in f else "" for f in seen if f.rsplit("/", 1)[-1] == "conftest.py"]
+    return {t for t in all_tests if t.split("::", 1)[0] in seen or any(t.startswith(d) for d in folders)}
 
 
 def why_missed(nav: Navigator, missed: set[str], commit: str, changed: list[dict], tree: Path) -> dict[str, int]:
@@ -192,7 +195,8 @@ def why_missed(nav: Navigator, missed: set[str], commit: str, changed: list[dict
     resolver did not know), or nothing in the test names it (reached at run time only: through a
     public API the graph did not follow, dynamic dispatch, a fixture of a plugin, parametrization)."""
     deep = {node(t["file"], t.get("qualname")) for t in nav.impact(commit=commit, test_depth=10)["tests"]}
-    names = {c["id"].rsplit(":", 1)[-1].rsplit(".", 1)[-1] for c in changed if c["kind"] != "module"}
+    names = {c["id"].rsplit(":", 1)[-1].rsplit(".", 1)[-1] for c in changed
+             if c["kind"] != "module" and not is_test_path(c["file"])}
     reasons: dict[str, int] = {}
     for t in missed:
         file, _, rest = t.partition("::")
@@ -296,6 +300,7 @@ def main() -> int:
             "all": score(all_tests, truth, times),
             "changed_precision": len(ours & ast_set) / len(ours) if ours else None,
             "changed_recall": len(ours & ast_set) / len(ast_set) if ast_set else None,
+            "missed_tests": sorted(truth - picked)[:10],
             "missed": why_missed(nav, truth - picked, sha, out["changed"], tree) if truth - picked else {},
         }
         nav.close()

@@ -7,7 +7,8 @@ was deleted is found as it was, and the index need not be current). An entity fo
 changed its signature (signature or decorators differ) or only its body.
 
 `impacted` walks the graph upstream from the changed entities: callers (CALLS), subclasses
-(INHERITS) and methods of subclasses that override a changed method, importers (IMPORTS, not
+(INHERITS) and methods of subclasses that override a changed method, the callers of the method a
+changed override overrides (dynamic dispatch: `self.m()` written in the base runs the override), importers (IMPORTS, not
 followed further: an import alone runs nothing), the readers of what a changed entity MUTATES
 (state coupling), the class a changed method belongs to (those who construct or subclass it may
 call it), the function a changed nested function is defined in, and tests a pytest fixture is injected into (`nsccn.fixtures`). Each entity keeps the
@@ -33,6 +34,7 @@ TEST_DEPTH = 8  # hops a test may be from a changed entity
 MAX_NODES = 4_000  # entities one walk reaches at most
 MAX_CHANGED = 2_000  # changed entities mapped at most
 MEMBER_CONFIDENCE = 0.5  # a method's class: whoever builds or subclasses it may call the method
+DISPATCH_CONFIDENCE = 0.8  # a caller of the overridden method runs this override when self is the subclass
 NESTED_CONFIDENCE = 0.8  # a nested function's enclosing one: it defines it, and mostly calls or registers it
 STATE_RELATIONS = ("READS_CONFIG",)  # who reads what a changed entity MUTATES
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -188,6 +190,13 @@ class Dependents:
             out.append((row.parent, "DEFINED_IN", NESTED_CONFIDENCE))
         if row.kind == "method" and row.parent and row.parent.startswith("class:"):
             out.append((row.parent, "MEMBER_OF", MEMBER_CONFIDENCE))
+            for base, conf in self._bases(row.parent):  # dynamic dispatch: `self.m()` written in a base runs this m
+                over = self.row(base)
+                if over is not None:
+                    inherited = f"method:{over.path}:{over.qualname}.{row.name}"
+                    if self.row(inherited) is not None:
+                        out.append((inherited, "DISPATCHES_HERE", conf * DISPATCH_CONFIDENCE))
+                        break  # the nearest base that defines it: its callers are the ones that dispatch
             for sub, conf in self._subclasses(row.parent):
                 sub_row = self.row(sub)
                 if sub_row is not None:
@@ -196,6 +205,20 @@ class Dependents:
                         out.append((over, "OVERRIDES", conf))
         for r in fixtures.consumers(store, row):
             out.append((r.id, "FIXTURE", fixtures.CONFIDENCE))
+        return out
+
+    def _bases(self, cls: str, depth: int = 4) -> list[tuple[str, float]]:
+        """The classes `cls` inherits from, nearest first (breadth-first), with the path's confidence."""
+        out, frontier, seen = [], [(cls, 1.0)], {cls}
+        for _ in range(depth):
+            nxt = []
+            for c, conf in frontier:
+                for e in self.store.edges_from(c, ("INHERITS",)):
+                    if e.target not in seen and e.target.startswith("class:"):
+                        seen.add(e.target)
+                        nxt.append((e.target, conf * e.confidence))
+            out += nxt
+            frontier = nxt
         return out
 
     def _subclasses(self, cls: str, depth: int = 4) -> list[tuple[str, float]]:
@@ -314,7 +337,9 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
         if r.distance == 0 or r.distance > depth or eid in changed_ids:
             continue
         row = rows.get(eid)
-        item = {"id": eid, "distance": r.distance, "confidence": round(r.confidence, 3), "path": render_path(r)}
+        relation, prev = r.path[-1][0], r.path[-2]
+        item = {"id": eid, "distance": r.distance, "confidence": round(r.confidence, 3),
+                "via": f"{relation} {prev if isinstance(prev, str) else prev[2]}", "path": render_path(r)}
         if row is not None:
             item["file"], item["line"] = row.path, row.start_line
         impacted.append(item)

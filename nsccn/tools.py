@@ -691,7 +691,9 @@ class Impact(Tool):
         cap, offset = ctx.cap, req.offset
         res = ctx.nav.impact(staged=req.staged, base=req.base, commit=req.commit, diff=req.diff, depth=req.depth,
                              min_confidence=float(req.min_confidence))
-        impacted, tests = res["impacted"][offset:], res["tests"][offset:]
+        # each impacted entity names the one it depends on (`via`): the whole path is in `tests`' reasons
+        impacted = [{k: v for k, v in i.items() if k not in ("path", "file")} for i in res["impacted"][offset:]]
+        tests = res["tests"][offset:]
         base = {k: res[k] for k in ("source", "files", "risk", "run") if k in res}
         for k in ("outside_index", "refused", "notes"):
             if res.get(k):
@@ -706,9 +708,10 @@ class Impact(Tool):
                    "totals": {"changed": len(res["changed"]), "impacted": len(res["impacted"]),
                               "tests": len(res["tests"])}}
             if k < n:
-                out["truncated"] = (f"cut to {k} changed, impacted and tests each by the {cap}-token cap; call again "
-                                    f"with offset={offset + k} for more impacted entities and tests, or raise "
-                                    "min_confidence / lower depth")
+                more = (f"call again with offset={offset + k} for more impacted entities and tests" if k else
+                        "the summary alone fills it")
+                out["truncated"] = (f"cut to {k} changed, impacted and tests each by the {cap}-token cap; {more}, "
+                                    "or raise min_confidence / lower depth")
             return out
 
         k, text = fit(n, lambda k: render_json(build(k)), cap)

@@ -66,6 +66,10 @@ BASE = {
 
         def load_settings():
             return {"limit": LIMIT}
+
+
+        def helper_twice():
+            return 2 * 2
     """,
     "tests/__init__.py": "",
     "tests/conftest.py": """
@@ -79,7 +83,7 @@ BASE = {
             return load_settings()
     """,
     "tests/test_core.py": """
-        from pkg.core import top, unrelated, uses_gone
+        from pkg.core import helper_twice, top, unrelated, uses_gone
 
 
         def test_top():
@@ -96,6 +100,22 @@ BASE = {
 
         def test_settings(settings):
             assert settings["limit"] == 3
+
+
+        REGISTRY = []
+
+
+        def register(view):
+            REGISTRY.append(view)
+            return view
+
+
+        def test_registered_view():
+            @register
+            def view():
+                return helper_twice()
+
+            assert REGISTRY[-1]() == 4
     """,
     "web/cart.ts": """
         export function total(items: number[]): number {
@@ -201,7 +221,10 @@ def repo(tmp_path_factory) -> dict:
     shas["signature"] = commit(root, "signature change")
     edit(root, "pkg/core.py", "    def step(self, x):\n        return x\n", "    def step(self, x):\n        return x + 0\n")
     edit(root, "pkg/core.py", "return {\"limit\": LIMIT}", "return {\"limit\": LIMIT, \"x\": 1}")
-    shas["override"] = commit(root, "overridden method and a fixture's callee")
+    edit(root, "pkg/core.py", "return 2 * 2", "return 4")
+    shas["override"] = commit(root, "overridden method, a fixture's callee, a callee of a nested function")
+    edit(root, "pkg/core.py", "return x * 2", "return x * 2 + 0")
+    shas["dispatch"] = commit(root, "an override")
     git(root, "checkout", "-q", "main")
     index_repository(root, workers=1, embed=False)
     return {"root": root, **shas}
@@ -260,9 +283,10 @@ def test_a_signature_change_is_told_apart_from_a_body_change(repo):
     assert out["risk"]["level"] == "high"  # a signature change with callers
 
 
-def test_an_overriding_subclass_method_and_a_fixture_path(repo):
+def test_overrides_fixtures_nested_functions_and_dispatch(repo):
     out = nav_of(repo["root"]).impact(commit=repo["override"])
-    assert changed_of(out) == {"method:pkg/core.py:Base.step": "body", "func:pkg/core.py:load_settings": "body"}
+    assert changed_of(out) == {"method:pkg/core.py:Base.step": "body", "func:pkg/core.py:load_settings": "body",
+                               "func:pkg/core.py:helper_twice": "body"}
     impacted = {i["id"]: i for i in out["impacted"]}
     assert "OVERRIDES" in impacted["method:pkg/core.py:Child.step"]["path"]
     assert "method:pkg/core.py:Base.run" in impacted
@@ -270,6 +294,12 @@ def test_an_overriding_subclass_method_and_a_fixture_path(repo):
     # test_settings(settings): pytest injects the fixture that calls load_settings
     assert "FIXTURE" in tests["func:tests/test_core.py:test_settings"]["reason"]
     assert "func:tests/test_core.py:test_unrelated" not in tests
+    # a view registered by a decorator inside the test: no call names it, the test defines it
+    assert "DEFINED_IN" in tests["func:tests/test_core.py:test_registered_view"]["reason"]
+    # a changed override: whoever calls the base method through self may run it
+    out = nav_of(repo["root"]).impact(commit=repo["dispatch"])
+    impacted = {i["id"]: i for i in out["impacted"]}
+    assert "DISPATCHES_HERE" in impacted["method:pkg/core.py:Base.run"]["path"]
 
 
 def cli(root: Path, *args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
