@@ -68,7 +68,7 @@ def sample_commits(mirror: Path, package: str, n: int, seed: int, window: int, e
     for sha in shas:
         files = git(mirror, "diff-tree", "--no-commit-id", "-r", "--name-only", "--root", sha, git_dir=mirror).split()
         lib = [f for f in files if f.endswith(".py") and f.startswith(package + "/") and not is_test_path(f)]
-        if 1 <= len(lib) <= 5 and sha not in exclude:
+        if 1 <= len(lib) <= 5 and not any(sha.startswith(x) for x in exclude):
             ok.append(sha)
     return sorted(random.Random(seed).sample(ok, min(n, len(ok))), key=shas.index)
 
@@ -243,13 +243,14 @@ def main() -> int:
     ap.add_argument("--work", required=True)
     ap.add_argument("--timeout", type=int, default=900, help="seconds one suite run may take")
     ap.add_argument("--out", help="write the per-commit results here (JSON)")
-    ap.add_argument("--exclude", nargs="*", default=[], help="results (JSON) of earlier runs whose commits are "
-                    "left out of the sample (a fresh sample after a change made looking at them)")
+    ap.add_argument("--exclude", nargs="*", default=[], help="results (JSON) of earlier runs, or commit ids, left "
+                    "out of the sample (a fresh sample after a change made looking at them)")
     args = ap.parse_args()
     mirror, work = Path(args.repo), Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     tree = work / "tree"
-    seen = {r["commit"] for f in args.exclude for r in json.loads(Path(f).read_text())["commits"]}
+    seen = {r["commit"] for f in args.exclude if f.endswith(".json") for r in json.loads(Path(f).read_text())["commits"]}
+    seen |= {f for f in args.exclude if not f.endswith(".json")}  # commit ids (or their prefixes) as such
     commits = sample_commits(mirror, args.package, args.commits, args.seed, args.window, seen)
     if not tree.exists():
         git(mirror, "worktree", "add", "-f", "--detach", str(tree), commits[0] + "^", git_dir=mirror)

@@ -4,7 +4,8 @@ reach it (`tests`, with a command to run them), and a short risk summary.
 `changed` maps each hunk's lines onto the entities of the side they belong to: removed lines onto
 the file as it was, added lines onto the file as it is, both parsed on the spot (so an entity that
 was deleted is found as it was, and the index need not be current). An entity found on both sides
-changed its signature (signature or decorators differ) or only its body.
+changed its signature (signature or decorators differ), only its docstring (every touched line lies
+in it: nothing is walked from it), or its body.
 
 `impacted` walks the graph upstream from the changed entities: callers (CALLS), subclasses
 (INHERITS) and methods of subclasses that override a changed method, the callers of the method a
@@ -38,6 +39,9 @@ DISPATCH_CONFIDENCE = 0.8  # a caller of the overridden method runs this overrid
 NESTED_CONFIDENCE = 0.8  # a nested function's enclosing one: it defines it, and mostly calls or registers it
 STATE_RELATIONS = ("READS_CONFIG",)  # who reads what a changed entity MUTATES
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# a docstring's or doc comment's delimiters around a line's text: r'''...''', /** ... */, /// ...
+_DOC_MARKS = re.compile(r"^[rRuUbB]{0,2}(?=[\"\'])")
+_DOC_EDGE = " \t\"'/*#!"
 
 
 @dataclass
@@ -127,6 +131,8 @@ def changed_entities(store: Store, change: Change, files: list[dict]) -> tuple[l
                     sig_changed = (" ".join(before.signature.split()) != " ".join(after.signature.split())
                                    or list(before.decorators) != list(after.decorators))
                     what = "signature" if sig_changed and e.kind != "module" else "body"
+                    if what == "body" and _docstring_only(before, after, old_t, new_t):
+                        what = "docstring"
                 now = e if not is_old else (counterpart or e)
                 was = e if is_old else (counterpart or e)
                 item = {"id": now.id, "kind": e.kind, "change": what, "file": now.path, "line": now.start_line}
@@ -144,6 +150,13 @@ def changed_entities(store: Store, change: Change, files: list[dict]) -> tuple[l
                 changed.append({"id": f"module:{fd.new_path}:{e.qualname}", "kind": "module", "change": "moved",
                                 "file": fd.new_path, "line": 1, "was": e.id})
     return changed, list(dict.fromkeys(globals_touched))
+
+
+def _docstring_only(before, after, old_t: dict, new_t: dict) -> bool:
+    """Whether every line the change touches in an entity lies in its docstring (on each side)."""
+    sides = ((before, old_t.get(before.id)), (after, new_t.get(after.id)))
+    texts = [(e, _DOC_MARKS.sub("", t.strip()).strip(_DOC_EDGE)) for e, hit in sides if hit for t in hit[2]]
+    return bool(texts) and all(e.docstring and t in e.docstring for e, t in texts)
 
 
 # -- the walk upstream -------------------------------------------------------------------------------
@@ -320,7 +333,8 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
         for eid in (c["id"], c.get("was")):
             if eid and deps.row(eid) is not None:
                 c["in_index"] = eid
-                seeds.setdefault(eid, None)
+                if c["change"] != "docstring":  # documentation alone runs nothing (doctests aside)
+                    seeds.setdefault(eid, None)
                 break
         else:
             c["in_index"] = None
@@ -419,7 +433,8 @@ def _risk(changed: list[dict], impacted: list[dict], tested: set[str]) -> dict:
         by_distance[i["distance"]] = by_distance.get(i["distance"], 0) + 1
     code = [c for c in changed if not is_test_path(c["file"]) and c["kind"] != "module"]
     public = [c["id"] for c in code if not c["id"].rsplit(":", 1)[-1].rsplit(".", 1)[-1].startswith("_")]
-    untested = [c["id"] for c in code if c["change"] != "added" and (c["in_index"] or c["id"]) not in tested]
+    untested = [c["id"] for c in code if c["change"] not in ("added", "docstring")
+                and (c["in_index"] or c["id"]) not in tested]
     signature = [c["id"] for c in code if c["change"] in ("signature", "deleted")]
     level = "low"
     if signature and by_distance.get(1, 0) or len(impacted) > 50 or (untested and by_distance.get(1, 0) > 5):

@@ -942,7 +942,7 @@ def _print_impact(out: dict, limit: int) -> None:
         if len(out[key]) > limit:
             print(f"  ... {len(out[key]) - limit} more {key} (--limit, or --json for all)")
     if out.get("run"):
-        print(f"run: {one_line(out['run'])}")
+        print(f"run (from the repository root): {one_line(out['run'])}")
     risk = out["risk"]
     by = ", ".join(f"{n} at {d}" for d, n in risk["impacted_by_distance"].items()) or "none"
     print(f"risk: {risk['level']}; dependents by distance: {by}")

@@ -70,6 +70,11 @@ BASE = {
 
         def helper_twice():
             return 2 * 2
+
+
+        def documented():
+            '''Say what it does.'''
+            return unrelated()
     """,
     "tests/__init__.py": "",
     "tests/conftest.py": """
@@ -218,7 +223,8 @@ def repo(tmp_path_factory) -> dict:
     edit(root, "pkg/core.py", "def gone():\n    return 1\n\n\n", "")
     shas["delete"] = commit(root, "delete gone")
     edit(root, "pkg/core.py", "def mid(x):\n    return helper(x)", "def mid(x, y=0):\n    return helper(x) + y")
-    shas["signature"] = commit(root, "signature change")
+    edit(root, "pkg/core.py", "Say what it does.", "Say what it does, better.")
+    shas["signature"] = commit(root, "signature change and a docstring")
     edit(root, "pkg/core.py", "    def step(self, x):\n        return x\n", "    def step(self, x):\n        return x + 0\n")
     edit(root, "pkg/core.py", "return {\"limit\": LIMIT}", "return {\"limit\": LIMIT, \"x\": 1}")
     edit(root, "pkg/core.py", "return 2 * 2", "return 4")
@@ -278,7 +284,8 @@ def test_a_deleted_function_is_found_as_it_was_and_its_callers_are_impacted(repo
 
 def test_a_signature_change_is_told_apart_from_a_body_change(repo):
     out = nav_of(repo["root"]).impact(commit=repo["signature"])
-    assert changed_of(out) == {"func:pkg/core.py:mid": "signature"}
+    assert changed_of(out) == {"func:pkg/core.py:mid": "signature", "func:pkg/core.py:documented": "docstring"}
+    assert not any("documented" in i["path"] for i in out["impacted"])  # a docstring alone impacts nothing
     assert out["risk"]["signature_or_removal"] == ["func:pkg/core.py:mid"]
     assert out["risk"]["level"] == "high"  # a signature change with callers
 
