@@ -115,7 +115,7 @@ def changed_entities(store: Store, change: Change, files: list[dict]) -> tuple[l
         old_by_key = {(e.kind, e.qualname): e for e in old_side.entities}
         new_by_key = {(e.kind, e.qualname): e for e in new_side.entities}
         seen: set[tuple[str, str]] = set()
-        for touched, this, other, is_old in ((new_t, new_by_key, old_by_key, False), (old_t, old_by_key, new_by_key, True)):
+        for touched, other, is_old in ((new_t, old_by_key, False), (old_t, new_by_key, True)):
             for eid, (e, lines, texts) in touched.items():
                 key = (e.kind, e.qualname)
                 if key in seen:

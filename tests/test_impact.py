@@ -17,7 +17,7 @@ from fastmcp.exceptions import ToolError
 
 from nsccn.diff import DiffError, apply_hunks, parse_diff
 from nsccn.indexer import index_repository
-from nsccn.navigator import Navigator, NavigatorError
+from nsccn.navigator import Navigator
 
 NSCCN = Path(sys.executable).parent / "nsccn"
 
