@@ -133,12 +133,14 @@ def ast_entities(text: str) -> list[tuple[str, int, int]]:
     out = []
 
     def visit(n, prefix):
-        for child in ast.iter_child_nodes(n):
+        for child in ast.iter_child_nodes(n):  # into every statement: a def inside an `if` is nested too
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 start = min([child.lineno] + [d.lineno for d in child.decorator_list])
                 q = prefix + child.name
                 out.append((q, start, child.end_lineno))
                 visit(child, q + ".")
+            else:
+                visit(child, prefix)
     try:
         visit(ast.parse(text), "")
     except SyntaxError:
