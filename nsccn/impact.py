@@ -12,7 +12,7 @@ in it: nothing is walked from it), or its body.
 changed override overrides (dynamic dispatch: `self.m()` written in the base runs the override), importers (IMPORTS, not
 followed further: an import alone runs nothing), the readers of what a changed entity MUTATES
 (state coupling), the class a changed method belongs to (those who construct or subclass it may
-call it), the function a changed nested function is defined in, and tests a pytest fixture is injected into (`nsccn.fixtures`). Each entity keeps the
+call it), the function a changed nested function or class is defined in, and tests a pytest fixture is injected into (`nsccn.fixtures`). Each entity keeps the
 shortest path that reaches it (the most confident among the shortest), its distance and the
 path's confidence (the product of its edges').
 """
@@ -197,18 +197,18 @@ class Dependents:
         row = self.row(node)
         if row is None:
             return out
-        if row.kind in ("func", "method") and row.parent and row.parent.startswith(("func:", "method:")):
-            # a function defined inside another (a view, a callback registered by a decorator): no call
-            # names it, but the enclosing function defines it each time it runs and hands it on
-            out.append((row.parent, "DEFINED_IN", NESTED_CONFIDENCE))
+        if row.parent and row.parent.startswith(("func:", "method:")):
+            # a function or class defined inside a function (a view, a callback registered by a decorator,
+            # a stand-in class): no call names it, but the enclosing function defines it each time it runs
+            out.append((row.parent, "DEFINES", NESTED_CONFIDENCE))
         if row.kind == "method" and row.parent and row.parent.startswith("class:"):
-            out.append((row.parent, "MEMBER_OF", MEMBER_CONFIDENCE))
+            out.append((row.parent, "HAS_MEMBER", MEMBER_CONFIDENCE))
             for base, conf in self._bases(row.parent):  # dynamic dispatch: `self.m()` written in a base runs this m
                 over = self.row(base)
                 if over is not None:
                     inherited = f"method:{over.path}:{over.qualname}.{row.name}"
                     if self.row(inherited) is not None:
-                        out.append((inherited, "DISPATCHES_HERE", conf * DISPATCH_CONFIDENCE))
+                        out.append((inherited, "DISPATCHES_TO", conf * DISPATCH_CONFIDENCE))
                         break  # the nearest base that defines it: its callers are the ones that dispatch
             for sub, conf in self._subclasses(row.parent):
                 sub_row = self.row(sub)
@@ -217,7 +217,7 @@ class Dependents:
                     if self.row(over) is not None:
                         out.append((over, "OVERRIDES", conf))
         for r in fixtures.consumers(store, row):
-            out.append((r.id, "FIXTURE", fixtures.CONFIDENCE))
+            out.append((r.id, "USES_FIXTURE", fixtures.CONFIDENCE))
         return out
 
     def _bases(self, cls: str, depth: int = 4) -> list[tuple[str, float]]:

@@ -115,6 +115,13 @@ BASE = {
             return view
 
 
+        def test_stand_in_class():
+            class Stub:
+                value = helper_twice()
+
+            assert Stub.value == 4
+
+
         def test_registered_view():
             @register
             def view():
@@ -299,14 +306,16 @@ def test_overrides_fixtures_nested_functions_and_dispatch(repo):
     assert "method:pkg/core.py:Base.run" in impacted
     tests = {t["id"]: t for t in out["tests"]}
     # test_settings(settings): pytest injects the fixture that calls load_settings
-    assert "FIXTURE" in tests["func:tests/test_core.py:test_settings"]["reason"]
+    assert "USES_FIXTURE" in tests["func:tests/test_core.py:test_settings"]["reason"]
     assert "func:tests/test_core.py:test_unrelated" not in tests
     # a view registered by a decorator inside the test: no call names it, the test defines it
-    assert "DEFINED_IN" in tests["func:tests/test_core.py:test_registered_view"]["reason"]
+    assert "DEFINES" in tests["func:tests/test_core.py:test_registered_view"]["reason"]
+    stand_in = tests["func:tests/test_core.py:test_stand_in_class"]["reason"]
+    assert stand_in.startswith("func:tests/test_core.py:test_stand_in_class -DEFINES(0.8)-> class:")
     # a changed override: whoever calls the base method through self may run it
     out = nav_of(repo["root"]).impact(commit=repo["dispatch"])
     impacted = {i["id"]: i for i in out["impacted"]}
-    assert "DISPATCHES_HERE" in impacted["method:pkg/core.py:Base.run"]["path"]
+    assert "DISPATCHES_TO" in impacted["method:pkg/core.py:Base.run"]["path"]
 
 
 def cli(root: Path, *args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
