@@ -924,6 +924,11 @@ def _diff_text(given: str) -> str:
 def _print_impact(out: dict, limit: int) -> None:
     files = out["files"]
     print(f"change: {out['source']} ({len(files)} file{'s' * (len(files) != 1)})")
+    for f in files[:limit]:
+        extra = (f" (from {one_line(f['from'])})" if f.get("from") else "") + (" [binary]" if f.get("binary") else "")
+        print(f"  {f['status']:<9}  {one_line(f['path'])}{extra}")
+    if len(files) > limit:
+        print(f"  ... {len(files) - limit} more files")
     print(f"changed ({len(out['changed'])}):")
     for c in out["changed"][:limit]:
         where = "" if c.get("in_index") else "  [not in the index]"
