@@ -14,6 +14,8 @@ from nsccn import graph, search as search_mod
 from nsccn.config import Config, load_config, load_settings
 from nsccn.escape import one_line
 from nsccn.model import split_entity_id
+from nsccn import name_query
+from nsccn.name_query import names_first
 from nsccn.store import RESOLVE_PENDING, EntityRow, IndexMissing, IndexOutdated, Store
 from nsccn.tokens import count_tokens, truncate_to_tokens
 from nsccn.repofile import PathOutsideRepository, UnreadableFile, safe_path, stat_file
@@ -63,7 +65,12 @@ class Navigator:
     def entity(self, entity_id: str) -> EntityRow:
         if not isinstance(entity_id, str) or not entity_id.strip():
             raise NavigatorError("entity_id is empty; ids look like func:path/to/file.py:name")
-        row = self.store.entity(entity_id.strip())
+        typed = entity_id.strip()
+        found = name_query.resolve_entity(self.store, typed)  # the id, or any unambiguous name
+        if len(found) > 1:
+            raise NavigatorError(f"{said(typed)} names {len(found)} definitions: give one of their ids",
+                                 [r.id for r in found[:10]])
+        row = found[0] if found else None
         if row is None:
             building = ("; files are being written into the index now (or a run stopped before it was done: "
                         "`nsccn status`): it may not be indexed yet") if self.unresolved_note() else ""
@@ -83,7 +90,9 @@ class Navigator:
             terms = search_mod.analyze_query(name).terms
             rows = self.store.entity_at_rowids(search_mod.bm25_stream(self.store, terms, 20))
             cands = {r.id for r in rows.values()}
-        return difflib.get_close_matches(wrong, sorted(cands), n=n, cutoff=0.0)
+        starting = name_query.starting_with(self.store, wrong, n)  # what was typed, completed
+        close = difflib.get_close_matches(wrong, sorted(cands - set(starting)), n=n, cutoff=0.0)
+        return (starting + close)[:n]
 
     def _check_file(self, file_path: str) -> str:
         if not isinstance(file_path, str) or not file_path.strip():
@@ -146,6 +155,7 @@ class Navigator:
                 self.store, query, limit=limit + offset, signals=signals, embedder=self.embedder,
                 kinds=tuple(kinds) if kinds else None, rrf_k=self.config.rrf_k, diversity=float(diversity),
             )
+        hits = names_first(self.store, query, hits, limit + offset, tuple(kinds) if kinds else None)
         results = [h.as_dict() for h in hits[offset : offset + limit]]
         out = {"query": query, "results": results, "signals": sorted(signals), "ranking": which, "vectors": vectors}
         if vectors_note:
