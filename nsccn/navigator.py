@@ -18,7 +18,7 @@ from nsccn import name_query
 from nsccn.name_query import names_first
 from nsccn.store import RESOLVE_PENDING, EntityRow, IndexMissing, IndexOutdated, Store
 from nsccn.tokens import count_tokens, truncate_to_tokens
-from nsccn.repofile import PathOutsideRepository, UnreadableFile, safe_path, stat_file
+from nsccn.repofile import PathOutsideRepository, UnreadableFile, repository_path, safe_path, stat_file
 from nsccn.errors import ArgumentError, NavigatorError, NoIndex, said  # noqa: F401  (the Navigator's errors)
 from nsccn.vocab import MAX_CONTEXT_LINES, MAX_LOCALIZE, MAX_SEARCH
 from nsccn.window import read_source, relocate, window_of_lines
@@ -98,6 +98,10 @@ class Navigator:
         if not isinstance(file_path, str) or not file_path.strip():
             raise NavigatorError("file_path is empty; give a path relative to the repository")
         given = file_path.strip()
+        try:  # absolute inside the repository, or climbing with `..` and staying inside it: as typed
+            given = repository_path(self.root, given)
+        except PathOutsideRepository as exc:
+            raise NavigatorError(str(exc)) from exc
         # A backslash is part of a POSIX file name (`back\slash.py`); only when no such file is
         # indexed is it read as a Windows-style separator.
         candidates = [given] + ([given.replace("\\", "/")] if "\\" in given else [])

@@ -13,6 +13,7 @@ structured), `run(nav, args)` the command's call and printout. A bad argument ra
 from __future__ import annotations
 
 import json
+import posixpath
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -841,28 +842,29 @@ def from_here(nav: Navigator, args, path: str) -> str:
     """A file path as the user typed it in a subdirectory (`nsccn skeleton models.py` inside
     src/pkg/): relative to where they are, when it is not a path from the repository root."""
     here = getattr(args, "here", None)
-    if not here or not isinstance(path, str) or Path(path).is_absolute() or (nav.root / path).exists():
+    if not here or not isinstance(path, str) or Path(path).is_absolute():
+        return path  # (the Navigator takes an absolute path inside the repository)
+    climbs = ".." in Path(path).parts
+    if (nav.root / path).exists() and not climbs:
         return path
-    return (here / path).as_posix() if (nav.root / here / path).exists() else path
+    return posixpath.normpath((here / path).as_posix()) if climbs or (nav.root / here / path).exists() else path
 
 
 # -- the MCP side ----------------------------------------------------------------------------------------
 
 
 def norm_path(root: Path, file_path: str) -> str:
-    """Agents often pass absolute paths: accept those inside the repository."""
-    import os
+    """Agents often pass absolute paths: accept those inside the repository (and `..` that stays
+    inside it), by the rule the command line follows (`nsccn.repofile.repository_path`)."""
+    from nsccn.repofile import PathOutsideRepository, repository_path
 
     if not isinstance(file_path, str) or not file_path.strip():
         raise ArgumentError("file_path is empty: give a path relative to the repository root, e.g. pkg/module.py")
     p = file_path.strip()
-    if os.path.isabs(p):
-        try:
-            rel = Path(os.path.realpath(p)).relative_to(root)
-        except ValueError:
-            raise ArgumentError(f"{said(p)} is outside the repository ({root}); give a path relative to its root") from None
-        return rel.as_posix()
-    return p
+    try:
+        return repository_path(root, p)
+    except PathOutsideRepository:
+        raise ArgumentError(f"{said(p)} is outside the repository ({root}); give a path relative to its root") from None
 
 
 def mcp_signature(tool: Tool, cap: int) -> list[tuple[str, Any, Any]]:
@@ -875,12 +877,15 @@ def mcp_signature(tool: Tool, cap: int) -> list[tuple[str, Any, Any]]:
 
     def json_array(value: Any) -> Any:
         """A list given as a JSON-encoded string (`'["CALLS"]'`, as the MCP Inspector CLI and some
-        other clients send every argument) is that list; anything else is left to validation."""
+        other clients send every argument) is that list; one plain string (`"class"`) is a list of
+        one, as a number given as a string is that number; anything else is left to validation."""
         if isinstance(value, str) and value.lstrip().startswith("["):
             try:
                 return _json.loads(value)
             except ValueError:
                 return value  # not JSON after all: validation says it should be a list
+        if isinstance(value, str):
+            return [value]
         return value
 
     out = []
