@@ -416,11 +416,8 @@ class Navigator:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise NavigatorError(f"limit must be 1 or more, not {limit!r}")
         name = name.strip()
-        rows = self.store.entities_named(name)
-        if not rows and "." in name:  # `Class.method` or `pkg.module.func`
-            tail = name.rsplit(".", 1)[-1]
-            rows = [r for r in self.store.entities_named(tail) if (r.qualname == name or r.id.endswith(name)
-                    or f"{r.path[:-3].replace('/', '.')}.{r.qualname}".endswith(name))]
+        parts = name_query.name_parts(name)  # bare, qualified, dotted, `Foo::bar`, re-exported: best first
+        rows = name_query.definitions(self.store, parts) if parts else self.store.entities_named(name)
         if not rows:
             names = [n for (n,) in self.store.conn.execute("SELECT DISTINCT name FROM entities")]
             close = difflib.get_close_matches(name.rsplit(".", 1)[-1], names, n=5, cutoff=0.6)

@@ -53,11 +53,12 @@ class AnswerContext(Protocol):
     root: Path
     cap: int
 
-    def notes(self, out: dict, files=None, whole_index: bool = False, answer: dict | None = None) -> dict: ...
+    def notes(self, out: dict, files=None, whole_index: bool = False, answer: dict | None = None,
+              vectors: bool = False) -> dict: ...
 
     def pipeline_status(self, fresh: bool = False) -> dict | None: ...
 
-    def partial_note(self) -> str | None: ...
+    def partial_note(self, vectors: bool = True) -> str | None: ...
 MAX_REFS_LIMIT = 500
 MAX_SYMBOL_LIMIT = 100
 MIN_MAP_TOKENS = 64
@@ -237,7 +238,7 @@ class Search(Tool):
                 out["more"] = res["more"]
             return out
 
-        ctx.notes(base, [r["file"] for r in rows])
+        ctx.notes(base, [r["file"] for r in rows], vectors=True)
         if not rows:
             base["hint"] = "nothing matched: try other words, a bare identifier, or repo_map to see what exists"
         k, text = fit(len(rows), lambda k: render_json(build(k)), cap)
@@ -254,8 +255,8 @@ class Search(Tool):
                 print(f"       {one_line(r['signature'])}")
             if not out["results"]:
                 print("no results")
-            if out.get("more"):
-                print(f"  ... {one_line(out['more'])}")
+            if out.get("more"):  # the command line's own words, not the MCP parameter's
+                print(f"  ... more results: run again with --offset {args.offset + args.limit}")
             if out.get("query_capped"):
                 print(f"# note: {out['query_capped']}", file=sys.stderr)
             print_notes(out, "stale")
@@ -300,7 +301,7 @@ class Localize(Tool):
                                     "the rest rank lower (search_and_rank pages through entities)")
             return out
 
-        ctx.notes(base, res["files"])
+        ctx.notes(base, res["files"], vectors=True)
         if not res["files"]:
             base["hint"] = "nothing matched: try other words, a bare identifier, or repo_map to see what exists"
         k, text = fit(max(len(functions), len(res["files"])), lambda k: render_json(build(k)), cap)
@@ -683,7 +684,7 @@ class Context(Tool):
         budget = max(MIN_CONTEXT_TOKENS, max_tokens - count_tokens(head) - (80 if max_tokens > 400 else 8))
         res = ctx.nav.assemble_context(query, budget)
         out = {"query": echo(query), "tokens": res["tokens"], "max_tokens": max_tokens, "entities": res["entities"]}
-        ctx.notes(out, [e.split(":", 2)[1] for e in res["entities"]], answer=res)
+        ctx.notes(out, [e.split(":", 2)[1] for e in res["entities"]], answer=res, vectors=True)
         text = (head.replace("@TOKENS@", str(res["tokens"]), 1) + block(res["context"])
                 + ("" if res["context"].endswith("\n") else "\n"))
         text += note_lines(out)

@@ -381,6 +381,10 @@ def main(argv: list[str] | None = None) -> int:
         from nsccn.navigator import Navigator, NavigatorError, NoIndex
 
         given = Path(args.root).resolve()
+        if not given.is_dir():  # a typo, not a repository without an index
+            print(f"nsccn: no such directory: {args.root}" if not given.exists() else f"nsccn: {args.root} is not a directory",
+                  file=sys.stderr)
+            return EXIT_USAGE
         root = find_root(given)  # from a subdirectory: the enclosing repository's index
         args.here = given.relative_to(root) if root != given else None
         nav = Navigator(root)

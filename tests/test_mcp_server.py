@@ -566,6 +566,22 @@ def test_partial_pipeline_is_reported(repo):
     run(server, script)
 
 
+def test_pending_vectors_are_noted_only_where_vectors_answer(repo):
+    """References, skeletons and traces never read vectors: vectors still being embedded do not make
+    them partial; a search (which does read them) says so."""
+    server = create_server(repo, status_provider=lambda: {"vectors_pending": 40, "partial": True, "state": "embedding"})
+
+    async def script(c):
+        r = (await c.call_tool("search_and_rank", {"query": "token"})).structured_content
+        assert "vectors pending: 40" in r["partial"]
+        refs = (await c.call_tool("find_references", {"entity_id": "func:acme/auth.py:validate_token"})).structured_content
+        assert refs["total"] >= 2 and "partial" not in refs
+        sym = (await c.call_tool("find_symbol", {"name": "validate_token"})).structured_content
+        assert "partial" not in sym
+
+    run(server, script)
+
+
 def test_broken_status_provider_does_not_break_queries(repo):
     def broken():
         raise ConnectionError("control socket gone")
