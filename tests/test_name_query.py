@@ -186,12 +186,14 @@ def test_paths_as_typed_from_a_subdirectory(repo):
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-def test_git_status_stays_clean_after_index(tmp_path):
-    root = write_repo(tmp_path / "g", {"a.py": "def f():\n    return 1\n"})
+def test_the_pipeline_into_a_pipe_prints_plain_lines_and_git_status_stays_clean(tmp_path):
+    root = write_repo(tmp_path / "g", {f"m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(5)})
     git = lambda *a: subprocess.run(["git", "-C", str(root), *a], capture_output=True, text=True, check=True)  # noqa: E731
     git("init", "-q")
-    git("add", "a.py")
+    git("add", ".")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
-    index_repository(root, workers=1)
+    r = nsccn("index", "--pipeline", "--workers", "1", "--no-embed", cwd=root)  # stderr is a pipe here
+    assert r.returncode == 0, r.stderr
+    assert "nsccn: indexing 5/5 file" in r.stderr and "\r" not in r.stderr and "it/s" not in r.stderr
     assert (root / ".nsccn" / "index.db").exists()
-    assert git("status", "--porcelain").stdout == ""
+    assert git("status", "--porcelain").stdout == ""  # `.nsccn/` ignores itself
