@@ -7,6 +7,7 @@ can act on (the valid range, the closest ids). Nothing here prints.
 from __future__ import annotations
 
 import difflib
+import json
 import time
 from pathlib import Path
 
@@ -528,6 +529,8 @@ class Navigator:
             "last_indexed": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(last))) if last else None,
             "stale_files": stale,
         }
+        if counts.get("files_with_syntax_errors"):
+            out["syntax_errors"] = self.syntax_errors(5)
         self._with_unresolved(out)
         try:
             from nsccn import semantic
@@ -540,6 +543,19 @@ class Navigator:
         out["history_commits"] = history.commit_count(store)
         out["ranking"] = ranking.active_ranker(self.db_path.parent)[1]
         out["configuration"] = self.configuration()
+        return out
+
+    def syntax_errors(self, limit: int | None = None) -> list[str]:
+        """`path: line N, ...` of the indexed files whose parse found syntax errors (their other
+        definitions are indexed all the same), in path order; `limit`: the first so many."""
+        rows = self.store.conn.execute(
+            "SELECT path, error_lines FROM files WHERE error_lines != '[]' ORDER BY path"
+            + (f" LIMIT {int(limit)}" if limit else ""))
+        out = []
+        for path, lines in rows:
+            lines = json.loads(lines)
+            out.append(f"{path}: line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:5]))}"
+                       + (", ..." if len(lines) > 5 else ""))
         return out
 
     def configuration(self) -> dict:

@@ -711,6 +711,7 @@ class Status(Tool):
         "Use it when answers look incomplete or stale."
     )
     help = "what the index holds and how fresh it is"
+    cli = (option("--syntax-errors", action="store_true", help="list every file whose parse found syntax errors"),)
 
     def answer(self, ctx, req):
         cap = ctx.cap
@@ -740,6 +741,11 @@ class Status(Tool):
         live = live_status(nav) if live_status else None
         if live is not None:
             out["pipeline"] = live
+        if getattr(args, "syntax_errors", False) and out.get("indexed"):
+            out = {"files_with_syntax_errors": nav.syntax_errors()}
+            if not args.json:
+                print("\n".join(map(one_line, out["files_with_syntax_errors"])) or "no file with syntax errors")
+            return out
         if not args.json:
             for k, v in out.items():
                 if k == "configuration" and "settings" in v:
@@ -749,13 +755,35 @@ class Status(Tool):
                     for line in v["refused"]:
                         print(f"  refused: {one_line(line)}")
                     continue
-                print(f"{k}: {json.dumps(v, default=str) if isinstance(v, (dict, list)) else one_line(v)}")
+                if k == "syntax_errors":
+                    shown, n = len(v), out.get("files_with_syntax_errors", len(v))
+                    print(f"syntax_errors: ({shown} of {n}; `nsccn status --syntax-errors` lists all)")
+                    for line in v:
+                        print(f"  {one_line(line)}")
+                    continue
+                _print_field(k, v)
             clients = ((out.get("pipeline") or {}).get("clients") or {})
             if "attached" in clients:
                 who = ", ".join(f"pid {c['pid']} since {c['since']}" for c in clients["attached"])
                 left = f"; stops in {clients['stops_in_s']:g} s with none" if "stops_in_s" in clients else ""
                 print(f"clients: {len(clients['attached'])} attached" + (f" ({who})" if who else "") + left)
         return out
+
+
+def _print_field(key: str, value, indent: int = 0) -> None:
+    """One field of an answer as readable lines: a dict as indented `key: value` lines (three
+    levels; deeper ones as compact JSON), a list of plain values on one line."""
+    pad = "  " * indent
+    if isinstance(value, dict) and value and indent < 3:
+        print(f"{pad}{key}:")
+        for k, v in value.items():
+            _print_field(str(k), v, indent + 1)
+    elif isinstance(value, list) and all(isinstance(x, (str, int, float, bool)) or x is None for x in value):
+        print(f"{pad}{key}: {', '.join(one_line(str(x)) for x in value) if value else '(none)'}")
+    elif isinstance(value, (dict, list)):
+        print(f"{pad}{key}: {one_line(json.dumps(value, default=str))}")
+    else:
+        print(f"{pad}{key}: {one_line(value)}")
 
 
 class TrainRanker(Tool):
