@@ -208,10 +208,12 @@ class Navigator:
             out["query_capped"] = capped
         return out
 
-    def train_ranker(self, commits: int = 300, rounds: int = 60, reset: bool = False, progress=None) -> dict:
+    def train_ranker(self, commits: int = 300, rounds: int = 60, reset: bool = False, progress=None,
+                     force: bool = False) -> dict:
         """Adapt the ranker to this repository: its own fix commits as training queries, boosted
         on top of the shipped model; written beside the index, used by localize and search from
-        then on. `reset` removes the repository's model (back to the shipped one)."""
+        then on, when it ranks the newest fixes (held back) better than the shipped model does
+        (`force`: written all the same). `reset` removes the repository's model (back to the shipped one)."""
         from nsccn import history, ranking
         from nsccn.ranking.adapt import adapt, own_history_records
 
@@ -236,11 +238,19 @@ class Navigator:
         if len(usable) < 10:
             raise NavigatorError(f"only {len(usable)} usable fix commits in the indexed history (10 needed): "
                                  "the shipped model stays in use")
-        model = adapt(base, usable, rounds=rounds)
-        ranking.save_ranker(model, target)
-        return {"model": str(target), "queries": len(usable), "fix_commits_read": len(records), "rounds": rounds,
-                "ranking": ranking.active_ranker(self.db_path.parent)[1],
-                "note": "trained against the current code (after those fixes); measure before relying on it"}
+        # Measured before it is used: adapted on the older fixes, both models ranked the newest ones.
+        held = usable[: max(3, len(usable) // 5)]
+        trial = adapt(base, usable[len(held):], rounds=rounds)
+        measured = {"held_back_fixes": len(held), "trained_on": len(usable) - len(held),
+                    "shipped": held_back_accuracy(base, held), "adapted": held_back_accuracy(trial, held)}
+        out = {"queries": len(usable), "fix_commits_read": len(records), "rounds": rounds, "measured": measured}
+        if sum(measured["adapted"].values()) <= sum(measured["shipped"].values()) and not force:
+            return {"model": None, **out, "ranking": ranking.active_ranker(self.db_path.parent)[1],
+                    "note": f"the adapted model ranks the {len(held)} newest fixes no better than the shipped one: "
+                            "nothing written, the model in use stays"}
+        ranking.save_ranker(adapt(base, usable, rounds=rounds), target)  # then on every fix
+        return {"model": str(target), **out, "ranking": ranking.active_ranker(self.db_path.parent)[1],
+                "note": "trained against the current code (after those fixes): held-back numbers are optimistic"}
 
     def _signals(self, vectors: str | None = "") -> frozenset[str]:
         """Every ranking signal, less the vectors while the index has none (or their model cannot
@@ -580,3 +590,19 @@ class Navigator:
             if st.st_size != size or st.st_mtime != mtime:
                 changed.append(path)
         return {"changed": len(changed), "deleted": len(missing), "examples": (changed + missing)[:limit]}
+
+
+def held_back_accuracy(model, records: list[dict]) -> dict[str, float]:
+    """file@1, file@5, function@1 and function@5 (percent: a fix with any of its files or
+    functions within the first k) of `model` on recorded fix commits (`nsccn.ranking.adapt`)."""
+    from nsccn.ranking.train import rerank
+
+    hits = {"file@1": 0, "file@5": 0, "function@1": 0, "function@5": 0}
+    for rec in records:
+        files, functions = rerank(model, rec)
+        gold_files = {f for f, label in zip(rec["files"], rec["file_labels"]) if label}
+        gold_fns = {f for f, label in zip(rec["functions"], rec["function_labels"]) if label}
+        for k in (1, 5):
+            hits[f"file@{k}"] += bool(gold_files & set(files[:k]))
+            hits[f"function@{k}"] += bool(gold_fns & set(functions[:k]))
+    return {key: round(100 * n / max(1, len(records)), 1) for key, n in hits.items()}

@@ -793,6 +793,8 @@ class TrainRanker(Tool):
         option("--commits", type=int, default=300, help="newest fix commits to train on (10-5000)"),
         option("--rounds", type=int, default=60, help="trees added to the shipped model (1-1000)"),
         option("--reset", action="store_true", help="remove the repository's model: back to the shipped one"),
+        option("--force", action="store_true",
+               help="write the adapted model even when it ranks the held-back fixes no better than the shipped one"),
     )
 
     def run(self, nav, args):
@@ -801,12 +803,17 @@ class TrainRanker(Tool):
                 print(f"  featurized {done}/{total} fix commits", file=sys.stderr, flush=True)
 
         out = nav.train_ranker(commits=args.commits, rounds=args.rounds, reset=args.reset,
-                               progress=None if args.json else progress)
+                               progress=None if args.json else progress, force=args.force)
         if not args.json:
             if args.reset:
                 print(f"removed {out['removed']}" if out["removed"] else "no repository model to remove")
             else:
-                print(f"trained on {out['queries']} of this repository's fix commits -> {out['model']}")
+                m = out["measured"]
+                print(f"held back the {m['held_back_fixes']} newest of {out['queries']} fix commits; "
+                      f"adapted on the other {m['trained_on']}:")
+                for name in ("shipped", "adapted"):
+                    print(f"  {name:8} " + "  ".join(f"{k} {v:5.1f}" for k, v in m[name].items()))
+                print(f"trained on all {out['queries']} -> {out['model']}" if out["model"] else "kept the model in use")
                 print(f"note: {out['note']}")
             print(f"ranking: {out['ranking']}")
         return out
