@@ -8,7 +8,8 @@ that name first (definition@1) or among the first three (definition@3).
 
 Each TREE is an indexed checkout (its index where `nsccn index` put it). The search is the one
 users get (`Navigator.search`, limit 10: vectors when the index has them, the learned ranker for
-queries of three or more terms). Test code is never a target (`nsccn.testpaths`, and Rust's
+queries of three or more terms); beside it ("without"), the same search's ranking before the
+definitions a query names are put first (`nsccn.name_query.names_first`): today's answer. Test code is never a target (`nsccn.testpaths`, and Rust's
 `mod tests`), nor a definition nested in a function.
 
 What counts as "a definition of exactly that name" is this script's own reading of the query,
@@ -33,6 +34,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(_HERE.parent))
 
+import nsccn.navigator  # noqa: E402
 from nsccn.navigator import Navigator  # noqa: E402
 from nsccn.testpaths import is_test_path  # noqa: E402
 
@@ -83,7 +85,26 @@ def queries(defs: list[dict], sample: list[dict]) -> list[tuple[str, str, set[st
     return [(form, q, gold) for (form, q), gold in out.items()]
 
 
-def run_repo(tree: Path, sample_size: int, seed: int) -> dict:
+class Observed:
+    """`Navigator.search` hands its ranking to `names_first` (nsccn.name_query), which lists the
+    definitions a query names first: the ranking as it was before that step is today's answer
+    without it. Seen here, so one search gives both sides (same index, same moment)."""
+
+    def __init__(self):
+        self.real = nsccn.navigator.names_first
+        self.before: list[str] = []
+        nsccn.navigator.names_first = self
+
+    def __call__(self, store, query, hits, limit, kinds=None):
+        self.before = [h.entity.id for h in hits[:limit]]
+        return self.real(store, query, hits, limit, kinds)
+
+
+def _rank(ids: list[str], gold: set[str]) -> int | None:
+    return next((i for i, e in enumerate(ids, start=1) if e in gold), None)
+
+
+def run_repo(tree: Path, sample_size: int, seed: int, observed: Observed | None) -> dict:
     nav = Navigator(tree)
     defs = targets(nav)
     sample = defs if len(defs) <= sample_size else random.Random(seed).sample(defs, sample_size)
@@ -92,16 +113,19 @@ def run_repo(tree: Path, sample_size: int, seed: int) -> dict:
     started = time.perf_counter()
     for form, q, gold in asked:
         ids = [r["id"] for r in nav.search(q, limit=10)["results"]]
-        first = next((i for i, e in enumerate(ids, start=1) if e in gold), None)
-        rows.append({"form": form, "query": q, "definitions": len(gold), "rank": first, "top": ids[:3]})
+        row = {"form": form, "query": q, "definitions": len(gold), "rank": _rank(ids, gold), "top": ids[:3]}
+        if observed is not None:
+            row["rank_without"] = _rank(observed.before, gold)
+        rows.append(row)
     seconds = time.perf_counter() - started
     nav.close()
     return {"tree": str(tree), "definitions": len(defs), "sampled": len(sample), "queries": len(rows),
             "seconds": round(seconds, 1), "rows": rows}
 
 
-def score(rows: list[dict]) -> dict:
+def score(rows: list[dict], rank: str = "rank") -> dict:
     """definition@k (percent) and the query count, over all, once and several, per form."""
+    rows = [{**r, "rank": r[rank]} for r in rows if rank in r]
     out = {}
     for form in (*FORMS, "all"):
         picked = [r for r in rows if form == "all" or r["form"] == form]
@@ -114,11 +138,19 @@ def score(rows: list[dict]) -> dict:
     return out
 
 
-def table(name: str, scores: dict) -> str:
-    lines = [f"### {name}", "", "| form | names | n | def@1 | def@3 |", "|---|---|---:|---:|---:|"]
+def table(name: str, scores: dict, without: dict | None = None) -> str:
+    if not without:
+        lines = [f"### {name}", "", "| form | names | n | def@1 | def@3 |", "|---|---|---:|---:|---:|"]
+        for key, s in scores.items():
+            form, group = key.split("/")
+            lines.append(f"| {form} | {group} | {s['n']} | {s['@1']} | {s['@3']} |")
+        return "\n".join(lines)
+    lines = [f"### {name}", "", "| form | names | n | def@1 without | def@1 | def@3 without | def@3 |",
+             "|---|---|---:|---:|---:|---:|---:|"]
     for key, s in scores.items():
         form, group = key.split("/")
-        lines.append(f"| {form} | {group} | {s['n']} | {s['@1']} | {s['@3']} |")
+        w = without.get(key, {})
+        lines.append(f"| {form} | {group} | {s['n']} | {w.get('@1')} | {s['@1']} | {w.get('@3')} | {s['@3']} |")
     return "\n".join(lines)
 
 
@@ -129,26 +161,30 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=41)
     ap.add_argument("--out", type=Path, help="directory for results.json and results.md")
     args = ap.parse_args()
+    # "without": the same search's ranking before the named definitions are put first (an nsccn
+    # that has no name_query, e.g. a checkout before it, has none: only its own numbers are shown).
+    observed = Observed() if hasattr(nsccn.navigator, "names_first") else None
     repos, everything, md = [], [], []
     for tree in args.trees:
-        res = run_repo(tree, args.sample, args.seed)
+        res = run_repo(tree, args.sample, args.seed, observed)
         repos.append(res)
         everything += res["rows"]
-        scores = score(res["rows"])
-        res["scores"] = scores
+        scores, without = score(res["rows"]), score(res["rows"], "rank_without")
+        res["scores"], res["scores_without"] = scores, without
         sampled = "" if res["sampled"] == res["definitions"] else f", sampled {res['sampled']} (seed {args.seed})"
         md.append(table(f"{tree.name}: {res['definitions']} definitions{sampled}, {res['queries']} queries, "
-                        f"{res['seconds']} s", scores))
-        a = scores.get("all/all", {})
-        print(f"{tree.name}: {res['queries']} queries, def@1 {a.get('@1')} def@3 {a.get('@3')} "
-              f"(once @1 {scores.get('all/once', {}).get('@1')}) in {res['seconds']} s", flush=True)
-    overall = score(everything)
-    md.insert(0, table(f"all repositories: {len(everything)} queries", overall))
+                        f"{res['seconds']} s", scores, without))
+        a, w = scores.get("all/all", {}), without.get("all/all", {})
+        print(f"{tree.name}: {res['queries']} queries, def@1 {w.get('@1')} -> {a.get('@1')}, def@3 {w.get('@3')} -> "
+              f"{a.get('@3')} (once @1 {scores.get('all/once', {}).get('@1')}) in {res['seconds']} s", flush=True)
+    overall, overall_without = score(everything), score(everything, "rank_without")
+    md.insert(0, table(f"all repositories: {len(everything)} queries", overall, overall_without))
     text = "\n\n".join(md)
     print(text)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "results.json").write_text(json.dumps({"overall": overall, "repos": repos}, indent=1))
+        (args.out / "results.json").write_text(json.dumps({"overall": overall, "overall_without": overall_without,
+                                                          "repos": repos}, indent=1))
         (args.out / "results.md").write_text(f"`{' '.join(['python', *sys.argv])}`\n\n{text}\n")
     return 0
 
