@@ -333,7 +333,7 @@ class Skeleton(Tool):
         "then open_surgical_window on the entity you need."
     )
     params = (
-        Param("file_path", str, "path relative to the repository root, e.g. pkg/models.py"),  # see norm_path
+        Param("file_path", str, "path relative to the repository root, e.g. pkg/models.py (an absolute path inside it is taken too)"),  # see norm_path
         Param("offset", int, "skip this many skeleton lines (to continue a cut skeleton)", 0, lo=0),
     )
     help = "a file's signatures and docstrings, bodies elided"
@@ -395,7 +395,8 @@ class Trace(Tool):
         "are external symbols, variables, attributes and settings, not repository entities."
     )
     params = (
-        Param("entity_id", str, "entity id, e.g. func:pkg/auth.py:validate_token"),
+        Param("entity_id", str, "entity id, e.g. func:pkg/auth.py:validate_token, or any unambiguous name "
+              "(validate_token, auth.validate_token, pkg/auth.py:validate_token)"),
         Param("direction", str, " | ".join(DIRECTIONS), "downstream", enum=DIRECTIONS),
         Param("depth", int, f"max hops (1-{MAX_DEPTH})", 3, lo=1, hi=MAX_DEPTH),
         Param("relations", list[str] | None, "follow only these relations: " + ", ".join(RELATIONS), None,
@@ -475,7 +476,8 @@ class Window(Tool):
         "Use it last, when you know which entity you need to read or edit, instead of reading the whole file."
     )
     params = (
-        Param("entity_id", str, "entity id, e.g. method:pkg/models.py:User.save"),
+        Param("entity_id", str, "entity id, e.g. method:pkg/models.py:User.save, or any unambiguous name "
+              "(User.save, pkg.models.User.save)"),
         Param("context_lines", int, f"lines of context above and below (0-{MAX_CONTEXT_LINES})", 5, lo=0,
               hi=MAX_CONTEXT_LINES),
         Param("from_line", int | None, "start showing at this line number (to continue a cut window)", None, lo=1,
@@ -623,7 +625,8 @@ class References(Tool):
         "the edge's confidence and how it was resolved). Use it before changing a signature or behaviour."
     )
     params = (
-        Param("entity_id", str, "entity id, e.g. func:pkg/auth.py:validate_token"),
+        Param("entity_id", str, "entity id, e.g. func:pkg/auth.py:validate_token, or any unambiguous name "
+              "(validate_token, auth.validate_token, pkg/auth.py:validate_token)"),
         Param("limit", int, f"references to return (1-{MAX_REFS_LIMIT})", 50, lo=1, hi=MAX_REFS_LIMIT),
         Param("offset", int, "skip this many references (paging)", 0, lo=0),
     )
