@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import sys
 import time
 from collections import defaultdict
@@ -60,6 +61,7 @@ def targets(nav: Navigator) -> list[dict]:
         if any((path, ".".join(parts[:n])) in funcs for n in range(1, len(parts))):
             continue  # a helper nested in a function: not a name anyone looks up from outside
         module = (modules.get(path) or "").replace("/", ".").strip(".")
+        qualname = re.sub(r"#\d+(?=\.|$)", "", qualname)  # a second definition of a name (an overload): typed as the name
         out.append({"id": eid, "kind": kind, "path": path, "qualname": qualname, "name": name,
                     "dotted": f"{module}.{qualname}" if module else qualname})
     return out

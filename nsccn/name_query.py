@@ -7,8 +7,9 @@ the word), and a short query gives it little else to go on; so the definitions o
 are looked up directly and listed first (`names_first`), in this order:
 
 - library code before tests, documentation and examples (`nsccn.testpaths`);
+- a definition of that very name before one a module re-exports under it;
 - a class before the members named like it (a Java constructor, a Python `__init__`'s class),
-  functions and methods next, a module (a file) last;
+  functions and methods next, a module (a file) last; a helper nested in a function after them;
 - the qualified name as typed (`Session.send`) before one that only ends with it;
 - then the most central first (PageRank over the reference graph, as the repository map ranks).
 
@@ -61,11 +62,21 @@ def _is_test(row: EntityRow) -> bool:
     return is_test_path(row.path) or "tests" in row.qualname.split(".")[:-1]  # Rust's `mod tests`
 
 
+_OVERLOAD = re.compile(r"#\d+(?=\.|$)")  # `Gson.fromJson#2`: the index's mark on a second definition of a name
+
+
 def _components(row: EntityRow, module: str) -> list[str]:
     """The full name of a definition, component by component: its module's dotted name, then its
-    qualified name (a module's own qualified name is its module name)."""
-    dotted = row.qualname if row.kind == "module" else f"{module}.{row.qualname}" if module else row.qualname
+    qualified name (a module's own qualified name is its module name). Overloads (`#2`) answer to
+    the name they overload."""
+    qualname = _OVERLOAD.sub("", row.qualname)
+    dotted = qualname if row.kind == "module" else f"{module}.{qualname}" if module else qualname
     return [p for p in re.split(r"[./]", dotted) if p]
+
+
+def _nested(row: EntityRow) -> bool:
+    """A helper defined inside a function: after the definitions a caller can reach."""
+    return bool(row.parent) and row.parent.startswith(("func:", "method:"))
 
 
 def _ends_with(full: list[str], parts: tuple[str, ...]) -> bool:
@@ -122,6 +133,7 @@ def definitions(store: Store, parts: tuple[str, ...], ranks: dict[int, float] | 
     for rid, row in named:
         if _ends_with(_components(row, modules.get(row.path) or ""), parts) or _assigned(row, parts):
             found[rid] = row
+    direct = set(found)
     if len(parts) > 1:
         for rid, row in _reexported(store, parts):
             found.setdefault(rid, row)
@@ -137,8 +149,8 @@ def definitions(store: Store, parts: tuple[str, ...], ranks: dict[int, float] | 
 
     def key(item: tuple[int, EntityRow]):
         rid, row = item
-        return (_is_test(row), _KIND_ORDER.get(row.kind, 3), row.qualname != typed, -ranks.get(rid, 0.0),
-                row.path, row.start_line)
+        return (_is_test(row), rid not in direct, _KIND_ORDER.get(row.kind, 3), _nested(row),
+                _OVERLOAD.sub("", row.qualname) != typed, -ranks.get(rid, 0.0), row.path, row.start_line)
 
     return [row for _, row in sorted(found.items(), key=key)]
 
