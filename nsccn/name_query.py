@@ -29,7 +29,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from nsccn.search import Hit, analyze_query
+from nsccn.query_analysis import analyze_query
+from nsccn.streams import Hit
 from nsccn.store import ENTITY_COLUMNS, EntityRow, Store
 from nsccn.testpaths import is_test_path
 
