@@ -15,17 +15,26 @@ Resolutions, strongest first:
   config_access   settings.X / config["x"]                                        1.0, target `config:...`
   unique_name     the only definition with that name in the repository            0.7 (0.5 for obj.m())
   ambiguous       one of k definitions with that name                             1/k (0.5/k for obj.m())
+  typed           `obj.m()` on a receiver of a type the source states, through the type's
+                  bases: declared (a typed parameter, local or field)            1.0
+                  inferred from a constructor (`x = new T()`)                    0.9
+                  the type itself found by a unique name only                    0.75
   receiver_unknown  `obj.attr = v` on an object of unknown type                   0.5
+
+A name guess never leaves the caller's language family, and `obj.m()` with an unknown receiver
+counts interface and trait declarations only where nothing implements the name.
 """
 
 from __future__ import annotations
 
 import builtins
 import json
+import re
 import sys
 from collections import defaultdict
 
 from nsccn.languages import query_language
+from nsccn.languages.receivers import CONSTRUCTED, DECLARED, PREFIXES
 from nsccn.languages.naming import Project, package_groups
 from nsccn.model import split_entity_id
 from nsccn.store import Store
@@ -35,6 +44,10 @@ MAX_AMBIGUOUS = 8  # a name defined more often than this says nothing about the 
 MAX_AMBIGUOUS_METHOD = 4  # obj.m() with an unknown receiver: stricter
 _BUILTINS = frozenset(dir(builtins))
 PROJECT_LANGUAGES = frozenset(("go.mod", "tsconfig", "cargo"))  # files of facts, not code
+# Languages whose files call each other's definitions by name (a guess stays inside its family).
+FAMILIES = {"typescript": "javascript", "tsx": "javascript", "cpp": "c"}
+TYPED_GUESSED_TYPE = 0.75  # the receiver's type named by a unique class name, not an import
+_ABSTRACT = re.compile(r"(?:^|\s)(?:interface|trait|protocol)\b")  # a type whose methods declare, not implement
 # obj.items(), obj.append(): with an unknown receiver these are almost always builtin containers.
 _BUILTIN_METHODS = frozenset(
     name for t in (dict, list, str, set, bytes, tuple, int, float, frozenset) for name in dir(t)
@@ -96,6 +109,12 @@ class Resolver:
         self._mro_cache: dict[str, list[str]] = {}  # cleared whenever bases change
         for source, target in store.inherits() if stored_bases else ():
             self.bases[source].append(target)
+        # Methods declared by interfaces and traits: a name guess takes them only when nothing
+        # else defines the name.
+        abstract = {eid for eid, sig in c.execute("SELECT id, signature FROM entities WHERE kind='class'")
+                    if _ABSTRACT.search(sig)}
+        self.declared_only = frozenset(
+            eid for eid, parent in c.execute("SELECT id, parent FROM entities WHERE kind='method'") if parent in abstract)
 
     def _language_names(self, rows: list[tuple], project: Project) -> None:
         """The names other languages' imports give files (go.mod paths, tsconfig aliases, crate
@@ -232,6 +251,8 @@ class Resolver:
             if len(parts) == 1:
                 return [(f"var:{path}:{target}", 1.0, "global")]
             return [(f"attr:{path}:{target}", 0.5, "receiver_unknown")]
+        if relation == "CALLS" and target.startswith(PREFIXES):
+            return self.typed(path, source, target)
         results = self.name(path, source, target, scope, relation)
         if relation == "CALLS":
             extra = []
@@ -242,6 +263,31 @@ class Resolver:
                         extra.append((init[0], conf, how + "+constructor"))
             results += extra
         return results
+
+    def typed(self, path: str, source: str, target: str) -> list[tuple[str, float, str]]:
+        """`typed:T.m` / `typednew:T.m`: the method m of the type T, through its bases. A type
+        outside the repository gives no edge; a type not found leaves the call a name guess."""
+        declared = target.startswith(DECLARED)
+        typ, _, method = target[len(DECLARED if declared else CONSTRUCTED):].rpartition(".")
+        found = self.name(path, source, typ, "", "INHERITS")
+        if any(t.startswith("ext:") for t, _, _ in found):
+            return []
+        classes = [(t, conf) for t, conf, _ in found if t.startswith("class:")]
+        if len(classes) > 1 and any(conf < 1.0 for _, conf in classes):
+            classes = []  # several types of that name, none imported: no type known
+        out = []
+        for cid, conf in classes:
+            m = self.member(cid, method)
+            if m is not None:
+                sure = (1.0 if declared else 0.9) if conf >= 1.0 else TYPED_GUESSED_TYPE
+                out.append((m[0], sure, "typed"))
+        if out:
+            return out
+        if any(b.startswith("ext:") for cid, _ in classes for c in self.mro(cid) for b in self.bases.get(c, ())):
+            return []  # the method comes from a base outside the repository
+        if method in _BUILTIN_METHODS:
+            return []
+        return self._by_name(method, "CALLS", method=True, path=path, source=source)
 
     def name(self, path: str, source: str, expr: str, scope: str, relation: str) -> list[tuple[str, float, str]]:
         parts = expr.split(".")
@@ -256,7 +302,7 @@ class Resolver:
             m = self.member(class_hit[0], parts[1])
             if m:
                 return [(m[0], 1.0 if m[1] else 0.9, "self+MRO")]
-            return self._by_name(parts[1], relation, method=True)
+            return self._by_name(parts[1], relation, method=True, path=path, source=source)
         if len(parts) == 1:
             return self._bare(path, source, head, relation)
         imports = self.imports.get(path, {})
@@ -277,7 +323,7 @@ class Resolver:
             if found:
                 return [(t, 0.9, "qualified_name") for t in found]
         if (head in ("self", "cls") or relation == "CALLS") and parts[-1] not in _BUILTIN_METHODS:
-            return self._by_name(parts[-1], relation, method=True)
+            return self._by_name(parts[-1], relation, method=True, path=path, source=source)
         return []
 
     def _bare(self, path: str, source: str, name: str, relation: str) -> list[tuple[str, float, str]]:
@@ -312,15 +358,24 @@ class Resolver:
             if relation == "CALLS":
                 return []  # len(), print(): every function calls them, no agent asks
             return [(f"ext:builtins.{name}", 1.0, "builtin")]
-        return self._by_name(name, relation, method=False)
+        return self._by_name(name, relation, method=False, path=path, source=source)
 
-    def _by_name(self, name: str, relation: str, method: bool) -> list[tuple[str, float, str]]:
+    def family(self, path: str) -> str:
+        language = self.language.get(path, "python")
+        return FAMILIES.get(language, language)
+
+    def _by_name(self, name: str, relation: str, method: bool, path: str = "", source: str = "") -> list[tuple[str, float, str]]:
         if name.startswith("__") and name.endswith("__"):
             return []
         kinds = ("class",) if relation in ("INHERITS", "PROPAGATES_ERROR") else ("func", "class", "method")
         cands = [eid for eid, kind in self.by_name.get(name, ()) if kind in kinds]
+        if path and cands:  # a guess never leaves the caller's language
+            family = self.family(path)
+            cands = [eid for eid in cands if self.family(split_entity_id(eid)[1]) == family]
         if method and relation == "CALLS":
             cands = [eid for eid in cands if eid.startswith("method:")] or cands
+            cands = [eid for eid in cands if eid != source]  # `obj.m()` inside m: another object's m
+            cands = [eid for eid in cands if eid not in self.declared_only] or cands
         k = len(cands)
         limit = MAX_AMBIGUOUS_METHOD if method else MAX_AMBIGUOUS
         if k == 0 or k > limit:

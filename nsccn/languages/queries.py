@@ -21,6 +21,8 @@ are sorted here. The capture names are those of tree-sitter's tags queries, so a
   @error with @type                                  -> PROPAGATES_ERROR
   @elide                                             a body the skeleton elides (anonymous functions)
   @doc (with a definition)                           its doc comment, where no comment just before it is
+  @binding / @binding.field with @binding.name and @binding.type (declared) or @binding.new
+      (constructed): a local, parameter or field bound to a type (nsccn/languages/receivers.py)
 """
 
 from __future__ import annotations
@@ -33,13 +35,14 @@ from pathlib import Path
 import tree_sitter as ts
 
 from nsccn.extract import head_lines
+from nsccn.languages.receivers import Bindings, type_name
 from nsccn.model import Entity, Ref, entity_id
 
 HERE = Path(__file__).parent
 CLASS_WORDS = frozenset("class interface struct enum trait type union record object".split())
 NAMESPACE_WORDS = frozenset(("module", "namespace"))
 FUNCTION_WORDS = frozenset(("function", "method", "macro", "constructor"))
-_CHAIN = re.compile(r"^[A-Za-z_$][\w$]*(?:\s*(?:\?\.|\.|::|->)\s*[A-Za-z_$][\w$]*)*$")
+_CHAIN = re.compile(r"^#?[A-Za-z_$][\w$]*(?:\s*(?:\?\.|\.|::|->)\s*#?[A-Za-z_$][\w$]*)*$")  # `#m`: JS private
 _SEP = re.compile(r"\s*(?:\?\.|\.|::|->)\s*")
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _COMMENT_MARKS = re.compile(r"^\s*(?:/\*\*?|\*/|\*(?!/)|///?!?|//!|#+|--)\s?")
@@ -152,6 +155,7 @@ class QueryExtractor:
         self.error_lines: list[int] = []
         self.deep_lines: list[int] = []
         self.skeleton = ""
+        self._bound: list[tuple[int, bool, str, str, bool]] = []  # (start, field?, name, type, declared?)
 
     def extract(self) -> "QueryExtractor":
         tree = self.lang.parser.parse(self.data)
@@ -244,6 +248,13 @@ class QueryExtractor:
                 for local, target in self.lang.exports(self, node, one):
                     self.imports.setdefault(local, target)
                 return
+            if cap in ("binding", "binding.field"):
+                name, typ = one.get("binding.name"), one.get("binding.type") or one.get("binding.new")
+                found = type_name(node_text(typ)) if typ is not None else None
+                if name is not None and found:
+                    self._bound.append((node.start_byte, cap == "binding.field", node_text(name), found,
+                                        "binding.type" in one))
+                return
             if cap == "elide":
                 elide.append(node)
                 return
@@ -299,6 +310,7 @@ class QueryExtractor:
     def _attach_refs(self, defs: list[_Def], refs: list, mod_id: str) -> None:
         """Each reference to its innermost enclosing definition, in source order."""
         refs.sort(key=lambda r: (r[0], -r[1]))
+        typing = self._typing(defs)
         stack: list[_Def] = []
         di = 0
         selves: dict[str, str] = {}
@@ -333,6 +345,8 @@ class QueryExtractor:
                     path = f"self.{path}"
                 if relation == "MUTATES" and not path.startswith("self."):
                     continue
+                if relation == "CALLS" and typing is not None and "." in path:
+                    path = typing.rewrite(path, [d.eid for d in reversed(stack) if not d.is_scope] + [""], cls)
                 self.refs.append(Ref(source, relation, path, line, cls))
             else:
                 self.refs.append(Ref(source, relation, target, line, cls))
@@ -343,6 +357,27 @@ class QueryExtractor:
                     self.refs.append(Ref(own.eid, "INHERITS", self._path(d.trait, None) or d.trait,
                                          d.node.start_point[0] + 1, own.qualname))
         del selves
+
+    def _typing(self, defs: list[_Def]) -> Bindings | None:
+        """The file's @binding matches, each to the innermost definition around it: a local to
+        that function, a field to the type it is in."""
+        if not self._bound:
+            return None
+        typing = Bindings()
+        stack: list[_Def] = []
+        di = 0
+        for start, is_field, name, typ, declared in sorted(self._bound):
+            while di < len(defs) and defs[di].start <= start:
+                stack.append(defs[di])
+                di += 1
+            while stack and stack[-1].end <= start:
+                stack.pop()
+            owner = next((d for d in reversed(stack) if not d.is_scope), None)
+            if is_field:
+                typing.field(owner.entity_class if owner is not None else "", name, typ, declared)
+            else:
+                typing.local(owner.eid if owner is not None else "", name, typ, declared)
+        return typing
 
     def _path(self, expr: str, receiver: str | None) -> str | None:
         """`a.b.c` / `A::b` / `this.x` -> dotted, the receiver as `self`; None for anything else."""

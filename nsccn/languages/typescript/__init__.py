@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from nsccn.languages.javascript import JavaScript
 
-_SHARED = ("javascript/definitions.scm", "javascript/references.scm", "javascript/imports.scm", "javascript/causal.scm")
+_SHARED = ("javascript/definitions.scm", "javascript/references.scm", "javascript/imports.scm", "javascript/causal.scm",
+           "javascript/receivers.scm")
 
 
 class TypeScript(JavaScript):

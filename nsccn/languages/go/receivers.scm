@@ -1,0 +1,10 @@
+; Receiver types: typed parameters and `var` declarations, `x := T{}` / `&T{}`, struct fields.
+(parameter_declaration name: (identifier) @binding.name
+  type: [(type_identifier) (qualified_type) (pointer_type) (generic_type)] @binding.type) @binding
+(var_spec name: (identifier) @binding.name
+  type: [(type_identifier) (qualified_type) (pointer_type) (generic_type)] @binding.type) @binding
+(short_var_declaration left: (expression_list . (identifier) @binding.name .)
+  right: (expression_list . [(composite_literal type: [(type_identifier) (qualified_type) (generic_type)] @binding.new)
+                             (unary_expression operand: (composite_literal type: [(type_identifier) (qualified_type) (generic_type)] @binding.new))] .)) @binding
+(field_declaration name: (field_identifier) @binding.name
+  type: [(type_identifier) (qualified_type) (pointer_type) (generic_type)] @binding.type) @binding.field

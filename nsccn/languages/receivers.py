@@ -1,0 +1,88 @@
+"""Receiver types from what the source states, for the query languages' calls `obj.m()`.
+
+A language's queries say where a name is bound to a type (`@binding` with `@binding.name` and
+`@binding.type` for a declared type: a typed parameter, local or field; `@binding.new` for a
+constructor: `new T()`, `T{...}`, `T::new()`), and `@binding.field` for a field or property of
+the enclosing type (`private store: Store`, `this.x = new T()`, a struct field). This module
+keeps those bindings per function and per type, and rewrites a call on a bound name into a
+typed reference the resolver reads:
+
+    c.add()          with `c: Cart`          ->  typed:Cart.add
+    this.store.get() with `store = new Store()` (field)  ->  typednew:Store.get
+
+`typed:` says the type was declared (the resolver's `typed` edge is certain), `typednew:` that
+it was inferred from a constructor (high). No type checker: a name bound to two different types
+in one function says nothing and keeps its plain reference.
+"""
+
+from __future__ import annotations
+
+import re
+
+DECLARED = "typed:"
+CONSTRUCTED = "typednew:"
+PREFIXES = (DECLARED, CONSTRUCTED)
+_CONFLICT = ("", "")
+_INFERRED = frozenset(("var", "auto", "let", "dynamic"))  # Java `var x = ...`: no type written
+_TYPE_CHAIN = re.compile(r"^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*$")
+# what a type's text carries that is no part of its name: references, pointers, nullability, generics
+_DECOR = re.compile(r"^(?:&\s*(?:'\w+\s+)?(?:mut\s+)?|\*+|mut\s+|dyn\s+|impl\s+)+")
+
+
+def type_name(text: str) -> str | None:
+    """`*pkg.Cart` / `&mut Cart<T>` / `Cart[]` / `Cart?` -> the dotted name, or None when the text is
+    no plain named type (a union, a function type, a tuple)."""
+    text = _DECOR.sub("", text.strip())
+    while True:  # generic arguments, innermost first: `Map<K, List<V>>`, Go `Set[T]`
+        stripped = re.sub(r"<[^<>]*>|\[[^\[\]]*\]", "", text)
+        if stripped == text:
+            break
+        text = stripped
+    text = text.strip().rstrip("?!").replace("::", ".").replace(" ", "")
+    return text if _TYPE_CHAIN.match(text) and text not in _INFERRED else None
+
+
+class Bindings:
+    """Names bound to types: per function (id of its definition) and per type (its qualname)."""
+
+    def __init__(self) -> None:
+        self.locals: dict[str, dict[str, tuple[str, str]]] = {}
+        self.fields: dict[str, dict[str, tuple[str, str]]] = {}
+
+    @staticmethod
+    def _bind(table: dict[str, tuple[str, str]], name: str, bound: tuple[str, str]) -> None:
+        old = table.get(name)
+        if old is None:
+            table[name] = bound
+        elif old[1] != bound[1]:
+            if old[0] == DECLARED and bound[0] == CONSTRUCTED:
+                return  # `x: Base = new Derived()`: the declaration is the contract
+            if not (old[0] == CONSTRUCTED and bound[0] == DECLARED):
+                table[name] = _CONFLICT
+                return
+            table[name] = bound
+        elif old[0] == CONSTRUCTED and bound[0] == DECLARED:
+            table[name] = bound
+
+    def local(self, owner: str, name: str, typ: str, declared: bool) -> None:
+        self._bind(self.locals.setdefault(owner, {}), name, (DECLARED if declared else CONSTRUCTED, typ))
+
+    def field(self, cls: str, name: str, typ: str, declared: bool) -> None:
+        if cls:
+            self._bind(self.fields.setdefault(cls, {}), name, (DECLARED if declared else CONSTRUCTED, typ))
+
+    def rewrite(self, path: str, owners: list[str], cls: str) -> str:
+        """The typed reference for the dotted call `path` inside the functions `owners` (innermost
+        first) of type `cls`, or `path` as it was."""
+        parts = path.split(".")
+        bound = None
+        if len(parts) == 3 and parts[0] == "self" and cls:
+            bound = self.fields.get(cls, {}).get(parts[1])
+        elif len(parts) == 2 and parts[0] != "self":
+            for owner in owners:
+                bound = self.locals.get(owner, {}).get(parts[0])
+                if bound is not None:
+                    break
+        if not bound or bound is _CONFLICT or not bound[1]:
+            return path
+        return f"{bound[0]}{bound[1]}.{parts[-1]}"
