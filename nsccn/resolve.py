@@ -315,6 +315,8 @@ class Resolver:
                 return [(t, 1.0, "import") for t in found]
             return []
         local = self.by_key.get((path, head))
+        if local is None and head in self.builtins(path) and relation == "CALLS" and not self.in_package(path, head):
+            return []  # `Object.create()`, `Math.max()`, `str.join()`: a method of a builtin, not ours
         if local and local[1] == "class" and len(parts) == 2:
             m = self.member(local[0], parts[1])
             return [(m[0], 1.0, "same_module+MRO")] if m else []
@@ -335,13 +337,16 @@ class Resolver:
                 if hit and hit[1] != "method":
                     return [(hit[0], 1.0, "same_scope")]
                 prefix = prefix.rpartition(".")[0]
-        hit = self.by_key.get((path, name))
+        imports = self.imports.get(path, {})
+        # Outside Python an import binding cannot be redefined in its file; a definition of the same
+        # name there is a property (`req.accepts = function`), no local binding.
+        imported_first = name in imports and self.language.get(path, "python") != "python"
+        hit = None if imported_first else self.by_key.get((path, name))
         if hit:
             return [(hit[0], 1.0, "same_module")]
-        hit = self.in_package(path, name)
+        hit = None if imported_first else self.in_package(path, name)
         if hit:
             return [(hit[0], 1.0, "same_package")]
-        imports = self.imports.get(path, {})
         if name in imports:
             found = self.dotted(imports[name])
             if found is None:
