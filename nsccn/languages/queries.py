@@ -214,6 +214,8 @@ class QueryExtractor:
                     target = node_text(callee)
                     if "callee.object" in one:  # Java: `obj.m()` has no node for `obj.m`
                         target = f"{node_text(one['callee.object'])}.{target}"
+                    elif "callee" not in one:  # a tags query's @name alone: `obj.m()` is a method call
+                        target = _with_receiver(callee, target)
                     refs.append((node.start_byte, node.end_byte, "CALLS", target, node, callee.start_byte))
                 return
             if cap in ("reference.inherits", "reference.implementation"):
@@ -526,6 +528,20 @@ class QueryExtractor:
             blank = False
             lines.append(line)
         return "\n".join(lines).rstrip() + "\n"
+
+
+_MEMBER_MARKS = frozenset((".", "->", "&.", "?.", ":"))
+
+
+def _with_receiver(name: ts.Node, text: str) -> str:
+    """`m` of `obj.m()` / `obj->m()` / `obj:m()` as `obj.m` (`_.m` for a receiver that is no plain
+    name), so the resolver reads a method call, not a plain function's name."""
+    prev = name.prev_sibling
+    if prev is None or prev.type not in _MEMBER_MARKS:
+        return text
+    obj = prev.prev_sibling or (name.parent.prev_sibling if name.parent is not None else None)
+    recv = node_text(obj).strip() if obj is not None else ""
+    return f"{recv if _CHAIN.match(recv) and not recv.startswith('#') else '_'}.{text}"
 
 
 def _before(node: ts.Node) -> ts.Node | None:
