@@ -41,6 +41,7 @@ from nsccn.indexer import index_repository
 from nsccn.store import Store
 
 BANDS = (("certain", 0.95, 1.01), ("high", 0.8, 0.95), ("guess", 0.5 + 1e-9, 0.8), ("low", 0.0, 0.5 + 1e-9))
+_PY_SYMBOL = re.compile(r"^scip-python python \S+ \S+ `([^`]+)`/([\w#.()]+)$")
 OVERLOAD_SPAN = 60  # lines from a first `@overload` stub to the body it declares
 FLOORS = (0.0, 0.5 + 1e-9, 0.8)
 _CALL_AFTER = re.compile(r"\s*(?:<[^()]*>)?\s*(?:\?\.)?\s*\(")
@@ -131,6 +132,14 @@ class Truth:
                 "SELECT id, kind, path, name, start_line, end_line FROM entities WHERE kind != 'module'"):
             self.entities[path].append((start, end, name, eid, kind))
         self.name_of = {e[3]: e[2] for ents in self.entities.values() for e in ents}
+        self.by_qualname = {(path, q): eid for eid, path, q in store.conn.execute(
+            "SELECT id, path, qualname FROM entities WHERE kind != 'module'")}
+        self.module_files: dict[str, list[str]] = defaultdict(list)  # `pkg/mod.py` tail -> paths
+        for (path,) in store.conn.execute("SELECT path FROM files WHERE language = 'python'"):
+            stem = path[:-len("/__init__.py")] if path.endswith("/__init__.py") else path.rsplit(".", 1)[0]
+            parts = stem.split("/")
+            for i in range(len(parts)):
+                self.module_files[".".join(parts[i:])].append(path)
         self.kind_of = {e[3]: e[4] for ents in self.entities.values() for e in ents}
         self.defs: dict[str, list[tuple[str, int, str]]] = defaultdict(list)  # symbol -> [(path, line, name)]
         self.at: dict[tuple[str, int], list[tuple[str, str, int]]] = defaultdict(list)  # (path, line) -> (text, symbol, start)
@@ -172,10 +181,27 @@ class Truth:
                     best = min(after) if after else None
                 if best:
                     out.add(best[1])
+            if not out and not self.defs.get(symbol):
+                out |= self._installed_copy(symbol)
             if symbol.endswith("`<constructor>`()."):  # `new T()`: the indexer names the constructor, we the class too
                 out |= self.entity(symbol[: -len("`<constructor>`().")])
             found = self._entity_cache[symbol] = frozenset(out)
         return found
+
+    def _installed_copy(self, symbol: str) -> set[str]:
+        """A symbol the indexer found in an installed copy of this very package (site-packages, a
+        src/ layout not installed editable): the repository's definition of the same module and
+        qualified name."""
+        m = _PY_SYMBOL.match(symbol)
+        if m is None:
+            return set()
+        module, desc = m.group(1), m.group(2)
+        qualname = re.sub(r"\(\)\.$|[#.]$", "", desc).replace("().", ".").replace("#", ".")
+        paths = self.module_files.get(module, ())
+        if len(paths) != 1:
+            return set()
+        eid = self.by_qualname.get((paths[0], qualname))
+        return {eid} if eid else set()
 
     def judge(self, path: str, line: int, target: str) -> bool | None:
         name = self.name_of.get(target)
