@@ -34,7 +34,7 @@ import sys
 from collections import defaultdict
 
 from nsccn.languages import query_language
-from nsccn.languages.receivers import CONSTRUCTED, DECLARED, PREFIXES
+from nsccn.languages.receivers import CONSTRUCTED, DECLARED, IMPL_OF, PREFIXES
 from nsccn.languages.naming import Project, package_groups
 from nsccn.model import split_entity_id
 from nsccn.store import Store
@@ -111,10 +111,12 @@ class Resolver:
             self.bases[source].append(target)
         # Methods declared by interfaces and traits: a name guess takes them only when nothing
         # else defines the name.
+        # A signature ending in `;` is a declaration too (a C prototype, an abstract or trait method).
         abstract = {eid for eid, sig in c.execute("SELECT id, signature FROM entities WHERE kind='class'")
                     if _ABSTRACT.search(sig)}
         self.declared_only = frozenset(
-            eid for eid, parent in c.execute("SELECT id, parent FROM entities WHERE kind='method'") if parent in abstract)
+            eid for eid, parent, sig in c.execute("SELECT id, parent, signature FROM entities WHERE kind IN ('method', 'func')")
+            if parent in abstract or sig.endswith(";"))
 
     def _language_names(self, rows: list[tuple], project: Project) -> None:
         """The names other languages' imports give files (go.mod paths, tsconfig aliases, crate
@@ -342,6 +344,8 @@ class Resolver:
         # name there is a property (`req.accepts = function`), no local binding.
         imported_first = name in imports and self.language.get(path, "python") != "python"
         hit = None if imported_first else self.by_key.get((path, name))
+        if hit and hit[0] in self.declared_only and relation == "CALLS":
+            hit = self._body_of(path, name) or hit
         if hit:
             return [(hit[0], 1.0, "same_module")]
         hit = None if imported_first else self.in_package(path, name)
@@ -355,6 +359,9 @@ class Resolver:
                 return [(t, 1.0, "import") for t in found]
         if name in self.globals.get(path, ()):
             return [(f"var:{path}:{name}", 1.0, "same_module")]
+        for other in self.siblings.get(path, ()) if relation == "PROPAGATES_ERROR" else ():
+            if name in self.globals.get(other, ()):
+                return [(f"var:{other}:{name}", 1.0, "same_package")]
         for star in self.stars.get(path, ()):
             found = self.dotted(f"{star}.{name}")
             if found:
@@ -364,6 +371,23 @@ class Resolver:
                 return []  # len(), print(): every function calls them, no agent asks
             return [(f"ext:builtins.{name}", 1.0, "builtin")]
         return self._by_name(name, relation, method=False, path=path, source=source)
+
+    def _body_of(self, path: str, qualname: str) -> tuple[str, str] | None:
+        """The definition with a body of a name first declared without one in the same file
+        (a C prototype, then the function: ids `f` and `f#2`)."""
+        for n in range(2, 6):
+            hit = self.by_key.get((path, f"{qualname}#{n}"))
+            if hit is None:
+                return None
+            if hit[0] not in self.declared_only:
+                return hit
+        return None
+
+    def impl_owner(self, path: str, source: str, scope: str) -> str | None:
+        """The type an `impl Trait for Type` of another file's type attaches to (scope `impl Type`)."""
+        found = self.name(path, source, scope[len(IMPL_OF):], "", "INHERITS")
+        classes = [t for t, conf, _ in found if t.startswith("class:") and conf >= 1.0]
+        return classes[0] if len(classes) == 1 else None
 
     def family(self, path: str) -> str:
         language = self.language.get(path, "python")
@@ -380,6 +404,7 @@ class Resolver:
         if method and relation == "CALLS":
             cands = [eid for eid in cands if eid.startswith("method:")] or cands
             cands = [eid for eid in cands if eid != source]  # `obj.m()` inside m: another object's m
+        if relation == "CALLS":
             cands = [eid for eid in cands if eid not in self.declared_only] or cands
         k = len(cands)
         limit = MAX_AMBIGUOUS_METHOD if method else MAX_AMBIGUOUS
@@ -413,6 +438,10 @@ def resolve_edges(store: Store, refs: list[tuple], resolver: Resolver | None = N
 def _add_bases(resolver: Resolver, inherits: list[tuple]) -> None:
     for ref in inherits:
         rowid, path, source, relation, target, line, scope = ref
+        if scope.startswith(IMPL_OF):
+            source = resolver.impl_owner(path, source, scope)
+            if source is None:
+                continue
         for tid, conf, how in resolver.resolve(path, source, relation, target, scope):
             resolver.bases[source].append(tid)
     resolver._mro_cache.clear()
@@ -430,6 +459,10 @@ def _edges_of(resolver: Resolver, refs: list[tuple]) -> list[tuple]:
         if path != memo_path:
             memo.clear()
             memo_path = path
+        if relation == "INHERITS" and scope.startswith(IMPL_OF):
+            source = resolver.impl_owner(path, source, scope)
+            if source is None:
+                continue
         key = (source, relation, target, scope)
         targets = memo.get(key)
         if targets is None:

@@ -200,3 +200,37 @@ def test_js_private_methods_and_guesses_that_stay_in_their_language(calls):
     assert not [e for e in calls if e.target == "method:rs/src/lib.rs:Metric.total"]
     assert {e.target for e in calls if e.source == "func:rs/src/lib.rs:unknown"} == {
         "method:rs/src/lib.rs:Store.total", "method:rs/src/lib.rs:Cart.total"}
+
+
+MISSES = {
+    "go.mod": "module example.com/m\n",
+    "store/errors.go": 'package store\n\nimport "errors"\n\nvar ErrNotFound = errors.New("not found")\n',
+    "store/get.go": 'package store\n\nfunc Get(k string) (string, error) {\n\tif k == "" {\n\t\treturn "", ErrNotFound\n\t}\n\treturn k, nil\n}\n',
+    "rs/src/lib.rs": "pub mod cart;\npub mod fmt;\npub trait Metric { fn snapshot(&self) -> i32; }\n",
+    "rs/src/cart.rs": "pub struct Cart {}\n",
+    "rs/src/fmt.rs": "use crate::cart::Cart;\nuse crate::Metric;\nimpl Metric for Cart { fn snapshot(&self) -> i32 { 1 } }\n",
+    "c/util.h": "int add(int a, int b);\n",
+    "c/util.c": '#include "util.h"\nstatic int helper(int x);\nint add(int a, int b) { return helper(a) + b; }\n'
+                "static int helper(int x) { return x; }\n",
+    "c/main.c": '#include "util.h"\nint main(void) { return add(1, 2); }\n',
+    "cpp/cart.hpp": "class Cart {\n public:\n  int total();\n};\n",
+    "cpp/cart.cpp": '#include "cart.hpp"\nint Cart::total() { return 1; }\n',
+}
+
+
+def test_the_per_language_misses(tmp_path):
+    write_repo(tmp_path, MISSES)
+    index_repository(tmp_path, db_path=tmp_path / "index.db", workers=1)
+    with Store(tmp_path / "index.db", readonly=True) as store:
+        edges = {(e.source, e.relation, e.target): e for e in store.all_edges()}
+        ids = {r[0] for r in store.conn.execute("SELECT id FROM entities")}
+    # Go: a sentinel error of another file of the package
+    assert ("func:store/get.go:Get", "PROPAGATES_ERROR", "var:store/errors.go:ErrNotFound") in edges
+    # Rust: `impl Trait for Type` in another file than the type
+    assert ("class:rs/src/cart.rs:Cart", "INHERITS", "class:rs/src/lib.rs:Metric") in edges
+    # C: the body, not the header's prototype (nor the file's own forward declaration)
+    assert edges[("func:c/main.c:main", "CALLS", "func:c/util.c:add")].confidence > 0.5
+    assert ("func:c/main.c:main", "CALLS", "func:c/util.h:add") not in edges
+    assert ("func:c/util.c:add", "CALLS", "func:c/util.c:helper#2") in edges
+    # C++: a method defined outside its class is the class's method
+    assert "method:cpp/cart.cpp:Cart.total" in ids

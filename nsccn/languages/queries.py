@@ -21,6 +21,7 @@ are sorted here. The capture names are those of tree-sitter's tags queries, so a
   @error with @type                                  -> PROPAGATES_ERROR
   @elide                                             a body the skeleton elides (anonymous functions)
   @doc (with a definition)                           its doc comment, where no comment just before it is
+  @global with @name                                 a package-level variable (resolves as `var:path:name`)
   @binding / @binding.field with @binding.name and @binding.type (declared) or @binding.new
       (constructed): a local, parameter or field bound to a type (nsccn/languages/receivers.py)
 """
@@ -35,7 +36,7 @@ from pathlib import Path
 import tree_sitter as ts
 
 from nsccn.extract import head_lines
-from nsccn.languages.receivers import Bindings, type_name
+from nsccn.languages.receivers import IMPL_OF, Bindings, type_name
 from nsccn.model import Entity, Ref, entity_id
 
 HERE = Path(__file__).parent
@@ -250,6 +251,11 @@ class QueryExtractor:
                 for local, target in self.lang.exports(self, node, one):
                     self.imports.setdefault(local, target)
                 return
+            if cap == "global":  # a package-level variable (`var ErrNotFound = errors.New(...)`)
+                name = one.get("name")
+                if name is not None:
+                    self.module_globals.append(node_text(name))
+                return
             if cap in ("binding", "binding.field"):
                 name, typ = one.get("binding.name"), one.get("binding.type") or one.get("binding.new")
                 found = type_name(node_text(typ)) if typ is not None else None
@@ -358,6 +364,9 @@ class QueryExtractor:
                 if own is not None:
                     self.refs.append(Ref(own.eid, "INHERITS", self._path(d.trait, None) or d.trait,
                                          d.node.start_point[0] + 1, own.qualname))
+                else:  # the type is defined in another file: the resolver finds it by its name
+                    self.refs.append(Ref(mod_id, "INHERITS", self._path(d.trait, None) or d.trait,
+                                         d.node.start_point[0] + 1, f"{IMPL_OF}{d.name}"))
         del selves
 
     def _typing(self, defs: list[_Def]) -> Bindings | None:

@@ -22,6 +22,7 @@ import re
 DECLARED = "typed:"
 CONSTRUCTED = "typednew:"
 PREFIXES = (DECLARED, CONSTRUCTED)
+IMPL_OF = "impl "  # an INHERITS ref's scope for `impl Trait for Type` of a type of another file
 _CONFLICT = ("", "")
 _INFERRED = frozenset(("var", "auto", "let", "dynamic"))  # Java `var x = ...`: no type written
 _TYPE_CHAIN = re.compile(r"^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*$")
