@@ -205,9 +205,9 @@ class Resolver:
                 break
         else:
             return None
-        if not rest:
-            mod = self.module_entity.get(path)
-            return [mod] if mod else []
+        if not rest:  # a package of several files (Go, Java) is each of its files
+            mods = (self.module_entity.get(p) for p in self.siblings.get(path, (path,)))
+            return [m for m in mods if m]
         hit = self.in_package(path, ".".join(rest))
         if hit:
             return [hit[0]]
