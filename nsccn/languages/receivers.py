@@ -24,16 +24,28 @@ CONSTRUCTED = "typednew:"
 PREFIXES = (DECLARED, CONSTRUCTED)
 IMPL_OF = "impl "  # an INHERITS ref's scope for `impl Trait for Type` of a type of another file
 _CONFLICT = ("", "")
-_INFERRED = frozenset(("var", "auto", "let", "dynamic"))  # Java `var x = ...`: no type written
+# no type written (Java `var x = ...`), or one that says nothing (`Any`)
+_INFERRED = frozenset(("var", "auto", "let", "dynamic", "Any", "typing.Any", "object", "unknown", "any"))
+_WRAPPER = re.compile(r"^(?:typing\.)?(?:Optional|type|Type|ClassVar|Final)\[(.+)\]$")
 _TYPE_CHAIN = re.compile(r"^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*$")
 # what a type's text carries that is no part of its name: references, pointers, nullability, generics
 _DECOR = re.compile(r"^(?:&\s*(?:'\w+\s+)?(?:mut\s+)?|\*+|mut\s+|dyn\s+|impl\s+)+")
 
 
 def type_name(text: str) -> str | None:
-    """`*pkg.Cart` / `&mut Cart<T>` / `Cart[]` / `Cart?` -> the dotted name, or None when the text is
-    no plain named type (a union, a function type, a tuple)."""
-    text = _DECOR.sub("", text.strip())
+    """`*pkg.Cart` / `&mut Cart<T>` / `Cart[]` / `Cart?` / `Optional[Cart]` / `Cart | None` ->
+    the dotted name, or None when the text is no plain named type (a union, a function type, a
+    tuple, `Any`)."""
+    text = _DECOR.sub("", text.strip()).strip("\"'")
+    m = _WRAPPER.match(text)
+    if m:  # `Optional[Cart]`, `type[Cart]` (the class itself: its methods all the same)
+        text = m.group(1)
+    alternatives = [t.strip() for t in text.split("|")]
+    if len(alternatives) > 1:
+        alternatives = [t for t in alternatives if t not in ("None", "null", "undefined")]
+        if len(alternatives) != 1:
+            return None
+        text = alternatives[0]
     while True:  # generic arguments, innermost first: `Map<K, List<V>>`, Go `Set[T]`
         stripped = re.sub(r"<[^<>]*>|\[[^\[\]]*\]", "", text)
         if stripped == text:
