@@ -34,7 +34,7 @@ import sys
 from collections import defaultdict
 
 from nsccn.languages import query_language
-from nsccn.languages.receivers import CONSTRUCTED, DECLARED, IMPL_OF, PREFIXES
+from nsccn.languages.receivers import CONSTRUCTED, DECLARED, IMPL_OF, PREFIXES, PYTHON_RETURN_TYPE, type_name
 from nsccn.languages.naming import Project, package_groups
 from nsccn.model import split_entity_id
 from nsccn.store import Store
@@ -109,6 +109,9 @@ class Resolver:
         self._mro_cache: dict[str, list[str]] = {}  # cleared whenever bases change
         for source, target in store.inherits() if stored_bases else ():
             self.bases[source].append(target)
+        self._conn = c  # signatures, read for the few functions whose return type a call needs
+        self._returns: dict[str, str | None] = {}
+        self._return_patterns: dict[str, re.Pattern | None] = {}
         # Methods declared by interfaces and traits: a name guess takes them only when nothing
         # else defines the name.
         # A signature ending in `;` is a declaration too (a C prototype, an abstract or trait method).
@@ -254,7 +257,7 @@ class Resolver:
                 return [(f"var:{path}:{target}", 1.0, "global")]
             return [(f"attr:{path}:{target}", 0.5, "receiver_unknown")]
         if relation == "CALLS" and target.startswith(PREFIXES):
-            return self.typed(path, source, target)
+            return self.typed(path, source, target, scope)
         results = self.name(path, source, target, scope, relation)
         if relation == "CALLS":
             extra = []
@@ -266,15 +269,20 @@ class Resolver:
             results += extra
         return results
 
-    def typed(self, path: str, source: str, target: str) -> list[tuple[str, float, str]]:
-        """`typed:T.m` / `typednew:T.m`: the method m of the type T, through its bases. A type
-        outside the repository gives no edge; a type not found leaves the call a name guess."""
+    def typed(self, path: str, source: str, target: str, scope: str = "") -> list[tuple[str, float, str]]:
+        """`typed:T.m` / `typednew:T.m`: the method m of the type T, through its bases; for
+        `typednew:f.m` with f a function of ours (`x = f()`), the type f declares it returns. A
+        type outside the repository gives no edge; a type not found leaves the call a name guess."""
         declared = target.startswith(DECLARED)
         typ, _, method = target[len(DECLARED if declared else CONSTRUCTED):].rpartition(".")
-        found = self.name(path, source, typ, "", "INHERITS")
+        found = self.name(path, source, typ, scope, "INHERITS")
         if any(t.startswith("ext:") for t, _, _ in found):
             return []
         classes = [(t, conf) for t, conf, _ in found if t.startswith("class:")]
+        if not classes and not declared:
+            returned = self._returned(path, source, typ, scope)
+            if returned is not None:
+                classes = [(returned, 1.0)]
         if len(classes) > 1 and any(conf < 1.0 for _, conf in classes):
             classes = []  # several types of that name, none imported: no type known
         out = []
@@ -290,6 +298,47 @@ class Resolver:
         if method in _BUILTIN_METHODS:
             return []
         return self._by_name(method, "CALLS", method=True, path=path, source=source)
+
+    def _returned(self, path: str, source: str, callee: str, scope: str) -> str | None:
+        """The class a function of ours declares it returns, one level deep: `x = make()` with
+        `def make() -> Cart` (`fn new() -> Self`, `func NewCart() *Cart`, `make(): Cart`)."""
+        found = [t for t, conf, _ in self.name(path, source, callee, scope, "CALLS")
+                 if conf >= 1.0 and t.startswith(("func:", "method:"))]
+        if len(found) != 1:
+            return None
+        fid = found[0]
+        if fid not in self._returns:
+            self._returns[fid] = self._return_class(fid)
+        return self._returns[fid]
+
+    def _return_class(self, fid: str) -> str | None:
+        _, fpath, qualname = split_entity_id(fid)
+        pattern = self.return_pattern(fpath)
+        row = self._conn.execute("SELECT signature FROM entities WHERE id=?", (fid,)).fetchone() if pattern else None
+        m = pattern.search(row[0]) if row else None
+        typ = type_name(m.group(1)) if m else None
+        if not typ:
+            return None
+        owner = qualname.rsplit(".", 1)[0] if "." in qualname else ""
+        if typ in ("Self", "self", "this") and owner:
+            hit = self.in_package(fpath, owner)
+            return hit[0] if hit and hit[1] == "class" else None
+        # the type as the function's own file names it
+        cands = [t for t, conf, _ in self.name(fpath, fid, typ, owner, "INHERITS") if conf >= 1.0 and t.startswith("class:")]
+        return cands[0] if len(cands) == 1 else None
+
+    def return_pattern(self, path: str):
+        language = self.language.get(path, "python")
+        if language not in self._return_patterns:
+            if language == "python":
+                text = PYTHON_RETURN_TYPE
+            else:
+                try:
+                    text = query_language(language).return_type
+                except KeyError:
+                    text = ""
+            self._return_patterns[language] = re.compile(text) if text else None
+        return self._return_patterns[language]
 
     def name(self, path: str, source: str, expr: str, scope: str, relation: str) -> list[tuple[str, float, str]]:
         parts = expr.split(".")

@@ -24,6 +24,7 @@ export class App {
   byField() { return this.field.total() }
   byProp() { return this.prop.total() }
   unknown(x) { return x.total() }
+  byReturn() { const c = make(); return c.total() }
   #dispatch() { return 1 }
   fetch() { return this.#dispatch() }
 }
@@ -56,6 +57,8 @@ type App struct { cart *Cart }
 func ByParam(s *Store) int { return s.Total() }
 func ByLiteral() int { c := &Cart{}; return c.Total() }
 func ByVar() int { var s Store; return s.Total() }
+func NewCart() (*Cart, error) { return &Cart{}, nil }
+func ByReturn() int { c, _ := NewCart(); return c.Total() }
 func (a *App) ByField() int { return a.cart.Total() }
 func ByInterface(x Lookuper) int { return x.Total() }
 """,
@@ -71,6 +74,7 @@ impl App {
 pub fn by_param(s: &Store) -> i32 { s.total() }
 pub fn by_new() -> i32 { let c = Cart::new(); c.total() }
 pub fn by_let() -> i32 { let s: Store = make(); s.total() }
+pub fn by_return() -> i32 { let s = make(); s.total() }
 pub fn unknown<T>(x: T) -> i32 { x.total() }
 pub trait Metric { fn total(&self) -> i32; }
 fn make() -> Store { Store::new() }
@@ -115,6 +119,14 @@ class App:
 
     def unknown(self, x):
         return x.total()
+
+    def by_return(self):
+        s = make()
+        return s.total()
+
+
+def make() -> Store:
+    return Store()
 """,
     # Ruby (a tags language): obj.m() is a method guess, and `Track.new` finds no Rust `new`
     "rb/track.rb": """class Track
@@ -142,6 +154,10 @@ TYPED = [  # (caller, the method it must reach)
     ("method:ts/app.ts:App.byProp", "method:ts/store.ts:Cart.total"),
     ("method:js/app.js:App.byNew", "method:js/app.js:Store.total"),
     ("method:js/app.js:App.byField", "method:js/app.js:Cart.total"),
+    ("method:ts/app.ts:App.byReturn", "method:ts/store.ts:Cart.total"),
+    ("func:go/shop/app.go:ByReturn", "method:go/shop/types.go:Cart.Total"),
+    ("func:rs/src/lib.rs:by_return", "method:rs/src/lib.rs:Store.total"),
+    ("method:py/shop.py:App.by_return", "method:py/shop.py:Store.total"),
     ("func:go/shop/app.go:ByParam", "method:go/shop/types.go:Store.Total"),
     ("func:go/shop/app.go:ByLiteral", "method:go/shop/types.go:Cart.Total"),
     ("func:go/shop/app.go:ByVar", "method:go/shop/types.go:Store.Total"),

@@ -22,6 +22,7 @@ import re
 DECLARED = "typed:"
 CONSTRUCTED = "typednew:"
 PREFIXES = (DECLARED, CONSTRUCTED)
+PYTHON_RETURN_TYPE = r"\)\s*->\s*(.+)$"  # `def make() -> Cart` (query languages: QueryLanguage.return_type)
 IMPL_OF = "impl "  # an INHERITS ref's scope for `impl Trait for Type` of a type of another file
 _CONFLICT = ("", "")
 # no type written (Java `var x = ...`), or one that says nothing (`Any`)

@@ -12,3 +12,9 @@
   value: (struct_expression name: [(type_identifier) (scoped_type_identifier)] @binding.new)) @binding
 (field_declaration name: (field_identifier) @binding.name
   type: [(type_identifier) (scoped_type_identifier) (reference_type) (generic_type)] @binding.type) @binding.field
+; `let c = make()`, `let c = Cart::open()`: the type the function declares it returns
+(let_declaration pattern: (identifier) @binding.name
+  value: (call_expression function: (identifier) @binding.new)) @binding
+(let_declaration pattern: (identifier) @binding.name
+  value: (call_expression function: (scoped_identifier name: (identifier) @_fn) @binding.new
+  (#not-match? @_fn "^(new|default)$"))) @binding

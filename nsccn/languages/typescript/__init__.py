@@ -16,6 +16,7 @@ class TypeScript(JavaScript):
     shebangs = ("ts-node", "tsx")
     query_dirs = ("typescript",)
     query_files = _SHARED
+    return_type = r"\)\s*:\s*([\w$.<>\[\]| ]+?)\s*$"  # `function make(): Cart`
 
     def grammar(self):
         import tree_sitter_typescript
