@@ -18,7 +18,7 @@ import tree_sitter as ts
 import tree_sitter_python
 
 from nsccn.extract import head_lines
-from nsccn.languages.receivers import Bindings, type_name
+from nsccn.languages.receivers import CALLED_RANK, DECLARED_RANK, Bindings, type_name
 from nsccn.model import Entity, Ref, entity_id
 
 EXTENSIONS = (".py", ".pyi")
@@ -582,19 +582,19 @@ class PythonExtractor:
         name = _expr_name(left, self._src)
         if name is None:
             return
-        typ, declared = None, annotation is not None
+        typ, rank = None, DECLARED_RANK if annotation is not None else CALLED_RANK
         if annotation is not None:
             typ = type_name(_text(annotation))
-        elif right is not None and right.type == "call":
+        elif right is not None and right.type == "call":  # `T()` or `f()`: the resolver tells which
             fn = right.child_by_field_name("function")
             typ = _expr_name(fn, self._src) if fn is not None else None
         if not typ:
             return
         parts = name.split(".")
         if len(parts) == 1:
-            self._typing.local(scope.eid, name, typ, declared)
+            self._typing.local(scope.eid, name, typ, rank)
         elif len(parts) == 2 and parts[0] == "self" and scope.class_qualname and scope.kind != "class":
-            self._typing.field(scope.class_qualname, parts[1], typ, declared)
+            self._typing.field(scope.class_qualname, parts[1], typ, rank)
 
     def _typed_params(self, params: ts.Node, scope: _Scope) -> None:
         for p in params.named_children:
@@ -604,7 +604,7 @@ class PythonExtractor:
             ident = p.child_by_field_name("name") or next((c for c in p.named_children if c.type == "identifier"), None)
             typ = type_name(_text(annotation)) if annotation is not None else None
             if ident is not None and ident.type == "identifier" and typ:
-                self._typing.local(scope.eid, _text(ident), typ, True)
+                self._typing.local(scope.eid, _text(ident), typ, DECLARED_RANK)
 
     def _typed_calls(self, mod_id: str) -> None:
         """Calls on a name whose type the source states, as typed references (after the whole

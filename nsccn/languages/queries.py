@@ -22,8 +22,9 @@ are sorted here. The capture names are those of tree-sitter's tags queries, so a
   @elide                                             a body the skeleton elides (anonymous functions)
   @doc (with a definition)                           its doc comment, where no comment just before it is
   @global with @name                                 a package-level variable (resolves as `var:path:name`)
-  @binding / @binding.field with @binding.name and @binding.type (declared) or @binding.new
-      (constructed): a local, parameter or field bound to a type (nsccn/languages/receivers.py)
+  @binding / @binding.field with @binding.name and @binding.type (declared), @binding.new
+      (constructed) or @binding.call (a call's result): a local, parameter or field bound to a
+      type (nsccn/languages/receivers.py)
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from pathlib import Path
 import tree_sitter as ts
 
 from nsccn.extract import head_lines
-from nsccn.languages.receivers import IMPL_OF, Bindings, type_name
+from nsccn.languages.receivers import CALLED_RANK, CONSTRUCTED_RANK, DECLARED_RANK, IMPL_OF, Bindings, type_name
 from nsccn.model import Entity, Ref, entity_id
 
 HERE = Path(__file__).parent
@@ -157,7 +158,7 @@ class QueryExtractor:
         self.error_lines: list[int] = []
         self.deep_lines: list[int] = []
         self.skeleton = ""
-        self._bound: list[tuple[int, bool, str, str, bool]] = []  # (start, field?, name, type, declared?)
+        self._bound: list[tuple[int, bool, str, str, int]] = []  # (start, field?, name, type, rank)
 
     def extract(self) -> "QueryExtractor":
         tree = self.lang.parser.parse(self.data)
@@ -258,11 +259,12 @@ class QueryExtractor:
                     self.module_globals.append(node_text(name))
                 return
             if cap in ("binding", "binding.field"):
-                name, typ = one.get("binding.name"), one.get("binding.type") or one.get("binding.new")
+                name = one.get("binding.name")
+                typ = one.get("binding.type") or one.get("binding.new") or one.get("binding.call")
                 found = type_name(node_text(typ)) if typ is not None else None
+                rank = DECLARED_RANK if "binding.type" in one else CONSTRUCTED_RANK if "binding.new" in one else CALLED_RANK
                 if name is not None and found:
-                    self._bound.append((node.start_byte, cap == "binding.field", node_text(name), found,
-                                        "binding.type" in one))
+                    self._bound.append((node.start_byte, cap == "binding.field", node_text(name), found, rank))
                 return
             if cap == "elide":
                 elide.append(node)
@@ -378,7 +380,7 @@ class QueryExtractor:
         typing = Bindings()
         stack: list[_Def] = []
         di = 0
-        for start, is_field, name, typ, declared in sorted(self._bound):
+        for start, is_field, name, typ, rank in sorted(self._bound):
             while di < len(defs) and defs[di].start <= start:
                 stack.append(defs[di])
                 di += 1
@@ -386,9 +388,9 @@ class QueryExtractor:
                 stack.pop()
             owner = next((d for d in reversed(stack) if not d.is_scope), None)
             if is_field:
-                typing.field(owner.entity_class if owner is not None else "", name, typ, declared)
+                typing.field(owner.entity_class if owner is not None else "", name, typ, rank)
             else:
-                typing.local(owner.eid if owner is not None else "", name, typ, declared)
+                typing.local(owner.eid if owner is not None else "", name, typ, rank)
         return typing
 
     def _path(self, expr: str, receiver: str | None) -> str | None:

@@ -56,34 +56,35 @@ def type_name(text: str) -> str | None:
     return text if _TYPE_CHAIN.match(text) and text not in _INFERRED else None
 
 
+# How strongly a binding states its type: a declaration, then a constructor (`new T()`, `T{}`),
+# then a call's result (`x = f()`: a class or a function's return type, the resolver decides).
+DECLARED_RANK, CONSTRUCTED_RANK, CALLED_RANK = 2, 1, 0
+
+
 class Bindings:
-    """Names bound to types: per function (id of its definition) and per type (its qualname)."""
+    """Names bound to types: per function (id of its definition) and per type (its qualname).
+    A name keeps the types of its strongest bindings; two different types there say nothing."""
 
     def __init__(self) -> None:
-        self.locals: dict[str, dict[str, tuple[str, str]]] = {}
-        self.fields: dict[str, dict[str, tuple[str, str]]] = {}
+        self.locals: dict[str, dict[str, dict[int, set[str]]]] = {}
+        self.fields: dict[str, dict[str, dict[int, set[str]]]] = {}
+
+    def local(self, owner: str, name: str, typ: str, rank: int) -> None:
+        self.locals.setdefault(owner, {}).setdefault(name, {}).setdefault(rank, set()).add(typ)
+
+    def field(self, cls: str, name: str, typ: str, rank: int) -> None:
+        if cls:
+            self.fields.setdefault(cls, {}).setdefault(name, {}).setdefault(rank, set()).add(typ)
 
     @staticmethod
-    def _bind(table: dict[str, tuple[str, str]], name: str, bound: tuple[str, str]) -> None:
-        old = table.get(name)
-        if old is None:
-            table[name] = bound
-        elif old[1] != bound[1]:
-            if old[0] == DECLARED and bound[0] == CONSTRUCTED:
-                return  # `x: Base = new Derived()`: the declaration is the contract
-            if not (old[0] == CONSTRUCTED and bound[0] == DECLARED):
-                table[name] = _CONFLICT
-                return
-            table[name] = bound
-        elif old[0] == CONSTRUCTED and bound[0] == DECLARED:
-            table[name] = bound
-
-    def local(self, owner: str, name: str, typ: str, declared: bool) -> None:
-        self._bind(self.locals.setdefault(owner, {}), name, (DECLARED if declared else CONSTRUCTED, typ))
-
-    def field(self, cls: str, name: str, typ: str, declared: bool) -> None:
-        if cls:
-            self._bind(self.fields.setdefault(cls, {}), name, (DECLARED if declared else CONSTRUCTED, typ))
+    def _typed(bound: dict[int, set[str]] | None) -> tuple[str, str] | None:
+        if not bound:
+            return None
+        rank = max(bound)
+        types = bound[rank]
+        if len(types) != 1:
+            return _CONFLICT
+        return (DECLARED if rank == DECLARED_RANK else CONSTRUCTED), next(iter(types))
 
     def rewrite(self, path: str, owners: list[str], cls: str) -> str:
         """The typed reference for the dotted call `path` inside the functions `owners` (innermost
@@ -91,10 +92,10 @@ class Bindings:
         parts = path.split(".")
         bound = None
         if len(parts) == 3 and parts[0] == "self" and cls:
-            bound = self.fields.get(cls, {}).get(parts[1])
+            bound = self._typed(self.fields.get(cls, {}).get(parts[1]))
         elif len(parts) == 2 and parts[0] != "self":
             for owner in owners:
-                bound = self.locals.get(owner, {}).get(parts[0])
+                bound = self._typed(self.locals.get(owner, {}).get(parts[0]))
                 if bound is not None:
                     break
         if not bound or bound is _CONFLICT or not bound[1]:

@@ -10,4 +10,4 @@
   type: [(type_identifier) (qualified_type) (pointer_type) (generic_type)] @binding.type) @binding.field
 ; `c := NewCart()`, `c, err := NewCart()`: the type NewCart declares it returns
 (short_var_declaration left: (expression_list . (identifier) @binding.name)
-  right: (expression_list . (call_expression function: [(identifier) (selector_expression)] @binding.new) .)) @binding
+  right: (expression_list . (call_expression function: [(identifier) (selector_expression)] @binding.call) .)) @binding

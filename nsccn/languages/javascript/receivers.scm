@@ -6,4 +6,4 @@
   right: (new_expression constructor: [(identifier) (member_expression)] @binding.new)) @binding.field
 ; `const c = make()`: the type make declares it returns (the resolver reads its signature)
 (variable_declarator name: (identifier) @binding.name
-  value: (call_expression function: [(identifier) (member_expression)] @binding.new)) @binding
+  value: (call_expression function: [(identifier) (member_expression)] @binding.call)) @binding

@@ -14,7 +14,7 @@
   type: [(type_identifier) (scoped_type_identifier) (reference_type) (generic_type)] @binding.type) @binding.field
 ; `let c = make()`, `let c = Cart::open()`: the type the function declares it returns
 (let_declaration pattern: (identifier) @binding.name
-  value: (call_expression function: (identifier) @binding.new)) @binding
+  value: (call_expression function: (identifier) @binding.call)) @binding
 (let_declaration pattern: (identifier) @binding.name
-  value: (call_expression function: (scoped_identifier name: (identifier) @_fn) @binding.new
+  value: (call_expression function: (scoped_identifier name: (identifier) @_fn) @binding.call
   (#not-match? @_fn "^(new|default)$"))) @binding
