@@ -112,6 +112,7 @@ class Resolver:
         self._conn = c  # signatures, read for the few functions whose return type a call needs
         self._returns: dict[str, str | None] = {}
         self._return_patterns: dict[str, re.Pattern | None] = {}
+        self._property_patterns: dict[str, re.Pattern | None] = {}
         # Methods declared by interfaces and traits: a name guess takes them only when nothing
         # else defines the name.
         # A signature ending in `;` is a declaration too (a C prototype, an abstract or trait method).
@@ -389,15 +390,15 @@ class Resolver:
                     return [(hit[0], 1.0, "same_scope")]
                 prefix = prefix.rpartition(".")[0]
         imports = self.imports.get(path, {})
-        # Outside Python an import binding cannot be redefined in its file; a definition of the same
-        # name there is a property (`req.accepts = function`), no local binding.
-        imported_first = name in imports and self.language.get(path, "python") != "python"
-        hit = None if imported_first else self.by_key.get((path, name))
+        hit = self.by_key.get((path, name))
+        property_only = bool(hit and name in imports and self._property(hit[0]))
+        if property_only:
+            hit = None  # `req.accepts = function`: a property, no local name; `accepts` is the import
         if hit and hit[0] in self.declared_only and relation == "CALLS":
             hit = self._body_of(path, name) or hit
         if hit:
             return [(hit[0], 1.0, "same_module")]
-        hit = None if imported_first else self.in_package(path, name)
+        hit = None if property_only else self.in_package(path, name)
         if hit:
             return [(hit[0], 1.0, "same_package")]
         if name in imports:
@@ -420,6 +421,22 @@ class Resolver:
                 return []  # len(), print(): every function calls them, no agent asks
             return [(f"ext:builtins.{name}", 1.0, "builtin")]
         return self._by_name(name, relation, method=False, path=path, source=source)
+
+    def _property(self, eid: str) -> bool:
+        """Whether a definition is a property assignment (its language's `property_definition`
+        pattern over its signature), which binds no name in its file."""
+        language = self.language.get(split_entity_id(eid)[1], "python")
+        if language not in self._property_patterns:
+            try:
+                text = query_language(language).property_definition
+            except KeyError:
+                text = ""
+            self._property_patterns[language] = re.compile(text) if text else None
+        pattern = self._property_patterns[language]
+        if pattern is None:
+            return False
+        row = self._conn.execute("SELECT signature FROM entities WHERE id=?", (eid,)).fetchone()
+        return bool(row and pattern.search(row[0]))
 
     def _body_of(self, path: str, qualname: str) -> tuple[str, str] | None:
         """The definition with a body of a name first declared without one in the same file

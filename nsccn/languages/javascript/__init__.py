@@ -66,6 +66,7 @@ class JavaScript(QueryLanguage):
     self_names = ("this",)
     wrapper_types = ("export_statement", "lexical_declaration", "variable_declaration", "expression_statement")
     builtins = GLOBALS
+    property_definition = r"^[\w$]+(?:\.[\w$]+)+\s*="  # `req.accepts = function`: no local name
 
     def grammar(self):
         import tree_sitter_javascript
