@@ -275,10 +275,14 @@ class Resolver:
         `typednew:f.m` with f a function of ours (`x = f()`), the type f declares it returns. A
         type outside the repository gives no edge; a type not found leaves the call a name guess."""
         declared = target.startswith(DECLARED)
-        typ, _, method = target[len(DECLARED if declared else CONSTRUCTED):].rpartition(".")
+        receiver, _, rest = target[len(DECLARED if declared else CONSTRUCTED):].partition(":")
+        typ, _, method = rest.rpartition(".")
+        written = f"{receiver.replace('/', '.')}.{method}"  # the call as written: what a type not found leaves
         found = self.name(path, source, typ, scope, "INHERITS")
         if any(t.startswith("ext:") for t, _, _ in found):
-            return []
+            # a type outside the repository: no edge, unless the call as written is certain (a
+            # module bound by a call, `np = import_module("numpy")`, and imported as well)
+            return [r for r in self.name(path, source, written, scope, "CALLS") if r[1] >= 1.0]
         classes = [(t, conf) for t, conf, _ in found if t.startswith("class:")]
         if not classes and not declared:
             returned = self._returned(path, source, typ, scope)
@@ -296,9 +300,7 @@ class Resolver:
             return out
         if any(b.startswith("ext:") for cid, _ in classes for c in self.mro(cid) for b in self.bases.get(c, ())):
             return []  # the method comes from a base outside the repository
-        if method in _BUILTIN_METHODS:
-            return []
-        return self._by_name(method, "CALLS", method=True, path=path, source=source)
+        return self.name(path, source, written, scope, "CALLS")
 
     def _returned(self, path: str, source: str, callee: str, scope: str) -> str | None:
         """The class a function of ours declares it returns, one level deep: `x = make()` with

@@ -591,10 +591,11 @@ class PythonExtractor:
         if not typ:
             return
         parts = name.split(".")
+        line = left.start_point[0] + 1
         if len(parts) == 1:
-            self._typing.local(scope.eid, name, typ, rank)
+            self._typing.local(scope.eid, name, typ, rank, line)
         elif len(parts) == 2 and parts[0] == "self" and scope.class_qualname and scope.kind != "class":
-            self._typing.field(scope.class_qualname, parts[1], typ, rank)
+            self._typing.field(scope.class_qualname, parts[1], typ, rank, line)
 
     def _typed_params(self, params: ts.Node, scope: _Scope) -> None:
         for p in params.named_children:
@@ -604,14 +605,14 @@ class PythonExtractor:
             ident = p.child_by_field_name("name") or next((c for c in p.named_children if c.type == "identifier"), None)
             typ = type_name(_text(annotation)) if annotation is not None else None
             if ident is not None and ident.type == "identifier" and typ:
-                self._typing.local(scope.eid, _text(ident), typ, DECLARED_RANK)
+                self._typing.local(scope.eid, _text(ident), typ, DECLARED_RANK, 0)
 
     def _typed_calls(self, mod_id: str) -> None:
         """Calls on a name whose type the source states, as typed references (after the whole
         file: `self.x = T()` in `__init__` may come after the method that calls `self.x.m()`)."""
         if not self._typing.locals and not self._typing.fields:
             return
-        self.refs = [Ref(r.source, r.relation, self._typing.rewrite(r.target, [r.source, mod_id], r.scope), r.line, r.scope)
+        self.refs = [Ref(r.source, r.relation, self._typing.rewrite(r.target, [r.source, mod_id], r.scope, r.line), r.line, r.scope)
                      if r.relation == "CALLS" and "." in r.target and not r.target.startswith("super()") else r
                      for r in self.refs]
 

@@ -159,7 +159,7 @@ class QueryExtractor:
         self.error_lines: list[int] = []
         self.deep_lines: list[int] = []
         self.skeleton = ""
-        self._bound: list[tuple[int, bool, str, str, int]] = []  # (start, field?, name, type, rank)
+        self._bound: list[tuple[int, bool, str, str, int, int]] = []  # (start, field?, name, type, rank, line)
 
     def extract(self) -> "QueryExtractor":
         tree = self.lang.parser.parse(self.data)
@@ -265,7 +265,8 @@ class QueryExtractor:
                 found = type_name(node_text(typ)) if typ is not None else None
                 rank = DECLARED_RANK if "binding.type" in one else CONSTRUCTED_RANK if "binding.new" in one else CALLED_RANK
                 if name is not None and found:
-                    self._bound.append((node.start_byte, cap == "binding.field", node_text(name), found, rank))
+                    self._bound.append((node.start_byte, cap == "binding.field", node_text(name), found, rank,
+                                        node.start_point[0] + 1))
                 return
             if cap == "elide":
                 elide.append(node)
@@ -358,7 +359,7 @@ class QueryExtractor:
                 if relation == "MUTATES" and not path.startswith("self."):
                     continue
                 if relation == "CALLS" and typing is not None and "." in path:
-                    path = typing.rewrite(path, [d.eid for d in reversed(stack) if not d.is_scope] + [""], cls)
+                    path = typing.rewrite(path, [d.eid for d in reversed(stack) if not d.is_scope] + [""], cls, line)
                 self.refs.append(Ref(source, relation, path, line, cls))
             else:
                 self.refs.append(Ref(source, relation, target, line, cls))
@@ -381,7 +382,7 @@ class QueryExtractor:
         typing = Bindings()
         stack: list[_Def] = []
         di = 0
-        for start, is_field, name, typ, rank in sorted(self._bound):
+        for start, is_field, name, typ, rank, line in sorted(self._bound):
             while di < len(defs) and defs[di].start <= start:
                 stack.append(defs[di])
                 di += 1
@@ -389,9 +390,9 @@ class QueryExtractor:
                 stack.pop()
             owner = next((d for d in reversed(stack) if not d.is_scope), None)
             if is_field:
-                typing.field(owner.entity_class if owner is not None else "", name, typ, rank)
+                typing.field(owner.entity_class if owner is not None else "", name, typ, rank, line)
             else:
-                typing.local(owner.eid if owner is not None else "", name, typ, rank)
+                typing.local(owner.eid if owner is not None else "", name, typ, rank, line)
         return typing
 
     def _path(self, expr: str, receiver: str | None) -> str | None:

@@ -63,41 +63,47 @@ DECLARED_RANK, CONSTRUCTED_RANK, CALLED_RANK = 2, 1, 0
 
 class Bindings:
     """Names bound to types: per function (id of its definition) and per type (its qualname).
-    A name keeps the types of its strongest bindings; two different types there say nothing."""
+    A name keeps the types of its strongest bindings; two different types there say nothing. In
+    the function itself only the bindings on or before the call's line count (`arg` may be rebound
+    further down); a field's, or an enclosing function's, count wherever they are."""
 
     def __init__(self) -> None:
-        self.locals: dict[str, dict[str, dict[int, set[str]]]] = {}
-        self.fields: dict[str, dict[str, dict[int, set[str]]]] = {}
+        self.locals: dict[str, dict[str, list[tuple[int, int, str]]]] = {}  # owner -> name -> [(line, rank, type)]
+        self.fields: dict[str, dict[str, list[tuple[int, int, str]]]] = {}
 
-    def local(self, owner: str, name: str, typ: str, rank: int) -> None:
-        self.locals.setdefault(owner, {}).setdefault(name, {}).setdefault(rank, set()).add(typ)
+    def local(self, owner: str, name: str, typ: str, rank: int, line: int = 0) -> None:
+        self.locals.setdefault(owner, {}).setdefault(name, []).append((line, rank, typ))
 
-    def field(self, cls: str, name: str, typ: str, rank: int) -> None:
+    def field(self, cls: str, name: str, typ: str, rank: int, line: int = 0) -> None:
         if cls:
-            self.fields.setdefault(cls, {}).setdefault(name, {}).setdefault(rank, set()).add(typ)
+            self.fields.setdefault(cls, {}).setdefault(name, []).append((line, rank, typ))
 
     @staticmethod
-    def _typed(bound: dict[int, set[str]] | None) -> tuple[str, str] | None:
+    def _typed(bound: list[tuple[int, int, str]] | None, before: int | None) -> tuple[str, str] | None:
+        if bound and before is not None:
+            bound = [b for b in bound if b[0] <= before]
         if not bound:
             return None
-        rank = max(bound)
-        types = bound[rank]
+        rank = max(r for _, r, _ in bound)
+        types = {t for _, r, t in bound if r == rank}
         if len(types) != 1:
             return _CONFLICT
         return (DECLARED if rank == DECLARED_RANK else CONSTRUCTED), next(iter(types))
 
-    def rewrite(self, path: str, owners: list[str], cls: str) -> str:
-        """The typed reference for the dotted call `path` inside the functions `owners` (innermost
-        first) of type `cls`, or `path` as it was."""
+    def rewrite(self, path: str, owners: list[str], cls: str, line: int | None = None) -> str:
+        """The typed reference for the dotted call `path` on `line` inside the functions `owners`
+        (innermost first) of type `cls`, or `path` as it was: `typed:c:Cart.add` for `c.add`
+        (the receiver as written, `.` as `/`, for the resolver to fall back on)."""
         parts = path.split(".")
         bound = None
         if len(parts) == 3 and parts[0] == "self" and cls:
-            bound = self._typed(self.fields.get(cls, {}).get(parts[1]))
+            bound = self._typed(self.fields.get(cls, {}).get(parts[1]), None)
         elif len(parts) == 2 and parts[0] != "self":
-            for owner in owners:
-                bound = self._typed(self.locals.get(owner, {}).get(parts[0]))
+            for i, owner in enumerate(owners):
+                bound = self._typed(self.locals.get(owner, {}).get(parts[0]), line if i == 0 else None)
                 if bound is not None:
                     break
         if not bound or bound is _CONFLICT or not bound[1]:
             return path
-        return f"{bound[0]}{bound[1]}.{parts[-1]}"
+        receiver = "/".join(parts[:-1])
+        return f"{bound[0]}{receiver}:{bound[1]}.{parts[-1]}"
