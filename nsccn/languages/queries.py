@@ -359,7 +359,10 @@ class QueryExtractor:
                 if relation == "MUTATES" and not path.startswith("self."):
                     continue
                 if relation == "CALLS" and typing is not None and "." in path:
-                    path = typing.rewrite(path, [d.eid for d in reversed(stack) if not d.is_scope] + [""], cls, line)
+                    owners = [d.eid for d in reversed(stack) if not d.is_scope]
+                    # inside a function a binding counts from its line on; at module level (where
+                    # callbacks are scopes of their own, `(c) => c.json()`) anywhere in the file
+                    path = typing.rewrite(path, owners + [""], cls, line if owners else None)
                 self.refs.append(Ref(source, relation, path, line, cls))
             else:
                 self.refs.append(Ref(source, relation, target, line, cls))

@@ -64,8 +64,8 @@ DECLARED_RANK, CONSTRUCTED_RANK, CALLED_RANK = 2, 1, 0
 class Bindings:
     """Names bound to types: per function (id of its definition) and per type (its qualname).
     A name keeps the types of its strongest bindings; two different types there say nothing. In
-    the function itself only the bindings on or before the call's line count (`arg` may be rebound
-    further down); a field's, or an enclosing function's, count wherever they are."""
+    a function only its bindings on or before the call's line count (`arg` may be rebound further
+    down); a field's, an enclosing function's or the module's count wherever they are."""
 
     def __init__(self) -> None:
         self.locals: dict[str, dict[str, list[tuple[int, int, str]]]] = {}  # owner -> name -> [(line, rank, type)]
