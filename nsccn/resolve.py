@@ -393,9 +393,9 @@ class Resolver:
                 prefix = prefix.rpartition(".")[0]
         imports = self.imports.get(path, {})
         hit = self.by_key.get((path, name))
-        property_only = bool(hit and name in imports and self._property(hit[0]))
+        property_only = bool(hit and (name in imports or name in self.builtins(path)) and self._property(hit[0]))
         if property_only:
-            hit = None  # `req.accepts = function`: a property, no local name; `accepts` is the import
+            hit = None  # `req.accepts = function`, `{ vary () {} }`: no local name; the import (or global) is meant
         if hit and hit[0] in self.declared_only and relation == "CALLS":
             hit = self._body_of(path, name) or hit
         if hit:
@@ -425,8 +425,8 @@ class Resolver:
         return self._by_name(name, relation, method=False, path=path, source=source)
 
     def _property(self, eid: str) -> bool:
-        """Whether a definition is a property assignment (its language's `property_definition`
-        pattern over its signature), which binds no name in its file."""
+        """Whether a definition binds no name in its file (a property, an object literal's method:
+        its language's `property_definition` pattern over its signature)."""
         language = self.language.get(split_entity_id(eid)[1], "python")
         if language not in self._property_patterns:
             try:

@@ -71,7 +71,7 @@ class QueryLanguage:
     elide_unbodied = False  # a function without a body keeps its header line only in the skeleton (tags queries)
     implicit_self: tuple[str, ...] = ()  # call nodes whose bare name inside a class means `this.m()` (Java)
     return_type = ""  # regex over a function's signature, group 1 the type it declares it returns
-    property_definition = ""  # regex over a signature: a definition that binds no name (`obj.f = function`)
+    property_definition = ""  # regex over a signature: a definition that binds no name (`obj.f = function`, `{ m() {} }`)
 
     def grammar(self):  # the tree-sitter language capsule
         raise NotImplementedError

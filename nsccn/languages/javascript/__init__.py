@@ -66,7 +66,10 @@ class JavaScript(QueryLanguage):
     self_names = ("this",)
     wrapper_types = ("export_statement", "lexical_declaration", "variable_declaration", "expression_statement")
     builtins = GLOBALS
-    property_definition = r"^[\w$]+(?:\.[\w$]+)+\s*="  # `req.accepts = function`: no local name
+    # a definition that binds no name in its file: a property (`req.accepts = function`), an object
+    # literal's method (`{ vary (field) {...} }`, `get URL () {...}`): any but a declaration
+    property_definition = (r"^(?!(?:export\s+)?(?:default\s+)?(?:declare\s+)?(?:async\s+)?"
+                           r"(?:function|class|abstract|const|let|var|interface|type|enum|namespace|module)\b)")
 
     def grammar(self):
         import tree_sitter_javascript
