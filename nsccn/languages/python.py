@@ -612,7 +612,7 @@ class PythonExtractor:
         file: `self.x = T()` in `__init__` may come after the method that calls `self.x.m()`)."""
         if not self._typing.locals and not self._typing.fields:
             return
-        self.refs = [Ref(r.source, r.relation, self._typing.rewrite(r.target, [r.source, mod_id], r.scope, r.line if r.source != mod_id else None), r.line, r.scope)
+        self.refs = [Ref(r.source, r.relation, self._typing.rewrite(r.target, [r.source, mod_id], r.scope, r.line - 1 if r.source != mod_id else None), r.line, r.scope)
                      if r.relation == "CALLS" and "." in r.target and not r.target.startswith("super()") else r
                      for r in self.refs]
 

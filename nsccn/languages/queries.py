@@ -159,7 +159,7 @@ class QueryExtractor:
         self.error_lines: list[int] = []
         self.deep_lines: list[int] = []
         self.skeleton = ""
-        self._bound: list[tuple[int, bool, str, str, int, int]] = []  # (start, field?, name, type, rank, line)
+        self._bound: list[tuple[int, bool, str, str, int, int]] = []  # (start, field?, name, type, rank, end)
 
     def extract(self) -> "QueryExtractor":
         tree = self.lang.parser.parse(self.data)
@@ -266,7 +266,7 @@ class QueryExtractor:
                 rank = DECLARED_RANK if "binding.type" in one else CONSTRUCTED_RANK if "binding.new" in one else CALLED_RANK
                 if name is not None and found:
                     self._bound.append((node.start_byte, cap == "binding.field", node_text(name), found, rank,
-                                        node.start_point[0] + 1))
+                                        node.end_byte))
                 return
             if cap == "elide":
                 elide.append(node)
@@ -360,9 +360,9 @@ class QueryExtractor:
                     continue
                 if relation == "CALLS" and typing is not None and "." in path:
                     owners = [d.eid for d in reversed(stack) if not d.is_scope]
-                    # inside a function a binding counts from its line on; at module level (where
-                    # callbacks are scopes of their own, `(c) => c.json()`) anywhere in the file
-                    path = typing.rewrite(path, owners + [""], cls, line if owners else None)
+                    # inside a function a binding counts after it (not in its own right-hand side); at
+                    # module level (callbacks are scopes of their own: `(c) => c.json()`) anywhere
+                    path = typing.rewrite(path, owners + [""], cls, start if owners else None)
                 self.refs.append(Ref(source, relation, path, line, cls))
             else:
                 self.refs.append(Ref(source, relation, target, line, cls))
@@ -385,7 +385,7 @@ class QueryExtractor:
         typing = Bindings()
         stack: list[_Def] = []
         di = 0
-        for start, is_field, name, typ, rank, line in sorted(self._bound):
+        for start, is_field, name, typ, rank, end in sorted(self._bound):
             while di < len(defs) and defs[di].start <= start:
                 stack.append(defs[di])
                 di += 1
@@ -393,9 +393,9 @@ class QueryExtractor:
                 stack.pop()
             owner = next((d for d in reversed(stack) if not d.is_scope), None)
             if is_field:
-                typing.field(owner.entity_class if owner is not None else "", name, typ, rank, line)
+                typing.field(owner.entity_class if owner is not None else "", name, typ, rank, end)
             else:
-                typing.local(owner.eid if owner is not None else "", name, typ, rank, line)
+                typing.local(owner.eid if owner is not None else "", name, typ, rank, end)
         return typing
 
     def _path(self, expr: str, receiver: str | None) -> str | None:

@@ -64,19 +64,20 @@ DECLARED_RANK, CONSTRUCTED_RANK, CALLED_RANK = 2, 1, 0
 class Bindings:
     """Names bound to types: per function (id of its definition) and per type (its qualname).
     A name keeps the types of its strongest bindings; two different types there say nothing. In
-    a function only its bindings on or before the call's line count (`arg` may be rebound further
-    down); a field's, an enclosing function's or the module's count wherever they are."""
+    a function only its bindings before the call count (`arg` may be rebound further down, and
+    `re = re.expand()` is no binding of its own call); a field's, an enclosing function's or the
+    module's count wherever they are. Positions are the caller's (lines, or bytes)."""
 
     def __init__(self) -> None:
-        self.locals: dict[str, dict[str, list[tuple[int, int, str]]]] = {}  # owner -> name -> [(line, rank, type)]
+        self.locals: dict[str, dict[str, list[tuple[int, int, str]]]] = {}  # owner -> name -> [(position, rank, type)]
         self.fields: dict[str, dict[str, list[tuple[int, int, str]]]] = {}
 
-    def local(self, owner: str, name: str, typ: str, rank: int, line: int = 0) -> None:
-        self.locals.setdefault(owner, {}).setdefault(name, []).append((line, rank, typ))
+    def local(self, owner: str, name: str, typ: str, rank: int, at: int = 0) -> None:
+        self.locals.setdefault(owner, {}).setdefault(name, []).append((at, rank, typ))
 
-    def field(self, cls: str, name: str, typ: str, rank: int, line: int = 0) -> None:
+    def field(self, cls: str, name: str, typ: str, rank: int, at: int = 0) -> None:
         if cls:
-            self.fields.setdefault(cls, {}).setdefault(name, []).append((line, rank, typ))
+            self.fields.setdefault(cls, {}).setdefault(name, []).append((at, rank, typ))
 
     @staticmethod
     def _typed(bound: list[tuple[int, int, str]] | None, before: int | None) -> tuple[str, str] | None:
@@ -90,8 +91,8 @@ class Bindings:
             return _CONFLICT
         return (DECLARED if rank == DECLARED_RANK else CONSTRUCTED), next(iter(types))
 
-    def rewrite(self, path: str, owners: list[str], cls: str, line: int | None = None) -> str:
-        """The typed reference for the dotted call `path` on `line` inside the functions `owners`
+    def rewrite(self, path: str, owners: list[str], cls: str, before: int | None = None) -> str:
+        """The typed reference for the dotted call `path` at `before` inside the functions `owners`
         (innermost first) of type `cls`, or `path` as it was: `typed:c:Cart.add` for `c.add`
         (the receiver as written, `.` as `/`, for the resolver to fall back on)."""
         parts = path.split(".")
@@ -100,7 +101,7 @@ class Bindings:
             bound = self._typed(self.fields.get(cls, {}).get(parts[1]), None)
         elif len(parts) == 2 and parts[0] != "self":
             for i, owner in enumerate(owners):
-                bound = self._typed(self.locals.get(owner, {}).get(parts[0]), line if i == 0 else None)
+                bound = self._typed(self.locals.get(owner, {}).get(parts[0]), before if i == 0 else None)
                 if bound is not None:
                     break
         if not bound or bound is _CONFLICT or not bound[1]:
