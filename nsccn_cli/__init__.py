@@ -170,14 +170,15 @@ def cmd_index(args) -> int:
 
 def cmd_serve(args) -> int:
     """Index through the pipeline, keep watching, serve MCP on stdio (nothing else on stdout)."""
-    from supervisor.cli import serve
-
     root = _repository(args)
     if not root.is_dir():
         print(f"nsccn: {root} is not a directory", file=sys.stderr)
         return EXIT_USAGE
-    return serve(str(root), workers=args.workers, embed=not args.no_embed, mcp=not args.no_mcp,
-                 overrides=_tcp_override(args))
+    if args.no_mcp:  # the pipeline in this process
+        from supervisor.cli import serve
+    else:  # the MCP front, attached to the shared pipeline
+        from workers.mcp_front import serve
+    return serve(str(root), workers=args.workers, embed=not args.no_embed, overrides=_tcp_override(args))
 
 
 def cmd_stop(args) -> int:

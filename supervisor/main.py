@@ -61,7 +61,7 @@ from supervisor.addresses import (
     stopped_path,
 )
 from supervisor.keys import ensure_key, new_key, secure, start_authenticator
-from workers.base import peak_rss_kb
+from supervisor.memory import peak_rss_kb
 
 log = logging.getLogger("nsccn.supervisor")
 

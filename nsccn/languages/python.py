@@ -17,7 +17,7 @@ from functools import lru_cache
 import tree_sitter as ts
 import tree_sitter_python
 
-from nsccn.extract import head_lines
+from nsccn.entity_bounds import head_lines
 from nsccn.languages.receivers import CALLED_RANK, DECLARED_RANK, Bindings, type_name
 from nsccn.model import Entity, Ref, entity_id
 
