@@ -15,17 +15,26 @@ Resolutions, strongest first:
   config_access   settings.X / config["x"]                                        1.0, target `config:...`
   unique_name     the only definition with that name in the repository            0.7 (0.5 for obj.m())
   ambiguous       one of k definitions with that name                             1/k (0.5/k for obj.m())
+  typed           `obj.m()` on a receiver of a type the source states, through the type's
+                  bases: declared (a typed parameter, local or field)            1.0
+                  inferred from a constructor (`x = new T()`)                    0.9
+                  the type itself found by a unique name only                    0.75
   receiver_unknown  `obj.attr = v` on an object of unknown type                   0.5
+
+A name guess never leaves the caller's language family, and `obj.m()` with an unknown receiver
+counts interface and trait declarations only where nothing implements the name.
 """
 
 from __future__ import annotations
 
 import builtins
 import json
+import re
 import sys
 from collections import defaultdict
 
 from nsccn.languages import query_language
+from nsccn.languages.receivers import CONSTRUCTED, DECLARED, IMPL_OF, PREFIXES, PYTHON_RETURN_TYPE, type_name
 from nsccn.languages.naming import Project, package_groups
 from nsccn.model import split_entity_id
 from nsccn.store import Store
@@ -34,6 +43,10 @@ MAX_AMBIGUOUS = 8  # a name defined more often than this says nothing about the 
 MAX_AMBIGUOUS_METHOD = 4  # obj.m() with an unknown receiver: stricter
 _BUILTINS = frozenset(dir(builtins))
 PROJECT_LANGUAGES = frozenset(("go.mod", "tsconfig", "cargo"))  # files of facts, not code
+# Languages whose files call each other's definitions by name (a guess stays inside its family).
+FAMILIES = {"typescript": "javascript", "tsx": "javascript", "cpp": "c"}
+TYPED_GUESSED_TYPE = 0.75  # the receiver's type named by a unique class name, not an import
+_ABSTRACT = re.compile(r"(?:^|\s)(?:interface|trait|protocol)\b")  # a type whose methods declare, not implement
 # obj.items(), obj.append(): with an unknown receiver these are almost always builtin containers.
 _BUILTIN_METHODS = frozenset(
     name for t in (dict, list, str, set, bytes, tuple, int, float, frozenset) for name in dir(t)
@@ -95,6 +108,18 @@ class Resolver:
         self._mro_cache: dict[str, list[str]] = {}  # cleared whenever bases change
         for source, target in store.inherits() if stored_bases else ():
             self.bases[source].append(target)
+        self._conn = c  # signatures, read for the few functions whose return type a call needs
+        self._returns: dict[str, str | None] = {}
+        self._return_patterns: dict[str, re.Pattern | None] = {}
+        self._property_patterns: dict[str, re.Pattern | None] = {}
+        # Methods declared by interfaces and traits: a name guess takes them only when nothing
+        # else defines the name.
+        # A signature ending in `;` is a declaration too (a C prototype, an abstract or trait method).
+        abstract = {eid for eid, sig in c.execute("SELECT id, signature FROM entities WHERE kind='class'")
+                    if _ABSTRACT.search(sig)}
+        self.declared_only = frozenset(
+            eid for eid, parent, sig in c.execute("SELECT id, parent, signature FROM entities WHERE kind IN ('method', 'func')")
+            if parent in abstract or sig.endswith(";"))
 
     def _language_names(self, rows: list[tuple], project: Project) -> None:
         """The names other languages' imports give files (go.mod paths, tsconfig aliases, crate
@@ -183,9 +208,9 @@ class Resolver:
                 break
         else:
             return None
-        if not rest:
-            mod = self.module_entity.get(path)
-            return [mod] if mod else []
+        if not rest:  # a package of several files (Go, Java) is each of its files
+            mods = (self.module_entity.get(p) for p in self.siblings.get(path, (path,)))
+            return [m for m in mods if m]
         hit = self.in_package(path, ".".join(rest))
         if hit:
             return [hit[0]]
@@ -231,6 +256,8 @@ class Resolver:
             if len(parts) == 1:
                 return [(f"var:{path}:{target}", 1.0, "global")]
             return [(f"attr:{path}:{target}", 0.5, "receiver_unknown")]
+        if relation == "CALLS" and target.startswith(PREFIXES):
+            return self.typed(path, source, target, scope)
         results = self.name(path, source, target, scope, relation)
         if relation == "CALLS":
             extra = []
@@ -241,6 +268,79 @@ class Resolver:
                         extra.append((init[0], conf, how + "+constructor"))
             results += extra
         return results
+
+    def typed(self, path: str, source: str, target: str, scope: str = "") -> list[tuple[str, float, str]]:
+        """`typed:T.m` / `typednew:T.m`: the method m of the type T, through its bases; for
+        `typednew:f.m` with f a function of ours (`x = f()`), the type f declares it returns. A
+        type outside the repository gives no edge; a type not found leaves the call a name guess."""
+        declared = target.startswith(DECLARED)
+        receiver, _, rest = target[len(DECLARED if declared else CONSTRUCTED):].partition(":")
+        typ, _, method = rest.rpartition(".")
+        written = f"{receiver.replace('/', '.')}.{method}"  # the call as written: what a type not found leaves
+        found = self.name(path, source, typ, scope, "INHERITS")
+        if any(t.startswith("ext:") for t, _, _ in found):
+            # a type outside the repository: no edge, unless the call as written is certain (a
+            # module bound by a call, `np = import_module("numpy")`, and imported as well)
+            return [r for r in self.name(path, source, written, scope, "CALLS") if r[1] >= 1.0]
+        classes = [(t, conf) for t, conf, _ in found if t.startswith("class:")]
+        if not classes and not declared:
+            returned = self._returned(path, source, typ, scope)
+            if returned is not None:
+                classes = [(returned, 1.0)]
+        if len(classes) > 1 and any(conf < 1.0 for _, conf in classes):
+            classes = []  # several types of that name, none imported: no type known
+        out = []
+        for cid, conf in classes:
+            m = self.member(cid, method)
+            if m is not None:
+                sure = (1.0 if declared else 0.9) if conf >= 1.0 else TYPED_GUESSED_TYPE
+                out.append((m[0], sure, "typed"))
+        if out:
+            return out
+        if any(b.startswith("ext:") for cid, _ in classes for c in self.mro(cid) for b in self.bases.get(c, ())):
+            return []  # the method comes from a base outside the repository
+        return self.name(path, source, written, scope, "CALLS")
+
+    def _returned(self, path: str, source: str, callee: str, scope: str) -> str | None:
+        """The class a function of ours declares it returns, one level deep: `x = make()` with
+        `def make() -> Cart` (`fn new() -> Self`, `func NewCart() *Cart`, `make(): Cart`)."""
+        found = [t for t, conf, _ in self.name(path, source, callee, scope, "CALLS")
+                 if conf >= 1.0 and t.startswith(("func:", "method:"))]
+        if len(found) != 1:
+            return None
+        fid = found[0]
+        if fid not in self._returns:
+            self._returns[fid] = self._return_class(fid)
+        return self._returns[fid]
+
+    def _return_class(self, fid: str) -> str | None:
+        _, fpath, qualname = split_entity_id(fid)
+        pattern = self.return_pattern(fpath)
+        row = self._conn.execute("SELECT signature FROM entities WHERE id=?", (fid,)).fetchone() if pattern else None
+        m = pattern.search(row[0]) if row else None
+        typ = type_name(m.group(1)) if m else None
+        if not typ:
+            return None
+        owner = qualname.rsplit(".", 1)[0] if "." in qualname else ""
+        if typ in ("Self", "self", "this") and owner:
+            hit = self.in_package(fpath, owner)
+            return hit[0] if hit and hit[1] == "class" else None
+        # the type as the function's own file names it
+        cands = [t for t, conf, _ in self.name(fpath, fid, typ, owner, "INHERITS") if conf >= 1.0 and t.startswith("class:")]
+        return cands[0] if len(cands) == 1 else None
+
+    def return_pattern(self, path: str):
+        language = self.language.get(path, "python")
+        if language not in self._return_patterns:
+            if language == "python":
+                text = PYTHON_RETURN_TYPE
+            else:
+                try:
+                    text = query_language(language).return_type
+                except KeyError:
+                    text = ""
+            self._return_patterns[language] = re.compile(text) if text else None
+        return self._return_patterns[language]
 
     def name(self, path: str, source: str, expr: str, scope: str, relation: str) -> list[tuple[str, float, str]]:
         parts = expr.split(".")
@@ -255,7 +355,7 @@ class Resolver:
             m = self.member(class_hit[0], parts[1])
             if m:
                 return [(m[0], 1.0 if m[1] else 0.9, "self+MRO")]
-            return self._by_name(parts[1], relation, method=True)
+            return self._by_name(parts[1], relation, method=True, path=path, source=source)
         if len(parts) == 1:
             return self._bare(path, source, head, relation)
         imports = self.imports.get(path, {})
@@ -268,6 +368,8 @@ class Resolver:
                 return [(t, 1.0, "import") for t in found]
             return []
         local = self.by_key.get((path, head))
+        if local is None and head in self.builtins(path) and relation == "CALLS" and not self.in_package(path, head):
+            return []  # `Object.create()`, `Math.max()`, `str.join()`: a method of a builtin, not ours
         if local and local[1] == "class" and len(parts) == 2:
             m = self.member(local[0], parts[1])
             return [(m[0], 1.0, "same_module+MRO")] if m else []
@@ -276,7 +378,7 @@ class Resolver:
             if found:
                 return [(t, 0.9, "qualified_name") for t in found]
         if (head in ("self", "cls") or relation == "CALLS") and parts[-1] not in _BUILTIN_METHODS:
-            return self._by_name(parts[-1], relation, method=True)
+            return self._by_name(parts[-1], relation, method=True, path=path, source=source)
         return []
 
     def _bare(self, path: str, source: str, name: str, relation: str) -> list[tuple[str, float, str]]:
@@ -288,13 +390,18 @@ class Resolver:
                 if hit and hit[1] != "method":
                     return [(hit[0], 1.0, "same_scope")]
                 prefix = prefix.rpartition(".")[0]
+        imports = self.imports.get(path, {})
         hit = self.by_key.get((path, name))
+        property_only = bool(hit and (name in imports or name in self.builtins(path)) and self._property(hit[0]))
+        if property_only:
+            hit = None  # `req.accepts = function`, `{ vary () {} }`: no local name; the import (or global) is meant
+        if hit and hit[0] in self.declared_only and relation == "CALLS":
+            hit = self._body_of(path, name) or hit
         if hit:
             return [(hit[0], 1.0, "same_module")]
-        hit = self.in_package(path, name)
+        hit = None if property_only else self.in_package(path, name)
         if hit:
             return [(hit[0], 1.0, "same_package")]
-        imports = self.imports.get(path, {})
         if name in imports:
             found = self.dotted(imports[name])
             if found is None:
@@ -303,6 +410,9 @@ class Resolver:
                 return [(t, 1.0, "import") for t in found]
         if name in self.globals.get(path, ()):
             return [(f"var:{path}:{name}", 1.0, "same_module")]
+        for other in self.siblings.get(path, ()) if relation == "PROPAGATES_ERROR" else ():
+            if name in self.globals.get(other, ()):
+                return [(f"var:{other}:{name}", 1.0, "same_package")]
         for star in self.stars.get(path, ()):
             found = self.dotted(f"{star}.{name}")
             if found:
@@ -311,15 +421,58 @@ class Resolver:
             if relation == "CALLS":
                 return []  # len(), print(): every function calls them, no agent asks
             return [(f"ext:builtins.{name}", 1.0, "builtin")]
-        return self._by_name(name, relation, method=False)
+        return self._by_name(name, relation, method=False, path=path, source=source)
 
-    def _by_name(self, name: str, relation: str, method: bool) -> list[tuple[str, float, str]]:
+    def _property(self, eid: str) -> bool:
+        """Whether a definition binds no name in its file (a property, an object literal's method:
+        its language's `property_definition` pattern over its signature)."""
+        language = self.language.get(split_entity_id(eid)[1], "python")
+        if language not in self._property_patterns:
+            try:
+                text = query_language(language).property_definition
+            except KeyError:
+                text = ""
+            self._property_patterns[language] = re.compile(text) if text else None
+        pattern = self._property_patterns[language]
+        if pattern is None:
+            return False
+        row = self._conn.execute("SELECT signature FROM entities WHERE id=?", (eid,)).fetchone()
+        return bool(row and pattern.search(row[0]))
+
+    def _body_of(self, path: str, qualname: str) -> tuple[str, str] | None:
+        """The definition with a body of a name first declared without one in the same file
+        (a C prototype, then the function: ids `f` and `f#2`)."""
+        for n in range(2, 6):
+            hit = self.by_key.get((path, f"{qualname}#{n}"))
+            if hit is None:
+                return None
+            if hit[0] not in self.declared_only:
+                return hit
+        return None
+
+    def impl_owner(self, path: str, source: str, scope: str) -> str | None:
+        """The type an `impl Trait for Type` of another file's type attaches to (scope `impl Type`)."""
+        found = self.name(path, source, scope[len(IMPL_OF):], "", "INHERITS")
+        classes = [t for t, conf, _ in found if t.startswith("class:") and conf >= 1.0]
+        return classes[0] if len(classes) == 1 else None
+
+    def family(self, path: str) -> str:
+        language = self.language.get(path, "python")
+        return FAMILIES.get(language, language)
+
+    def _by_name(self, name: str, relation: str, method: bool, path: str = "", source: str = "") -> list[tuple[str, float, str]]:
         if name.startswith("__") and name.endswith("__"):
             return []
         kinds = ("class",) if relation in ("INHERITS", "PROPAGATES_ERROR") else ("func", "class", "method")
         cands = [eid for eid, kind in self.by_name.get(name, ()) if kind in kinds]
+        if path and cands:  # a guess never leaves the caller's language
+            family = self.family(path)
+            cands = [eid for eid in cands if self.family(split_entity_id(eid)[1]) == family]
         if method and relation == "CALLS":
             cands = [eid for eid in cands if eid.startswith("method:")] or cands
+            cands = [eid for eid in cands if eid != source]  # `obj.m()` inside m: another object's m
+        if relation == "CALLS":
+            cands = [eid for eid in cands if eid not in self.declared_only] or cands
         k = len(cands)
         limit = MAX_AMBIGUOUS_METHOD if method else MAX_AMBIGUOUS
         if k == 0 or k > limit:
@@ -352,6 +505,10 @@ def resolve_edges(store: Store, refs: list[tuple], resolver: Resolver | None = N
 def add_bases(resolver: Resolver, inherits: list[tuple]) -> None:
     for ref in inherits:
         rowid, path, source, relation, target, line, scope = ref
+        if scope.startswith(IMPL_OF):
+            source = resolver.impl_owner(path, source, scope)
+            if source is None:
+                continue
         for tid, conf, how in resolver.resolve(path, source, relation, target, scope):
             resolver.bases[source].append(tid)
     resolver._mro_cache.clear()
@@ -369,6 +526,10 @@ def edges_of(resolver: Resolver, refs: list[tuple]) -> list[tuple]:
         if path != memo_path:
             memo.clear()
             memo_path = path
+        if relation == "INHERITS" and scope.startswith(IMPL_OF):
+            source = resolver.impl_owner(path, source, scope)
+            if source is None:
+                continue
         key = (source, relation, target, scope)
         targets = memo.get(key)
         if targets is None:

@@ -456,6 +456,8 @@ def test_entities_and_edges(tmp_path, lang):
         for how, conf in ((e.resolution, e.confidence) for e in store.all_edges()):
             if how.startswith(("unique_name", "ambiguous")):
                 assert conf < 1.0, (how, conf)
+            elif how == "typed":  # a receiver's stated type: certain, high, or its type found by name only
+                assert conf in (1.0, 0.9, 0.75), (how, conf)
             else:
                 assert how.split("+constructor")[0] in CERTAIN and conf >= 0.9, (how, conf)
 

@@ -18,6 +18,7 @@ import tree_sitter as ts
 import tree_sitter_python
 
 from nsccn.entity_bounds import head_lines
+from nsccn.languages.receivers import CALLED_RANK, DECLARED_RANK, Bindings, type_name
 from nsccn.model import Entity, Ref, entity_id
 
 EXTENSIONS = (".py", ".pyi")
@@ -216,6 +217,7 @@ class PythonExtractor:
         self.imports: dict[str, str] = {}
         self.star_imports: list[str] = []
         self.module_globals: list[str] = []
+        self._typing = Bindings()  # receiver types the source states (nsccn/languages/receivers.py)
         self.error_lines: list[int] = []
         self.deep_lines: list[int] = []  # where a region nested too deeply to walk begins
         self._entity_fields: dict[str, dict] = {}
@@ -237,6 +239,7 @@ class PythonExtractor:
         doc = self._docstring(root)
         scope = _Scope(mod_id, "module", "", "")
         self._walk_block(root, scope)
+        self._typed_calls(mod_id)
         self.entities.insert(
             0,
             Entity(
@@ -476,6 +479,7 @@ class PythonExtractor:
             params = node.child_by_field_name("parameters")
             if params is not None:
                 self._visit_expr(params, inner)
+                self._typed_params(params, inner)
         if body is not None:
             self._walk_block(body, inner)
         self.refs.append(Ref(scope.eid, "CONTAINS", eid, outer.start_point[0] + 1))
@@ -565,8 +569,52 @@ class PythonExtractor:
                 self._ref(scope, "MUTATES", name, target)
         if annotation is not None:
             self._visit_expr(annotation, scope)
+        self._bind_type(left, annotation, right, scope)
         if right is not None:
             self._visit(right, scope) if right.kind_id in _STATEMENT_KINDS else self._visit_expr(right, scope)
+
+    # -- receiver types ----------------------------------------------------------------------
+
+    def _bind_type(self, left: ts.Node | None, annotation: ts.Node | None, right: ts.Node | None, scope: _Scope) -> None:
+        """`x: T`, `x = T()`, `self.x: T`, `self.x = T()`: the name's type, as written."""
+        if left is None or left.type not in ("identifier", "attribute"):
+            return
+        name = _expr_name(left, self._src)
+        if name is None:
+            return
+        typ, rank = None, DECLARED_RANK if annotation is not None else CALLED_RANK
+        if annotation is not None:
+            typ = type_name(_text(annotation))
+        elif right is not None and right.type == "call":  # `T()` or `f()`: the resolver tells which
+            fn = right.child_by_field_name("function")
+            typ = _expr_name(fn, self._src) if fn is not None else None
+        if not typ:
+            return
+        parts = name.split(".")
+        line = left.start_point[0] + 1
+        if len(parts) == 1:
+            self._typing.local(scope.eid, name, typ, rank, line)
+        elif len(parts) == 2 and parts[0] == "self" and scope.class_qualname and scope.kind != "class":
+            self._typing.field(scope.class_qualname, parts[1], typ, rank, line)
+
+    def _typed_params(self, params: ts.Node, scope: _Scope) -> None:
+        for p in params.named_children:
+            if p.type not in ("typed_parameter", "typed_default_parameter"):
+                continue
+            annotation = p.child_by_field_name("type")
+            ident = p.child_by_field_name("name") or next((c for c in p.named_children if c.type == "identifier"), None)
+            typ = type_name(_text(annotation)) if annotation is not None else None
+            if ident is not None and ident.type == "identifier" and typ:
+                self._typing.local(scope.eid, _text(ident), typ, DECLARED_RANK, 0)
+
+    def _typed_calls(self, mod_id: str) -> None:
+        """Calls on a name whose type the source states, as typed references (after the whole
+        file: `self.x = T()` in `__init__` may come after the method that calls `self.x.m()`)."""
+        if not self._typing.locals and not self._typing.fields:
+            return
+        self.refs = [Ref(r.source, r.relation, self._typing.rewrite(r.target, [r.source, mod_id], r.scope, r.line - 1 if r.source != mod_id else None), r.line, r.scope)
+                     if r.relation == "CALLS" and "." in r.target and not r.target.startswith("super()") else r
+                     for r in self.refs]
 
     def _visit_raise(self, node: ts.Node, scope: _Scope) -> None:
         exprs = [c for c in node.named_children]

@@ -21,6 +21,10 @@ are sorted here. The capture names are those of tree-sitter's tags queries, so a
   @error with @type                                  -> PROPAGATES_ERROR
   @elide                                             a body the skeleton elides (anonymous functions)
   @doc (with a definition)                           its doc comment, where no comment just before it is
+  @global with @name                                 a package-level variable (resolves as `var:path:name`)
+  @binding / @binding.field with @binding.name and @binding.type (declared), @binding.new
+      (constructed) or @binding.call (a call's result): a local, parameter or field bound to a
+      type (nsccn/languages/receivers.py)
 """
 
 from __future__ import annotations
@@ -33,13 +37,14 @@ from pathlib import Path
 import tree_sitter as ts
 
 from nsccn.entity_bounds import head_lines
+from nsccn.languages.receivers import CALLED_RANK, CONSTRUCTED_RANK, DECLARED_RANK, IMPL_OF, Bindings, type_name
 from nsccn.model import Entity, Ref, entity_id
 
 HERE = Path(__file__).parent
 CLASS_WORDS = frozenset("class interface struct enum trait type union record object".split())
 NAMESPACE_WORDS = frozenset(("module", "namespace"))
 FUNCTION_WORDS = frozenset(("function", "method", "macro", "constructor"))
-_CHAIN = re.compile(r"^[A-Za-z_$][\w$]*(?:\s*(?:\?\.|\.|::|->)\s*[A-Za-z_$][\w$]*)*$")
+_CHAIN = re.compile(r"^#?[A-Za-z_$][\w$]*(?:\s*(?:\?\.|\.|::|->)\s*#?[A-Za-z_$][\w$]*)*$")  # `#m`: JS private
 _SEP = re.compile(r"\s*(?:\?\.|\.|::|->)\s*")
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _COMMENT_MARKS = re.compile(r"^\s*(?:/\*\*?|\*/|\*(?!/)|///?!?|//!|#+|--)\s?")
@@ -65,6 +70,8 @@ class QueryLanguage:
     builtins: frozenset[str] = frozenset()  # names resolved to `ext:builtins.X` when nothing else defines them
     elide_unbodied = False  # a function without a body keeps its header line only in the skeleton (tags queries)
     implicit_self: tuple[str, ...] = ()  # call nodes whose bare name inside a class means `this.m()` (Java)
+    return_type = ""  # regex over a function's signature, group 1 the type it declares it returns
+    property_definition = ""  # regex over a signature: a definition that binds no name (`obj.f = function`, `{ m() {} }`)
 
     def grammar(self):  # the tree-sitter language capsule
         raise NotImplementedError
@@ -152,6 +159,7 @@ class QueryExtractor:
         self.error_lines: list[int] = []
         self.deep_lines: list[int] = []
         self.skeleton = ""
+        self._bound: list[tuple[int, bool, str, str, int, int]] = []  # (start, field?, name, type, rank, end)
 
     def extract(self) -> "QueryExtractor":
         tree = self.lang.parser.parse(self.data)
@@ -210,6 +218,8 @@ class QueryExtractor:
                     target = node_text(callee)
                     if "callee.object" in one:  # Java: `obj.m()` has no node for `obj.m`
                         target = f"{node_text(one['callee.object'])}.{target}"
+                    elif "callee" not in one:  # a tags query's @name alone: `obj.m()` is a method call
+                        target = _with_receiver(callee, target)
                     refs.append((node.start_byte, node.end_byte, "CALLS", target, node, callee.start_byte))
                 return
             if cap in ("reference.inherits", "reference.implementation"):
@@ -243,6 +253,20 @@ class QueryExtractor:
             if cap == "export":
                 for local, target in self.lang.exports(self, node, one):
                     self.imports.setdefault(local, target)
+                return
+            if cap == "global":  # a package-level variable (`var ErrNotFound = errors.New(...)`)
+                name = one.get("name")
+                if name is not None:
+                    self.module_globals.append(node_text(name))
+                return
+            if cap in ("binding", "binding.field"):
+                name = one.get("binding.name")
+                typ = one.get("binding.type") or one.get("binding.new") or one.get("binding.call")
+                found = type_name(node_text(typ)) if typ is not None else None
+                rank = DECLARED_RANK if "binding.type" in one else CONSTRUCTED_RANK if "binding.new" in one else CALLED_RANK
+                if name is not None and found:
+                    self._bound.append((node.start_byte, cap == "binding.field", node_text(name), found, rank,
+                                        node.end_byte))
                 return
             if cap == "elide":
                 elide.append(node)
@@ -299,6 +323,7 @@ class QueryExtractor:
     def _attach_refs(self, defs: list[_Def], refs: list, mod_id: str) -> None:
         """Each reference to its innermost enclosing definition, in source order."""
         refs.sort(key=lambda r: (r[0], -r[1]))
+        typing = self._typing(defs)
         stack: list[_Def] = []
         di = 0
         selves: dict[str, str] = {}
@@ -333,6 +358,11 @@ class QueryExtractor:
                     path = f"self.{path}"
                 if relation == "MUTATES" and not path.startswith("self."):
                     continue
+                if relation == "CALLS" and typing is not None and "." in path:
+                    owners = [d.eid for d in reversed(stack) if not d.is_scope]
+                    # inside a function a binding counts after it (not in its own right-hand side); at
+                    # module level (callbacks are scopes of their own: `(c) => c.json()`) anywhere
+                    path = typing.rewrite(path, owners + [""], cls, start if owners else None)
                 self.refs.append(Ref(source, relation, path, line, cls))
             else:
                 self.refs.append(Ref(source, relation, target, line, cls))
@@ -342,7 +372,31 @@ class QueryExtractor:
                 if own is not None:
                     self.refs.append(Ref(own.eid, "INHERITS", self._path(d.trait, None) or d.trait,
                                          d.node.start_point[0] + 1, own.qualname))
+                else:  # the type is defined in another file: the resolver finds it by its name
+                    self.refs.append(Ref(mod_id, "INHERITS", self._path(d.trait, None) or d.trait,
+                                         d.node.start_point[0] + 1, f"{IMPL_OF}{d.name}"))
         del selves
+
+    def _typing(self, defs: list[_Def]) -> Bindings | None:
+        """The file's @binding matches, each to the innermost definition around it: a local to
+        that function, a field to the type it is in."""
+        if not self._bound:
+            return None
+        typing = Bindings()
+        stack: list[_Def] = []
+        di = 0
+        for start, is_field, name, typ, rank, end in sorted(self._bound):
+            while di < len(defs) and defs[di].start <= start:
+                stack.append(defs[di])
+                di += 1
+            while stack and stack[-1].end <= start:
+                stack.pop()
+            owner = next((d for d in reversed(stack) if not d.is_scope), None)
+            if is_field:
+                typing.field(owner.entity_class if owner is not None else "", name, typ, rank, end)
+            else:
+                typing.local(owner.eid if owner is not None else "", name, typ, rank, end)
+        return typing
 
     def _path(self, expr: str, receiver: str | None) -> str | None:
         """`a.b.c` / `A::b` / `this.x` -> dotted, the receiver as `self`; None for anything else."""
@@ -491,6 +545,20 @@ class QueryExtractor:
             blank = False
             lines.append(line)
         return "\n".join(lines).rstrip() + "\n"
+
+
+_MEMBER_MARKS = frozenset((".", "->", "&.", "?.", ":"))
+
+
+def _with_receiver(name: ts.Node, text: str) -> str:
+    """`m` of `obj.m()` / `obj->m()` / `obj:m()` as `obj.m` (`_.m` for a receiver that is no plain
+    name), so the resolver reads a method call, not a plain function's name."""
+    prev = name.prev_sibling
+    if prev is None or prev.type not in _MEMBER_MARKS:
+        return text
+    obj = prev.prev_sibling or (name.parent.prev_sibling if name.parent is not None else None)
+    recv = node_text(obj).strip() if obj is not None else ""
+    return f"{recv if _CHAIN.match(recv) and not recv.startswith('#') else '_'}.{text}"
 
 
 def _before(node: ts.Node) -> ts.Node | None:

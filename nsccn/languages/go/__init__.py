@@ -37,6 +37,7 @@ class Go(QueryLanguage):
     doc_parents = ("type_declaration",)
     signature_prefix = {"type_spec": "type "}
     builtins = BUILTINS
+    return_type = r"\)\s*\(?\s*(\*?[\w.]+(?:\[[^\]]*\])?)\s*(?:,[^)]*\))?\s*$"  # `func NewCart() *Cart`, `(*Cart, error)`
 
     def grammar(self):
         import tree_sitter_go

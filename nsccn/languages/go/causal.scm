@@ -20,3 +20,11 @@
 (call_expression function: (identifier) @type (#eq? @type "panic")) @error
 
 (func_literal body: (block) @elide)
+
+; return ..., ErrNotFound / pkg.ErrNotFound: a sentinel error (a package-level variable)
+(return_statement (expression_list (identifier) @type (#match? @type "^Err"))) @error
+(return_statement (expression_list (selector_expression field: (field_identifier) @_f (#match? @_f "^Err")) @type)) @error
+
+; package-level variables (sentinel errors resolve to them)
+(source_file (var_declaration (var_spec name: (identifier) @name)) @global)
+(source_file (var_declaration (var_spec_list (var_spec name: (identifier) @name))) @global)

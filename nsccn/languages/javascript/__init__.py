@@ -22,6 +22,12 @@ GLOBALS = frozenset(
     "EvalError URIError AggregateError Buffer process fetch structuredClone queueMicrotask setImmediate "
     "Reflect Proxy BigInt globalThis window document alert describe it test expect beforeEach afterEach "
     "beforeAll afterAll jest".split()
+) | frozenset(  # the web platform's globals (browsers, Deno, Bun, workers, Node 18+)
+    "Response Request Headers URL URLSearchParams FormData Blob File ReadableStream WritableStream TransformStream "
+    "TextEncoder TextDecoder AbortController AbortSignal Event EventTarget CustomEvent ErrorEvent MessageEvent "
+    "WebSocket Worker crypto atob btoa navigator location performance ArrayBuffer SharedArrayBuffer DataView "
+    "Uint8Array Uint16Array Uint32Array Int8Array Int16Array Int32Array Float32Array Float64Array BigInt64Array "
+    "BigUint64Array Uint8ClampedArray Intl WeakRef FinalizationRegistry Iterator".split()
 )
 
 
@@ -60,6 +66,10 @@ class JavaScript(QueryLanguage):
     self_names = ("this",)
     wrapper_types = ("export_statement", "lexical_declaration", "variable_declaration", "expression_statement")
     builtins = GLOBALS
+    # a definition that binds no name in its file: a property (`req.accepts = function`), an object
+    # literal's method (`{ vary (field) {...} }`, `get URL () {...}`): any but a declaration
+    property_definition = (r"^(?!(?:export\s+)?(?:default\s+)?(?:declare\s+)?(?:async\s+)?"
+                           r"(?:function|class|abstract|const|let|var|interface|type|enum|namespace|module)\b)")
 
     def grammar(self):
         import tree_sitter_javascript
@@ -129,6 +139,14 @@ class JavaScript(QueryLanguage):
         name = caps.get("name")
         if name is None:
             return []
+        if name.type == "export_clause":  # export { X as Y }
+            out = []
+            for spec in name.named_children:
+                local, alias = spec.child_by_field_name("name"), spec.child_by_field_name("alias")
+                if spec.type == "export_specifier" and local is not None and alias is not None:
+                    local_name = unquote(node_text(local))
+                    out.append((unquote(node_text(alias)), ex.imports.get(local_name, f"{ex.module}.{local_name}")))
+            return out
         if name.type in ("function_declaration", "class_declaration", "class"):
             ident = name.child_by_field_name("name")
             if ident is None:

@@ -11,3 +11,5 @@
   left: (member_expression object: (identifier) @_m property: (property_identifier) @_e)
   (#eq? @_m "module") (#eq? @_e "exports")
   right: (identifier) @name) @export
+; export { X as Y }: Y names X for importers
+(export_statement (export_clause) @name !source) @export

@@ -5,3 +5,7 @@
 
 ; extends (TypeScript wraps it in an extends_clause)
 (class_heritage . [(identifier) (member_expression)] @name) @reference.inherits
+
+; a class field bound to a constructor (receiver types)
+(field_definition property: [(property_identifier) (private_property_identifier)] @binding.name
+  value: (new_expression constructor: [(identifier) (member_expression)] @binding.new)) @binding.field

@@ -40,6 +40,7 @@ class Rust(QueryLanguage):
     comment_types = ("line_comment", "block_comment")
     attribute_types = ("attribute_item",)
     builtins = BUILTINS
+    return_type = r"->\s*(.+?)\s*(?:where\b.*)?$"  # `fn new() -> Self`
 
     def grammar(self):
         import tree_sitter_rust

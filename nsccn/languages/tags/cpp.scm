@@ -16,7 +16,10 @@
 
 (function_definition declarator: (function_declarator declarator: (field_identifier) @name)) @definition.method
 
-(function_definition declarator: (function_declarator declarator: (qualified_identifier name: (identifier) @name))) @definition.method
+;; `int Cart::total() {...}` written outside the class: a method of Cart (@receiver, as a Go method)
+(function_definition declarator: (function_declarator declarator: (qualified_identifier scope: (namespace_identifier) @receiver name: (identifier) @name))) @definition.method
+(function_definition declarator: (function_declarator declarator: (qualified_identifier scope: (template_type) name: (identifier) @name))) @definition.method
+(function_definition type: (_) declarator: (pointer_declarator declarator: (function_declarator declarator: (qualified_identifier scope: (namespace_identifier) @receiver name: (identifier) @name)))) @definition.method
 
 (field_declaration declarator: (function_declarator declarator: (field_identifier) @name)) @definition.method
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from nsccn.languages.javascript import JavaScript
 
-_SHARED = ("javascript/definitions.scm", "javascript/references.scm", "javascript/imports.scm", "javascript/causal.scm")
+_SHARED = ("javascript/definitions.scm", "javascript/references.scm", "javascript/imports.scm", "javascript/causal.scm",
+           "javascript/receivers.scm")
 
 
 class TypeScript(JavaScript):
@@ -15,6 +16,7 @@ class TypeScript(JavaScript):
     shebangs = ("ts-node", "tsx")
     query_dirs = ("typescript",)
     query_files = _SHARED
+    return_type = r"\)\s*:\s*([\w$.<>\[\]| ]+?)\s*$"  # `function make(): Cart`
 
     def grammar(self):
         import tree_sitter_typescript
