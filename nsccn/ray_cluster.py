@@ -69,6 +69,18 @@ def on_loopback(address: str) -> bool:
     return bool(m) and m.group(2) in (LOOPBACK, "localhost")
 
 
+def require_ray() -> None:
+    """RayUnavailable, naming the extra, when Ray is not installed (checked without importing it)."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("ray") is not None
+    except (ValueError, ImportError):  # a module entry that is None or has no spec: not importable
+        found = False
+    if not found:
+        raise RayUnavailable(f"--ray needs Ray, an optional extra: {RAY_EXTRA}")
+
+
 def import_ray(local: bool = False):
     """Ray, or RayUnavailable naming the extra. `local`: Ray imported with loopback as this
     machine's address (has effect only when this is the process's first import of Ray)."""

@@ -92,6 +92,10 @@ class _Progress:
 
 
 def cmd_index(args) -> int:
+    if args.ray or args.repos or args.out:  # on a Ray cluster (nsccn_cli/ray_index.py)
+        from nsccn_cli.ray_index import cmd_index_ray
+
+        return cmd_index_ray(args)
     root = _repository(args)
     if not root.is_dir():
         print(f"nsccn: {root} is not a directory", file=sys.stderr)
@@ -147,9 +151,14 @@ def cmd_index(args) -> int:
             return summary
     progress.close()
     embed_progress.close()
+    return print_index_summary(summary, args.json)
+
+
+def print_index_summary(summary, as_json: bool) -> int:
+    """`nsccn index`'s report of one repository: warnings on stderr, the summary on stdout."""
     for warning in summary.warnings:  # the index is complete; these say what it could not honour
         print(f"nsccn: warning: {one_line(warning)}", file=sys.stderr)
-    if args.json:
+    if as_json:
         _print_json(summary.as_dict())
         return EXIT_OK
     print(f"indexed {summary.root} in {summary.seconds:.2f} s -> {summary.db_path}")
@@ -165,6 +174,10 @@ def cmd_index(args) -> int:
     if summary.vectors:
         v = summary.vectors
         print(f"  vectors: {v['embedded']} embedded, {v['from_cache']} from cache, model {v['model']}")
+    if summary.ray:
+        r = summary.ray
+        print(f"  ray: {r['tasks']} tasks on {r['nodes']} node(s), {r['cpus']} CPUs, {r['retries']} retried;"
+              f" start {r['seconds']['ray_start']:.1f} s, parse {r['seconds'].get('parse', 0):.1f} s")
     return EXIT_OK
 
 
@@ -330,6 +343,12 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--in-process", action="store_true", help="index in this process (no actor pipeline)")
     mode.add_argument("--pipeline", action="store_true",
                       help="run the actor pipeline however few files need a parse (default: only for many)")
+    mode.add_argument("--ray", metavar="ADDRESS", help="parse on a Ray cluster: local (a runtime on loopback, in this"
+                      " command), auto (this machine's cluster), HOST:PORT or ray://HOST:PORT (a private cluster);"
+                      " needs pip install 'nsccn[ray]'")
+    sp.add_argument("--repos", metavar="FILE", help="with --ray: index many repositories, one path (or git URL and"
+                    " commit) a line, or a directory of checkouts")
+    sp.add_argument("--out", metavar="DIR", help="with --repos: each repository's index in DIR/NAME (default: its own .nsccn/)")
     sp.add_argument("--tcp", metavar="HOST:BASE_PORT", help="run the pipeline over tcp on HOST (CURVE-authenticated)")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_index, needs_nav=False)
