@@ -55,7 +55,7 @@ class RayStats:
     retries: int = 0  # task attempts beyond the first (a worker or node lost)
     files_shipped: int = 0
     bytes_shipped: int = 0
-    tasks_by_node: Counter = field(default_factory=Counter)  # node address -> tasks
+    tasks_by_node: Counter = field(default_factory=Counter)  # 'address node-id' -> tasks
     seconds: dict = field(default_factory=dict)  # stage -> seconds
 
     def as_dict(self) -> dict:
@@ -101,9 +101,10 @@ def look_at_batch(items: list[tuple[str, bytes, int, float, str | None]]) -> tup
 
 
 def _node_address() -> str:
+    """This node: its address and the head of its id (nodes on one host share the address)."""
     import ray
 
-    return ray.util.get_node_ip_address()
+    return f"{ray.util.get_node_ip_address()} {ray.get_runtime_context().get_node_id()[:8]}"
 
 
 def _attempt() -> int:
