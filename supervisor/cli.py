@@ -268,7 +268,6 @@ def _main(argv: list[str] | None = None) -> int:
             sp.add_argument("--json", action="store_true")
         if name in ("serve", "pipeline"):
             sp.add_argument("--no-embed", action="store_true")
-            sp.add_argument("--tcp", metavar="HOST:BASE_PORT")
         if name == "serve":
             sp.add_argument("--no-mcp", action="store_true", help="index and watch only (no MCP on stdio)")
     args = p.parse_args(argv)
@@ -283,15 +282,10 @@ def _main(argv: list[str] | None = None) -> int:
         d = out.as_dict()
         print(json.dumps(d, indent=2, default=str) if args.json else f"indexed {root} in {out.seconds:.2f} s")
         return EXIT_OK
-    overrides = None
-    if getattr(args, "tcp", None):
-        from nsccn.config import _pipeline_from_env
-
-        overrides = {"pipeline": _pipeline_from_env(args.tcp, "--tcp")}
     if args.command == "serve":
-        return serve(root, args.workers, embed=not args.no_embed, mcp=not args.no_mcp, overrides=overrides)
+        return serve(root, args.workers, embed=not args.no_embed, mcp=not args.no_mcp)
     if args.command == "pipeline":
-        return run_shared_pipeline(root, args.workers, embed=not args.no_embed, overrides=overrides)
+        return run_shared_pipeline(root, args.workers, embed=not args.no_embed)
     if args.command == "monitor":
         _setup_logging(logging.INFO)
         try:
