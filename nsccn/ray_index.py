@@ -9,15 +9,16 @@ written here by the one writer.
 
 The bytes travel through Ray's object store, so a node needs no checkout and no shared disk, only
 nsccn installed (the same version: a result from another is refused). Files are batched by size
-(largest first, each to the lightest batch), at most `WINDOW_PER_CPU` batches per CPU in flight:
-the driver's memory stays bounded and no worker waits. A task whose worker process or node dies
+(runs of the scan's order of about equal bytes), at most `WINDOW_PER_CPU` batches per CPU ahead of
+the writer: the driver's memory stays bounded and no worker waits. Results are written in the
+scan's order, as `nsccn index --in-process` writes them: the same input makes the same index
+whichever task ends first. A task whose worker process or node dies
 is run again by Ray (`MAX_RETRIES`); the writer commits whole batches in transactions, so a
 killed driver leaves committed files that the next run counts as done.
 """
 
 from __future__ import annotations
 
-import heapq
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -66,21 +67,23 @@ class RayStats:
 
 
 def balanced_batches(sizes: list[int], cpus: int) -> list[list[int]]:
-    """Indexes into `sizes`, in batches of about equal bytes: largest first, each to the lightest
-    open batch (LPT); as many batches as the bytes, the file count and the CPUs ask for. The
-    largest batches come first, so the long ones start early."""
+    """Indexes into `sizes`, cut in order into runs of about equal bytes: as many batches as the
+    bytes (`BATCH_BYTES`), the file count (`BATCH_FILES`) and the CPUs (`BATCHES_PER_CPU`) ask
+    for. Runs in order, not a bin packing: the results are written in the scan's order, as
+    `nsccn index --in-process` writes them (the index must not depend on which task ended first)."""
     if not sizes:
         return []
     total = sum(sizes)
     n = max(-(-total // BATCH_BYTES), -(-len(sizes) // BATCH_FILES), min(len(sizes), cpus * BATCHES_PER_CPU), 1)
-    heap = [(0, i) for i in range(n)]  # (bytes, batch)
-    batches: list[list[int]] = [[] for _ in range(n)]
-    for idx in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
-        load, b = heapq.heappop(heap)
-        batches[b].append(idx)
-        heapq.heappush(heap, (load + sizes[idx], b))
-    batches = [b for b in batches if b]
-    batches.sort(key=lambda b: -sum(sizes[i] for i in b))
+    target, cap = total / n, -(-len(sizes) // n)
+    batches: list[list[int]] = [[]]
+    load = 0
+    for i, size in enumerate(sizes):
+        if batches[-1] and (load + size / 2 > target or len(batches[-1]) >= cap):
+            batches.append([])
+            load = 0
+        batches[-1].append(i)
+        load += size
     return batches
 
 
@@ -130,8 +133,9 @@ def _task():
 
 
 def parse_on_ray(root: Path, todo: list[FileInfo], config: Config, known: dict, stats: RayStats) -> Iterator[FileResult]:
-    """Every file of `todo` looked at on the cluster, yielded as its batch comes back (in no fixed
-    order). A file this process cannot read is answered here (Removed or Skipped), never shipped."""
+    """Every file of `todo` looked at on the cluster, yielded in `todo`'s order (a batch that ends
+    early waits, at most `WINDOW_PER_CPU` batches per CPU ahead). A file this process cannot read
+    is answered here (Removed or Skipped), never shipped."""
     import ray
 
     from nsccn import __version__
@@ -142,46 +146,49 @@ def parse_on_ray(root: Path, todo: list[FileInfo], config: Config, known: dict, 
     task = _task()
     batches = balanced_batches([f.size for f in todo], stats.cpus or 1)
     window = max(2, (stats.cpus or 1) * WINDOW_PER_CPU)
-    pending: dict = {}  # ObjectRef -> files in the batch
-    local: list[FileResult] = []  # answered here: unreadable files
+    pending: dict = {}  # ObjectRef -> batch number
+    local: dict[int, dict[int, FileResult]] = {}  # batch -> {file: result answered here}
+    ready: dict[int, list[bytes]] = {}  # batch -> frames, back before an earlier batch
     started = time.perf_counter()
     waiting = 0.0
-    nxt = 0
+    nxt = 0  # the next batch to send
+    out = 0  # the next batch to yield
 
-    def submit() -> None:
-        nonlocal nxt
-        while nxt < len(batches) and len(pending) < window:
-            batch = batches[nxt]
-            nxt += 1
-            items = []
-            for i in batch:
-                f = todo[i]
-                try:
-                    data, st = read_bytes(root, f.path, config.max_file_size)
-                except UnreadableFile as exc:
-                    local.append(unreadable(f.path, exc.reason))
-                    continue
-                items.append((f.path, data, st.st_size, st.st_mtime, known.get(f.path, (None,))[0]))
-                stats.bytes_shipped += len(data)
-            if not items:
+    def send(b: int) -> None:
+        items, here = [], {}
+        for i in batches[b]:
+            f = todo[i]
+            try:
+                data, st = read_bytes(root, f.path, config.max_file_size)
+            except UnreadableFile as exc:
+                here[i] = unreadable(f.path, exc.reason)
                 continue
+            items.append((f.path, data, st.st_size, st.st_mtime, known.get(f.path, (None,))[0]))
+            stats.bytes_shipped += len(data)
+        local[b] = here
+        if items:
             stats.files_shipped += len(items)
-            pending[task.remote(ray.put(items))] = len(items)
+            pending[task.remote(ray.put(items))] = b
+        else:
+            ready[b] = []
 
-    submit()
-    while pending or local:
-        yield from local
-        local.clear()
-        if not pending:
-            submit()
+    while out < len(batches):
+        while nxt < len(batches) and nxt - out < window:
+            send(nxt)
+            nxt += 1
+        if out in ready:
+            frames = iter(ready.pop(out))
+            here = local.pop(out)
+            for i in batches[out]:
+                yield here[i] if i in here else decode(next(frames))
+            out += 1
             continue
         t = time.perf_counter()
         done, _ = ray.wait(list(pending), num_returns=1)
         waiting += time.perf_counter() - t
-        ref = done[0]
-        pending.pop(ref)
+        b = pending.pop(done[0])
         try:
-            version, where, frames = ray.get(ref)
+            version, where, frames = ray.get(done[0])
         except ray.exceptions.RayError as exc:
             raise RayTaskFailed(f"a parse task failed on the Ray cluster after {MAX_RETRIES} retries: "
                                 f"{' '.join(str(exc).split())[:300]}") from None
@@ -191,9 +198,7 @@ def parse_on_ray(root: Path, todo: list[FileInfo], config: Config, known: dict, 
         stats.tasks += 1
         stats.retries += where["attempt"]
         stats.tasks_by_node[where["node"]] += 1
-        submit()  # the next batch goes out before this one is written: the cluster stays busy
-        for frame in frames:
-            yield decode(frame)
+        ready[b] = frames
     stats.seconds["parse"] = time.perf_counter() - started
     stats.seconds["waiting_for_results"] = waiting
 

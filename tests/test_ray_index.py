@@ -40,8 +40,12 @@ def _tree() -> dict[str, str | bytes]:
         files[f"pkg/mod{i}.py"] = (f"from pkg.mod{(i + 1) % 40} import f{(i + 1) % 40}\n\n\n"
                                    f"def f{i}(x):\n    return f{(i + 1) % 40}(x) if x else {i}\n")
     body = "".join(f"    def m{i}(self, x):\n        return self.m{(i + 1) % LONG_METHODS}(x)\n" for i in range(LONG_METHODS))
-    files["pkg/long.py"] = "class Long:\n" + body
+    files["a_long.py"] = "class Long:\n" + body  # first in the scan: its task starts first
     files["pkg/data.bin"] = b"\x00\x01binary\x00" * 10
+    # A script and the module it imports, whose edges depend on which of the two is written first
+    # (the resolver's order dependence): the Ray index must write in the scan's order too.
+    files["bin/tool"] = "#!/usr/bin/env python\nif __name__ == '__main__':\n    from tool import main\n    main()\n"
+    files["tool.py"] = "def main():\n    return 0\n"
     return files
 
 
@@ -109,16 +113,21 @@ def _task_processes() -> list[int]:
     return out
 
 
-def _when_a_task_runs(action, timeout_s: float = 60.0) -> threading.Thread:
-    """Call `action(pid)` on the first parse task seen running (in a thread)."""
+def _when_a_task_runs(action, timeout_s: float = 60.0, for_s: float = 0.25) -> threading.Thread:
+    """Call `action(pid)` (in a thread) on a parse task seen running for `for_s`: the long file's
+    (the others take milliseconds)."""
 
     def watch():
         deadline = time.monotonic() + timeout_s
+        since: dict[int, float] = {}
         while time.monotonic() < deadline:
-            pids = _task_processes()
-            if pids:
-                action(pids[0])
-                return
+            now = time.monotonic()
+            running = set(_task_processes())
+            since = {pid: since.get(pid, now) for pid in running}
+            for pid, t in since.items():
+                if now - t >= for_s:
+                    action(pid)
+                    return
             time.sleep(0.005)
 
     t = threading.Thread(target=watch, daemon=True)
