@@ -26,6 +26,7 @@ from nsccn.ray_cluster import Runtime
 AT_ONCE = 3  # repositories indexed at a time: their writers overlap the others' parses
 _URL = re.compile(r"^(https?|git|file)://\S+$")
 _COMMIT = re.compile(r"^[0-9a-fA-F]{4,40}$")
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9_.+-]")
 CLONE_PROTOCOLS = "file:git:http:https"  # never ext:: (it runs a command) nor anything else
 
 
@@ -86,6 +87,7 @@ def read_repos(spec: str | Path, out: str | Path | None = None) -> list[RepoJob]
                 entries.append((root.name or "repo", root, None, None))
     jobs, seen = [], set()
     for name, root, url, commit in entries:
+        name = _SAFE_NAME.sub("_", name).lstrip(".") or "repo"  # a directory name under --out, never a path
         unique, k = name, 2
         while unique in seen:
             unique, k = f"{name}-{k}", k + 1

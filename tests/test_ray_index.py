@@ -202,14 +202,22 @@ def test_one_failing_repository_does_not_stop_the_others(cluster, tmp_path, caps
 
     a = write_repo(tmp_path / "a", SHOP)
     b = write_repo(tmp_path / "b", {"b.py": "def b():\n    return 1\n"})
+    src = write_repo(tmp_path / "src", {"c.py": "def c():\n    return 2\n"})  # a git URL and a commit: cloned
+    git = ["git", "-C", str(src), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "c"], check=True)
+    sha = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     listing = tmp_path / "repos.txt"
-    listing.write_text(f"{a}\n# a comment\nno-such-checkout\n{b}\n")
+    listing.write_text(f"{a}\n# a comment\nno-such-checkout\n{b}\nfile://{src} {sha}\n")
     argv = ["index", "--ray", cluster.address, "--repos", str(listing), "--out", str(tmp_path / "out"), "--no-embed",
             "--json"]
     assert main(argv) == 1
     out = json.loads(capsys.readouterr().out)
     state = {r["name"]: r for r in out["repositories"]}
-    assert [r["name"] for r in out["repositories"]] == ["a", "no-such-checkout", "b"] and out["failed"] == 1
+    assert [r["name"] for r in out["repositories"]] == ["a", "no-such-checkout", "b", "src"] and out["failed"] == 1
+    assert state["src"]["ok"] and state["src"]["root"] == str(tmp_path / "out" / "src" / "checkout"), state["src"]
+    assert state["src"]["summary"]["files_indexed"] == 1
     assert not state["no-such-checkout"]["ok"] and "not a directory" in state["no-such-checkout"]["error"]
     assert state["a"]["ok"] and state["a"]["summary"]["files_indexed"] == len(SHOP)
     assert Path(state["b"]["summary"]["db_path"]) == tmp_path / "out" / "b" / "index.db"
