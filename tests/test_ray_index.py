@@ -12,6 +12,7 @@ without Ray installed, `--ray` is one line naming the extra.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import secrets
@@ -258,6 +259,77 @@ def _is_under(pid: int, node) -> bool:
         except (OSError, ValueError, IndexError):
             return False
     return False
+
+
+def _listening_sockets() -> dict[str, str]:
+    """Socket inode -> local address (hex, as the kernel prints it) of every listening TCP socket."""
+    out = {}
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(name).read_text().splitlines()[1:]:
+            f = line.split()
+            if f[3] == "0A":
+                out[f[9]] = f[1].rsplit(":", 1)[0]
+    return out
+
+
+LOOPBACK_HEX = {"0100007F", "00000000000000000000000001000000", "0000000000000000FFFF00000100007F"}
+
+
+def _descendants() -> set[int]:
+    """Every process below this one (from /proc: parent pids)."""
+    parent: dict[int, int] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    out, todo = set(), [os.getpid()]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p and c not in out]
+        out.update(kids)
+        todo += kids
+    return out
+
+
+def test_a_local_runtime_listens_on_loopback_only_with_a_token():
+    """`--ray local`: every node on 127.0.0.1, every port its processes listen on is loopback,
+    token authentication on (and a mode that turns it off refused)."""
+    from nsccn.ray_cluster import RayRefused, ray_runtime
+
+    if importlib.util.find_spec("ray") is None:  # (not imported here: the runtime sets loopback first)
+        pytest.skip("Ray is not installed (pip install 'nsccn[ray]')")
+    already = _descendants()  # the module's simulated cluster, when it runs
+    with ray_runtime("local", cpus=1) as runtime:
+        assert runtime.local and runtime.nodes == ["127.0.0.1"]
+        assert os.environ["RAY_AUTH_MODE"] == "token" and len(os.environ["RAY_AUTH_TOKEN"]) == 64
+        listening = _listening_sockets()
+        seen = {}
+        for pid in _descendants() - already:
+            try:
+                fds = list(Path(f"/proc/{pid}/fd").iterdir())
+            except OSError:
+                continue
+            for fd in fds:
+                try:
+                    target = os.readlink(fd)
+                except OSError:
+                    continue
+                if target.startswith("socket:[") and target[8:-1] in listening:
+                    seen[target[8:-1]] = listening[target[8:-1]]
+        assert seen and set(seen.values()) <= LOOPBACK_HEX, seen
+    before = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    try:
+        with pytest.raises(RayRefused, match="token authentication"):
+            with ray_runtime("local"):
+                pass
+    finally:
+        if before is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = before
 
 
 def test_ray_without_the_extra_is_one_line_naming_it(tmp_path):
