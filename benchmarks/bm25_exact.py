@@ -19,7 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nsccn.search import BM25_WEIGHTS, FILE_WEIGHTS, _any_of, analyze_query  # noqa: E402
+from nsccn.query_analysis import analyze_query  # noqa: E402
+from nsccn.streams import BM25_WEIGHTS, FILE_WEIGHTS, any_of  # noqa: E402
 from nsccn.store import Store  # noqa: E402
 
 WEIGHTINGS = {
@@ -48,13 +49,13 @@ def main() -> int:
                 for weights in weightings:
                     w = ", ".join(map(str, weights))
                     fts5 = dict(store.conn.execute(
-                        f"SELECT rowid, bm25({table}, {w}) FROM {table} WHERE {table} MATCH ?", (_any_of(terms),)))
+                        f"SELECT rowid, bm25({table}, {w}) FROM {table} WHERE {table} MATCH ?", (any_of(terms),)))
                     ours = dict(zip(found.rowids.tolist(), found.scores(weights).tolist()))
                     checked += len(fts5)
                     differ += len(fts5.keys() ^ ours.keys()) + sum(1 for r in fts5 if r in ours and ours[r] != fts5[r])
                     top = [r for (r,) in store.conn.execute(
                         f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table}, {w}) LIMIT 200",
-                        (_any_of(terms),))]
+                        (any_of(terms),))]
                     misordered += found.rowids[found.order(found.scores(weights))][:200].tolist() != top
     print(f"{len(reports)} reports, {checked} matching rows compared: {differ} scores differ, "
           f"{misordered} top-200 lists out of order")

@@ -18,7 +18,7 @@ and a test of incremental indexing. For each instance:
    previous instance's commit (see `materialize_tree`);
 2. the index WORKDIR/{owner}+{name}/index.db is updated by `nsccn.indexer.index_repository`
    (incremental: unchanged files are skipped) and the update is timed;
-3. `nsccn.search.localize` is queried with `problem_statement` once per configuration
+3. `nsccn.fusion.localize` is queried with `problem_statement` once per configuration
    (a set of retrieval signals) and each query is timed;
 4. the rankings are scored against `gold_files` / `gold_functions`.
 
@@ -462,16 +462,15 @@ MODEL: Path | None = None  # --model: the `default` configuration's model instea
 
 def default_localize(db: Path, query: str, limit: int = TOP_N, signals: frozenset[str] | None = None) -> Any:
     """Localize as `nsccn localize` does (`signals` "learned": the active ranker; else the fusion)."""
-    from nsccn import ranking
-    from nsccn.search import localize
+    from nsccn import ranking, search
+    from nsccn.fusion import localize
     from nsccn.store import Store
 
     if signals is not None and "learned" not in signals:
         return localize(db, query, limit=limit, signals=signals)
     with Store(db, readonly=True) as store:
         ranker = ranking.load_ranker(MODEL) if MODEL else ranking.active_ranker()[0]
-        return ranking.localize(store, query, limit=limit, ranker=ranker,
-                                use_vectors=signals is None or "no-vectors" not in signals)
+        return search.localize(store, query, limit, ranker, use_vectors=signals is None or "no-vectors" not in signals)
 
 
 def dump_features(db: Path, inst: dict, fh, expand: tuple[int, int] | None = None) -> None:
@@ -520,7 +519,7 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
 
     `index_fn` / `localize_fn` default to `nsccn.indexer.index_repository` (with `workers` parser
     processes, the `embed_test_files` setting and `embedding_model`, else the configured default)
-    / `nsccn.search.localize`.
+    / `nsccn.fusion.localize`.
     Returns the metrics dictionary (also written to OUTDIR/metrics.json).
     """
     if index_fn is None:

@@ -36,7 +36,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from nsccn.search import is_test_path  # noqa: E402
+from nsccn.testpaths import is_test_path  # noqa: E402
 
 REPOSITORIES = (
     "pallets/click", "pallets/werkzeug", "pallets/jinja", "encode/httpx", "psf/black", "pydantic/pydantic",

@@ -26,7 +26,7 @@ from pathlib import Path
 LIB = """
 import json, resource, sys, time
 from nsccn.indexer import index_repository
-from workers.base import peak_rss_kb
+from supervisor.memory import peak_rss_kb
 t = time.perf_counter()
 s = index_repository(sys.argv[1], sys.argv[2], workers=int(sys.argv[3]))
 print(json.dumps({"seconds": time.perf_counter() - t, "files": s.files_indexed, "entities": s.entities,

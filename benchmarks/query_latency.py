@@ -24,7 +24,7 @@ from pathlib import Path
 from nsccn.graph import trace
 from nsccn.navigator import Navigator
 from nsccn import semantic
-from nsccn.search import search
+from nsccn.fusion import search
 from nsccn.semantic import default_embedder, has_vectors
 from nsccn.vectors import VectorStore
 from nsccn.tokens import count_tokens

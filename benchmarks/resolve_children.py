@@ -31,11 +31,11 @@ from proctree import run_tree  # noqa: E402
 
 
 def _resolve(db: str, children: int) -> None:
-    from nsccn.resolve import resolve_all
+    from nsccn.resolution import resolve_everything
     from nsccn.store import WRITER_CACHE_MIB, Store
 
     with Store(db, cache_mib=WRITER_CACHE_MIB) as store:
-        resolve_all(store, children=children)
+        resolve_everything(store, children=children)
 
 
 def _clear_edges(db: str) -> int:

@@ -226,14 +226,13 @@ class IndexSession:
         """Resolve references: all of them after a first build or an interrupted one, else those
         in the changed files and those elsewhere that name what changed. `parallel`: child
         processes may resolve a full pass (nsccn.resolve_partitions), the parse's cores being free."""
-        from nsccn.resolve import resolve_affected, resolve_all  # only a session that wrote needs it
-        from nsccn.resolve_partitions import bulk_children
+        from nsccn.resolution import bulk_children, resolve_affected, resolve_everything  # only a session that wrote needs it
 
         if self.full:
             children = bulk_children(self.store) if parallel else 0
             if self.log:
                 self.log.info("resolving every reference%s", f" in {children} child processes" if children else "")
-            return resolve_all(self.store, children=children)
+            return resolve_everything(self.store, children=children)
         if self.paths:
             return resolve_affected(self.store, self.paths, self.names, allow_children=parallel)
         return 0

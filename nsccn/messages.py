@@ -241,7 +241,7 @@ class ActorSpec(msgspec.Struct, kw_only=True):
     # writer
     embed: bool = True
     # The static model costs ~0.2 ms an entity: the writer embeds with it itself, no embedder actor
-    # (its process, its messages and its ~90 MB are not worth it: README "The static code embedding").
+    # (its process, its messages and its ~90 MB are not worth it: docs/semantic-search.md).
     embed_in_writer: bool = False
     embed_window: int = 2  # embed jobs in flight
     embed_batch: int = 32  # entities per embed job

@@ -10,10 +10,12 @@ import difflib
 import time
 from pathlib import Path
 
-from nsccn import graph, search as search_mod
+from nsccn import fusion, graph
 from nsccn.config import Config, load_config, load_settings
 from nsccn.escape import one_line
 from nsccn.model import split_entity_id
+from nsccn.query_analysis import analyze_query, capped_note
+from nsccn.streams import bm25_stream
 from nsccn.store import RESOLVE_PENDING, EntityRow, IndexMissing, IndexOutdated, Store
 from nsccn.tokens import count_tokens, truncate_to_tokens
 from nsccn.repofile import PathOutsideRepository, UnreadableFile, safe_path, stat_file
@@ -80,8 +82,8 @@ class Navigator:
         if path:
             cands |= {r.id for r in self.store.entities_in_file(path)}
         if not cands:
-            terms = search_mod.analyze_query(name).terms
-            rows = self.store.entity_at_rowids(search_mod.bm25_stream(self.store, terms, 20))
+            terms = analyze_query(name).terms
+            rows = self.store.entity_at_rowids(bm25_stream(self.store, terms, 20))
             cands = {r.id for r in rows.values()}
         return difflib.get_close_matches(wrong, sorted(cands), n=n, cutoff=0.0)
 
@@ -125,32 +127,19 @@ class Navigator:
             raise NavigatorError(f"offset must be 0 or more, not {offset}")
         if isinstance(diversity, bool) or not isinstance(diversity, (int, float)) or not 0 <= diversity <= 1:
             raise NavigatorError(f"diversity must be a number between 0 (plain ranking) and 1, not {said(diversity)}")
-        from nsccn import ranking
+        from nsccn import search as search_mod  # numpy and the model: only for the queries that rank
 
         vectors, vectors_note = self.vectors()
         signals = self._signals(vectors)
-        ranker, which = ranking.active_ranker(self.db_path.parent)
-        if ranker is not None and not ranking.reads_like_report(query):
-            ranker, which = None, "hand-tuned fusion (a one- or two-word lookup; the learned ranker takes longer queries)"
-        if ranker is not None:
-            wanted = max(limit + offset, 40) if diversity else limit + offset
-            hits = ranking.search(self.store, query, wanted, ranker, kinds=tuple(kinds) if kinds else None,
-                                  embedder=self.embedder, rrf_k=self.config.rrf_k, use_vectors=vectors is not None)
-            if diversity:
-                from nsccn.semantic import entity_vectors
-
-                hits = search_mod.diversify(hits, limit + offset, float(diversity),
-                                            entity_vectors(self.store, [h.entity.id for h in hits]))
-        else:
-            hits = search_mod.search(
-                self.store, query, limit=limit + offset, signals=signals, embedder=self.embedder,
-                kinds=tuple(kinds) if kinds else None, rrf_k=self.config.rrf_k, diversity=float(diversity),
-            )
+        ranker, which = search_mod.ranking_for(self.db_path.parent, query)
+        hits = search_mod.search(self.store, query, limit + offset, ranker, signals=signals,
+                                 kinds=tuple(kinds) if kinds else None, embedder=self.embedder,
+                                 rrf_k=self.config.rrf_k, diversity=float(diversity), use_vectors=vectors is not None)
         results = [h.as_dict() for h in hits[offset : offset + limit]]
         out = {"query": query, "results": results, "signals": sorted(signals), "ranking": which, "vectors": vectors}
         if vectors_note:
             out["vectors_note"] = vectors_note
-        capped = search_mod.capped_note(search_mod.analyze_query(query))
+        capped = capped_note(analyze_query(query))
         if capped:
             out["query_capped"] = capped
         if len(hits) == limit + offset:
@@ -161,22 +150,18 @@ class Navigator:
         """Where the fix for a bug report (or a task in words) most likely goes: files and
         functions, best first, by the ranking the localization benchmark measures as `default`:
         the learned ranker (`nsccn.ranking`) over every signal the index has, or the hand-tuned
-        fusion (`search.localize`) when no usable model is there (the answer says which)."""
+        fusion (`fusion.localize`) when no usable model is there (the answer says which)."""
         if not isinstance(report, str) or not report.strip():
             raise NavigatorError("report is empty: paste the bug report, traceback or task description")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= self.MAX_LOCALIZE:
             raise NavigatorError(f"limit must be between 1 and {self.MAX_LOCALIZE}, not {said(limit)}")
-        from nsccn import ranking
+        from nsccn import search as search_mod  # numpy and the model: only for the queries that rank
 
         vectors, vectors_note = self.vectors()
         signals = self._signals(vectors)
-        ranker, which = ranking.active_ranker(self.db_path.parent)
-        if ranker is not None:
-            loc = ranking.localize(self.store, report, limit=limit, embedder=self.embedder, ranker=ranker,
-                                   rrf_k=self.config.rrf_k, use_vectors=vectors is not None)
-        else:
-            loc = search_mod.localize(self.store, report, limit=limit, signals=signals, embedder=self.embedder,
-                                      rrf_k=self.config.rrf_k)
+        ranker, which = search_mod.ranking_for(self.db_path.parent)
+        loc = search_mod.localize(self.store, report, limit, ranker, signals=signals, embedder=self.embedder,
+                                  rrf_k=self.config.rrf_k, use_vectors=vectors is not None)
         rows = self.store.entities(loc.functions)
         out = {
             "files": loc.files,
@@ -188,7 +173,7 @@ class Navigator:
         }
         if vectors_note:
             out["vectors_note"] = vectors_note
-        capped = search_mod.capped_note(search_mod.analyze_query(report))
+        capped = capped_note(analyze_query(report))
         if capped:
             out["query_capped"] = capped
         return out
@@ -232,7 +217,7 @@ class Navigator:
         embed a query here). `vectors`: what `vectors()` said, when the caller asked already."""
         if vectors == "":
             vectors = self.vectors()[0]
-        return search_mod.ALL_SIGNALS if vectors is not None else search_mod.ALL_SIGNALS - {"vector"}
+        return fusion.ALL_SIGNALS if vectors is not None else fusion.ALL_SIGNALS - {"vector"}
 
     def vectors(self) -> tuple[str | None, str | None]:
         """(the model whose vectors answer queries, None when none do; a note saying why not)."""

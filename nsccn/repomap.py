@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from nsccn.escape import one_line
-from nsccn.search import is_test_path
+from nsccn.testpaths import is_test_path
 from nsccn.store import Store
 from nsccn.tokens import count_tokens
 

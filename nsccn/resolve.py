@@ -30,7 +30,6 @@ from nsccn.languages.naming import Project, package_groups
 from nsccn.model import split_entity_id
 from nsccn.store import Store
 
-FULL_RESOLVE_SHARE = 0.3  # past this share of affected references, one full pass is cheaper
 MAX_AMBIGUOUS = 8  # a name defined more often than this says nothing about the target
 MAX_AMBIGUOUS_METHOD = 4  # obj.m() with an unknown receiver: stricter
 _BUILTINS = frozenset(dir(builtins))
@@ -46,7 +45,7 @@ class Resolver:
 
     def __init__(self, store: Store, stored_bases: bool = True):
         """`stored_bases`: load the class hierarchy from the INHERITS edges (False: the caller
-        resolves it from the references, `_add_bases`)."""
+        resolves it from the references, `add_bases`)."""
         c = store.conn
         self.modules: dict[str, str] = {}  # dotted name (full and canonical) -> path
         self.imports: dict[str, dict[str, str]] = {}
@@ -346,11 +345,11 @@ def _canonical_module(path: str, module: str, packages: set[str]) -> str:
 def resolve_edges(store: Store, refs: list[tuple], resolver: Resolver | None = None) -> list[tuple]:
     resolver = resolver or Resolver(store)
     # Bases first: self.m() through the MRO needs them.
-    _add_bases(resolver, [r for r in refs if r[3] == "INHERITS"])
-    return _edges_of(resolver, refs)
+    add_bases(resolver, [r for r in refs if r[3] == "INHERITS"])
+    return edges_of(resolver, refs)
 
 
-def _add_bases(resolver: Resolver, inherits: list[tuple]) -> None:
+def add_bases(resolver: Resolver, inherits: list[tuple]) -> None:
     for ref in inherits:
         rowid, path, source, relation, target, line, scope = ref
         for tid, conf, how in resolver.resolve(path, source, relation, target, scope):
@@ -358,7 +357,7 @@ def _add_bases(resolver: Resolver, inherits: list[tuple]) -> None:
     resolver._mro_cache.clear()
 
 
-def _edges_of(resolver: Resolver, refs: list[tuple]) -> list[tuple]:
+def edges_of(resolver: Resolver, refs: list[tuple]) -> list[tuple]:
     edges: list[tuple] = []
     # A function names the same thing many times (sympy: 668k references, 169k distinct within
     # their file). With the bases fixed, resolving is a pure function of the reference, so each
@@ -390,52 +389,20 @@ def _targets(resolver: Resolver, path: str, source: str, relation: str, target: 
     return out
 
 
-def resolve_all(store: Store, children: int = 0) -> int:
-    """Recompute every edge, in one transaction. Used after a bulk index. References are read
-    and resolved a chunk at a time: memory holds the symbol table, never every reference.
-    `children` > 0: that many child processes resolve a partition each and this process only
-    writes (nsccn.resolve_partitions); the parse results must be committed: they read them."""
-    if children > 0:
-        from nsccn.resolve_partitions import resolve_in_children
-
-        return resolve_in_children(store, children)
+def resolve_all(store: Store) -> int:
+    """Recompute every edge in this process, in one transaction. Used after a bulk index.
+    References are read and resolved a chunk at a time: memory holds the symbol table, never
+    every reference. (`nsccn.resolution` chooses between this and child processes.)"""
     n = 0
     with store.conn:
         store.ref_indexes()
         store.delete_edges(relation="INHERITS")
         resolver = Resolver(store)
         for chunk in store.ref_chunks(relation="INHERITS"):
-            _add_bases(resolver, chunk)
+            add_bases(resolver, chunk)
         with store.edges_replaced():
             for chunk in store.ref_chunks():
-                edges = _edges_of(resolver, chunk)
+                edges = edges_of(resolver, chunk)
                 store.add_edges(edges)
                 n += len(edges)
     return n
-
-
-def resolve_affected(store: Store, paths: set[str], names: set[str], allow_children: bool = False) -> int:
-    """Recompute the edges of refs in changed files and of refs elsewhere that name what changed.
-    `allow_children`: when that is most of them and one full pass is cheaper, child processes may
-    do it (as after a bulk: nsccn.resolve_partitions.bulk_children decides how many)."""
-    from nsccn.store import EVERYTHING
-
-    if EVERYTHING in names:
-        return _resolve_everything(store, allow_children)
-    store.ref_indexes()
-    refs = store.refs(paths, names)
-    if not refs:
-        return 0
-    if len(refs) > FULL_RESOLVE_SHARE * store.ref_count():
-        return _resolve_everything(store, allow_children)
-    edges = resolve_edges(store, refs)
-    store.replace_edges([r[0] for r in refs], edges)
-    return len(edges)
-
-
-def _resolve_everything(store: Store, allow_children: bool) -> int:
-    if not allow_children:
-        return resolve_all(store)
-    from nsccn.resolve_partitions import bulk_children
-
-    return resolve_all(store, children=bulk_children(store))

@@ -1,11 +1,11 @@
 """Bulk resolution in child processes: each resolves one partition of the references.
 
-After a bulk index every reference is resolved again (`nsccn.resolve.resolve_all`). Done in the
+After a bulk index every reference is resolved again (`nsccn.resolution.resolve_everything`). Done in the
 process that writes the index, that holds the whole symbol table there (memory that grows with
 the repository) and runs on one core. Here short-lived children do it instead:
 
 * the references are cut into `n` rowid ranges on file boundaries (the per-file memo of
-  `_edges_of` keeps working), about the same number of references each;
+  `edges_of` keeps working), about the same number of references each;
 * each child is a fresh interpreter (`python -m nsccn.resolve_partitions`; never a fork of the
   writer, which holds ZeroMQ sockets and threads), opens the index read-only (the parse
   results are committed: WAL readers see them), builds the Resolver, resolves every INHERITS
@@ -35,7 +35,7 @@ from pathlib import Path
 import msgspec
 
 from nsccn.errors import ResolveFailed  # noqa: F401  (raised here, caught by the index session's callers)
-from nsccn.resolve import Resolver, _add_bases, _edges_of
+from nsccn.resolve import Resolver, add_bases, edges_of
 from nsccn.store import Store
 
 _HEADER = struct.Struct("<I")  # payload length; 0 ends the stream
@@ -198,9 +198,9 @@ def resolve_span(db_path: str, after: int, upto: int, out) -> int:
         # being replaced (the caller deletes them in a transaction this snapshot does not see).
         resolver = Resolver(store, stored_bases=False)
         for chunk in store.ref_chunks(relation="INHERITS"):
-            _add_bases(resolver, chunk)
+            add_bases(resolver, chunk)
         for chunk in store.ref_chunks(after=after, upto=upto):
-            found = _edges_of(resolver, chunk)
+            found = edges_of(resolver, chunk)
             for part in _frames(found):
                 _die_here_if(frames == die_after, out)
                 source, target, relation, confidence, resolution, line, _, ref = zip(*part)

@@ -13,6 +13,7 @@ from functools import lru_cache
 from nsccn.embed import FALLBACK_MODEL, STATIC_MODEL, embedding_text, is_bundled, load_bundled_query_embedder, load_embedder, text_hash
 from nsccn.model import split_entity_id
 from nsccn.store import EMBEDDABLE_SQL, TEXT_COLUMNS, VECTORS_COMPLETE, Store
+from nsccn.testpaths import is_test_path
 from nsccn.vectors import VectorStore
 
 # Texts per embed_documents call of `embed_index` (vectors are written after each).
@@ -45,8 +46,6 @@ def default_embedder(model: str | None = None, dim: int | None = None):
 
 def texts_of_rows(rows, max_chars: int, include_tests: bool = True) -> dict[str, str]:
     """Rows of `SELECT {TEXT_COLUMNS}` -> entity id -> the text to embed for it."""
-    from nsccn.search import is_test_path
-
     return {
         eid: embedding_text(qualname, sig, doc, head, path=path, max_chars=max_chars)
         for eid, path, qualname, sig, doc, head in rows
@@ -56,7 +55,7 @@ def texts_of_rows(rows, max_chars: int, include_tests: bool = True) -> dict[str,
 
 def wanted_texts(store: Store, max_chars: int, include_tests: bool = True) -> dict[str, str]:
     """entity id -> the text to embed for it; without `include_tests`, entities of test and
-    documentation files (`search.is_test_path`) get no vector."""
+    documentation files (`testpaths.is_test_path`) get no vector."""
     rows = store.conn.execute(f"SELECT {TEXT_COLUMNS} FROM entities WHERE {EMBEDDABLE_SQL}")
     return texts_of_rows(rows, max_chars, include_tests)
 
@@ -118,8 +117,6 @@ def vector_status(store: Store) -> dict:
     # Modules without a docstring are never embedded (wanted_texts): they are not missing.
     skips_tests = store.get_meta("embedding_skips_tests") == "1"
     if skips_tests:
-        from nsccn.search import is_test_path
-
         paths = store.conn.execute(f"SELECT path FROM entities WHERE {EMBEDDABLE_SQL}")
         total = sum(1 for (p,) in paths if not is_test_path(p))
     else:

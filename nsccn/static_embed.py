@@ -11,7 +11,7 @@ one query loads the model in milliseconds.
 The model file (``model.npz``, uncompressed) holds the vocabulary (one token a line), the table as
 int8 with one float scale per row, and a JSON header naming its format and model id; one of another
 format is refused (`ModelUnavailable`) with one line saying why. It is rebuilt from mined data by
-``benchmarks/train_static_embedder.py`` (README "Semantic search").
+``benchmarks/train_static_embedder.py`` (docs/semantic-search.md).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ STATIC_MAX_CHARS = 2000
 # Words, identifiers and numbers; an identifier of several parts also counts whole.
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 _MAX_NUMBER_DIGITS = 4  # 404, 2038, 1e9's parts; longer digit runs are ids and hashes
+_BANK_SCALE = np.float32(1 / 127.0)  # the bank's rows are random unit-scale values, stored as int8
 _CACHE_ENTRIES = 1 << 16  # identifiers (and tokens) whose rows are remembered: bounded, as nsccn.text's
 
 
@@ -68,19 +69,24 @@ class StaticModel:
                  header: dict | None = None, bank: np.ndarray | None = None,
                  quantized: tuple[np.ndarray, np.ndarray] | None = None, compound: np.ndarray | None = None):
         """`table`: the vocabulary's float rows (training), or None with `quantized` = (int8 rows of
-        the vocabulary then the bank, a float scale per row), as loaded from a model file: rows are
+        the vocabulary, a float scale per row) and `bank` its int8 rows (scale 1/127), as loaded from
+        a model file: rows are
         turned back into floats only when gathered, so a process that embeds one query loads the
         model in milliseconds. `compound`: which tokens are identifiers of several parts (stored in
         the file; computed when absent)."""
         self.vocab = vocab
         n = len(vocab)
         if quantized is not None:
+            # Kept apart, as read: joining them would hold a second copy while it is made.
             self._q, self._scale = quantized
-            if self._q.ndim != 2 or len(self._q) < n or len(self._scale) != len(self._q):
-                raise ModelUnavailable(f"the static model's rows have shape {self._q.shape} for {n} tokens")
+            self._bank_q = np.zeros((0, self._q.shape[1] if self._q.ndim == 2 else 0), np.int8) if bank is None else bank
+            if self._q.ndim != 2 or len(self._q) != n or len(self._scale) != n or self._bank_q.ndim != 2 \
+                    or self._bank_q.shape[1] != self._q.shape[1]:
+                raise ModelUnavailable(f"the static model's rows have shape {self._q.shape} (bank "
+                                       f"{self._bank_q.shape}) for {n} tokens")
             self.dim = int(self._q.shape[1])
             self._table = None
-            self.bank_rows = len(self._q) - n
+            self.bank_rows = len(self._bank_q)
         else:
             if table is None or table.ndim != 2 or table.shape[0] != n:
                 raise ModelUnavailable(f"the static model's table has shape {getattr(table, 'shape', None)} for {n} tokens")
@@ -112,7 +118,8 @@ class StaticModel:
     def table(self) -> np.ndarray:
         """Every row (the vocabulary's, then the bank's) as float32."""
         if self._table is None:
-            self._table = self._q.astype(np.float32) * self._scale[:, None]
+            self._table = np.vstack([self._q.astype(np.float32) * self._scale[:, None],
+                                     self._bank_q.astype(np.float32) * _BANK_SCALE])
         return self._table
 
     @property
@@ -122,7 +129,14 @@ class StaticModel:
     def rows(self, ids: np.ndarray) -> np.ndarray:
         if self._table is not None:
             return self._table[ids]
-        return self._q[ids].astype(np.float32) * self._scale[ids, None]
+        n = len(self._q)
+        if not self.bank_rows or ids.size == 0 or ids.max() < n:
+            return self._q[ids].astype(np.float32) * self._scale[ids, None]
+        out = np.empty((len(ids), self.dim), np.float32)
+        known = ids < n
+        out[known] = self._q[ids[known]].astype(np.float32) * self._scale[ids[known], None]
+        out[~known] = self._bank_q[ids[~known] - n].astype(np.float32) * _BANK_SCALE
+        return out
 
     @classmethod
     def load(cls, path: str | Path = STATIC_MODEL_FILE) -> StaticModel:
@@ -138,17 +152,14 @@ class StaticModel:
                         f"(it says {header.get('format')!r} v{header.get('format_version')!r})")
                 vocab = bytes(npz["vocab"]).decode("utf-8").split("\n")
                 q, scale = npz["table"], npz["scale"].astype(np.float32)
-                if "bank" in npz.files:
-                    bank = npz["bank"]
-                    q = np.concatenate([q, bank])
-                    scale = np.concatenate([scale, np.full(len(bank), 1 / 127.0, np.float32)])
+                bank = npz["bank"] if "bank" in npz.files else None
                 compound = npz["compound"] if "compound" in npz.files else None
         except ModelUnavailable:
             raise
         except (OSError, KeyError, ValueError, UnicodeDecodeError) as exc:
             raise ModelUnavailable(f"the static embedding model {path} cannot be read: {exc}") from None
         return cls(vocab, None, header.get("model_id", STATIC_MODEL), str(path.resolve()), header,
-                   quantized=(q, scale), compound=compound)
+                   quantized=(q, scale), bank=bank, compound=compound)
 
     def save(self, path: str | Path, header: dict | None = None) -> None:
         """Write the table as int8 with a float32 scale per row (the shipped form)."""
@@ -156,7 +167,7 @@ class StaticModel:
         scale = np.abs(rows).max(axis=1) / 127.0
         scale[scale == 0] = 1.0
         q = np.clip(np.rint(rows / scale[:, None]), -127, 127).astype(np.int8)
-        bank = {"bank": np.clip(np.rint(self.bank * 127.0), -127, 127).astype(np.int8)} if self.bank_rows else {}
+        bank = {"bank": np.clip(np.rint(self.bank / _BANK_SCALE), -127, 127).astype(np.int8)} if self.bank_rows else {}
         head = {**self.header, "format": FORMAT, "format_version": FORMAT_VERSION, "model_id": self.model_id,
                 "dim": self.dim, "tokens": len(self.vocab), "tf": self.tf, "oov_weight": self.oov_weight,
                 "bank_rows": self.bank_rows, **(header or {})}

@@ -182,13 +182,15 @@ def print_index_summary(summary, as_json: bool) -> int:
 
 def cmd_serve(args) -> int:
     """Index through the pipeline, keep watching, serve MCP on stdio (nothing else on stdout)."""
-    from supervisor.cli import serve
-
     root = _repository(args)
     if not root.is_dir():
         print(f"nsccn: {root} is not a directory", file=sys.stderr)
         return EXIT_USAGE
-    return serve(str(root), workers=args.workers, embed=not args.no_embed, mcp=not args.no_mcp)
+    if args.no_mcp:  # the pipeline in this process
+        from supervisor.cli import serve
+    else:  # the MCP front, attached to the shared pipeline
+        from workers.mcp_front import serve
+    return serve(str(root), workers=args.workers, embed=not args.no_embed)
 
 
 def cmd_stop(args) -> int:

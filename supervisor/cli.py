@@ -1,7 +1,8 @@
-"""`nsccn index` and `nsccn serve` through the pipeline, and `python -m supervisor`.
+"""`nsccn index` through the pipeline, `nsccn serve --no-mcp` (the pipeline alone; with MCP, `nsccn serve`
+is the MCP front, `workers.mcp_front`), `nsccn stop`, and `python -m supervisor`.
 
     python -m supervisor index PATH [--workers N] [--embed] [--json]
-    python -m supervisor serve PATH [--workers N] [--no-embed] [--no-mcp]
+    python -m supervisor serve PATH --no-mcp [--workers N] [--no-embed]   # the pipeline in the foreground (MCP: `nsccn serve`)
     python -m supervisor pipeline PATH     # the shared pipeline `nsccn serve` starts detached
     python -m supervisor monitor PATH      # status + lock for actors started by `honcho start`
     python -m supervisor status PATH
@@ -37,7 +38,7 @@ class PipelineSummary(IndexSummary):
     pipeline: dict = field(default_factory=dict)
 
 
-def _setup_logging(level: int) -> None:
+def setup_logging(level: int) -> None:
     logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s supervisor %(levelname)s %(message)s")
 
 
@@ -119,7 +120,7 @@ def pipeline_index(
     code when another pipeline runs on the repository or this one failed."""
     root = Path(root).resolve()
     config = load_config(root, overrides)
-    _setup_logging(logging.WARNING)
+    setup_logging(logging.WARNING)
     started = time.perf_counter()
     bars = _Progress(progress)
     sup = Supervisor(root, "index", parsers=workers, embed=embed, config=config, policy=policy,
@@ -179,25 +180,13 @@ def pipeline_index(
     return summary
 
 
-def serve(root: str | Path, workers: int = 0, embed: bool = True, mcp: bool = True,
-          overrides: dict | None = None) -> int:
-    """MCP on stdio, attached to the repository's shared pipeline: the running one, or one started
-    detached that outlives this session (`pipeline_linger_s`). Without MCP: the pipeline itself,
-    in this process, until a signal or `nsccn stop`."""
+def serve(root: str | Path, workers: int = 0, embed: bool = True, overrides: dict | None = None) -> int:
+    """The pipeline itself, in this process, until a signal or `nsccn stop` (`nsccn serve
+    --no-mcp`; with MCP, `nsccn serve` is `workers.mcp_front.serve`, attached to a shared one)."""
     root = Path(root).resolve()
     config = load_config(root, overrides)
-    _setup_logging(logging.INFO)
+    setup_logging(logging.INFO)
     try:
-        if mcp:
-            from supervisor.attach import PipelineStartError
-            from workers.mcp_front import serve_stdio
-
-            try:
-                serve_stdio(root, config, workers=workers, embed=embed)
-            except PipelineStartError as exc:
-                print(f"nsccn: {exc}", file=sys.stderr)
-                return EXIT_FAILED
-            return EXIT_OK
         return Supervisor(root, "serve", parsers=workers, embed=embed, config=config).run()
     except PrivatePathError as exc:
         print(f"nsccn: {exc}", file=sys.stderr)
@@ -210,7 +199,7 @@ def serve(root: str | Path, workers: int = 0, embed: bool = True, mcp: bool = Tr
 def run_shared_pipeline(root: Path, workers: int = 0, embed: bool = True, overrides: dict | None = None) -> int:
     """The detached pipeline `nsccn serve` starts: it ends after `pipeline_linger_s` without clients."""
     config = load_config(root, overrides)
-    _setup_logging(logging.INFO)
+    setup_logging(logging.INFO)
     sup = Supervisor(root, "serve", parsers=workers, embed=embed, config=config,
                      linger_s=max(0.0, config.pipeline_linger_s))
     try:
@@ -269,7 +258,7 @@ def _main(argv: list[str] | None = None) -> int:
         if name in ("serve", "pipeline"):
             sp.add_argument("--no-embed", action="store_true")
         if name == "serve":
-            sp.add_argument("--no-mcp", action="store_true", help="index and watch only (no MCP on stdio)")
+            sp.add_argument("--no-mcp", action="store_true", help="the pipeline alone (required here: MCP is `nsccn serve`)")
     args = p.parse_args(argv)
     root = Path(args.path).resolve()
     if not root.is_dir():
@@ -283,11 +272,15 @@ def _main(argv: list[str] | None = None) -> int:
         print(json.dumps(d, indent=2, default=str) if args.json else f"indexed {root} in {out.seconds:.2f} s")
         return EXIT_OK
     if args.command == "serve":
-        return serve(root, args.workers, embed=not args.no_embed, mcp=not args.no_mcp)
+        if not args.no_mcp:  # the MCP front is an actor's (workers.mcp_front): the supervisor only runs pipelines
+            print("python -m supervisor serve runs the pipeline alone: give --no-mcp (MCP on stdio: `nsccn serve`)",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        return serve(root, args.workers, embed=not args.no_embed)
     if args.command == "pipeline":
         return run_shared_pipeline(root, args.workers, embed=not args.no_embed)
     if args.command == "monitor":
-        _setup_logging(logging.INFO)
+        setup_logging(logging.INFO)
         try:
             return Supervisor(root, "monitor").run()
         except PipelineBusy as busy:

@@ -58,7 +58,7 @@ from supervisor.addresses import (
     run_dir,
     stopped_path,
 )
-from workers.base import peak_rss_kb
+from supervisor.memory import peak_rss_kb
 
 log = logging.getLogger("nsccn.supervisor")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nsccn.indexer import index_repository
-from nsccn.search import BM25_WEIGHTS, FILE_WEIGHTS, _any_of, bm25_stream, file_bm25
+from nsccn.streams import BM25_WEIGHTS, FILE_WEIGHTS, any_of, bm25_stream, file_bm25
 from nsccn.store import Store
 
 PACKAGE = Path(__file__).resolve().parent.parent / "nsccn"
@@ -40,13 +40,13 @@ def _assert_same_as_fts5(store: Store) -> int:
             for weights in weight_sets:
                 w = ", ".join(map(str, weights))
                 fts5 = dict(store.conn.execute(
-                    f"SELECT rowid, bm25({table}, {w}) FROM {table} WHERE {table} MATCH ?", (_any_of(terms),)))
+                    f"SELECT rowid, bm25({table}, {w}) FROM {table} WHERE {table} MATCH ?", (any_of(terms),)))
                 ours = dict(zip(found.rowids.tolist(), found.scores(weights).tolist()))
                 assert ours.keys() == fts5.keys()
                 assert [r for r in fts5 if ours[r] != fts5[r]] == []  # exact: no tolerance
                 top = [r for (r,) in store.conn.execute(
                     f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table}, {w}) LIMIT 40",
-                    (_any_of(terms),))]
+                    (any_of(terms),))]
                 assert found.rowids[found.order(found.scores(weights))][:40].tolist() == top
                 checked += len(fts5)
     return checked
@@ -84,11 +84,11 @@ def test_the_streams_give_fts5s_answers(package_repo: Path):
             w = ", ".join(map(str, BM25_WEIGHTS))
             expected = [r for (r,) in store.conn.execute(
                 f"SELECT rowid FROM entities_fts WHERE entities_fts MATCH ? ORDER BY bm25(entities_fts, {w}) LIMIT 25",
-                (_any_of(terms),))]
+                (any_of(terms),))]
             assert bm25_stream(store, terms, limit=25) == expected
             files = [p for (p,) in store.conn.execute(
                 "SELECT i.path FROM files_fts f JOIN files i ON i.id = f.rowid WHERE files_fts MATCH ? "
-                "ORDER BY bm25(files_fts, 3.0, 1.0) LIMIT 10", (_any_of(terms),))]
+                "ORDER BY bm25(files_fts, 3.0, 1.0) LIMIT 10", (any_of(terms),))]
             assert file_bm25(store, terms, limit=10, code_only=True) == files
 
 

@@ -108,7 +108,7 @@ def test_search_asks_the_running_pipelines_embedder(repo_with_vectors):
 
 # What `nsccn index` must not import: the query stack, a process pool, the progress bar (stderr is
 # no terminal here: tqdm would disable itself), the pipeline's messages, vectors.
-NOT_FOR_INDEX = ("nsccn.navigator", "nsccn.search", "nsccn.graph", "multiprocessing", "concurrent.futures.process",
+NOT_FOR_INDEX = ("nsccn.navigator", "nsccn.search", "nsccn.fusion", "nsccn.graph", "multiprocessing", "concurrent.futures.process",
                  "tqdm", "nsccn.messages", "zmq")
 INDEX_PROBE = PROBE.replace(repr(HEAVY), repr(NOT_FOR_INDEX + ("numpy", "nsccn.resolve", "nsccn.extract")))
 

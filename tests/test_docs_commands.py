@@ -112,14 +112,16 @@ def test_every_documented_command_is_run_by_a_test():
     assert not missing, "documented commands no test runs:\n" + "\n".join(missing)
 
 
-def test_every_test_and_benchmark_the_docs_name_exists():
-    """`python -m pytest -q tests/X.py` and `python benchmarks/X.py` in the prose run something."""
+def test_every_test_benchmark_and_result_the_docs_name_exists():
+    """`python -m pytest -q tests/X.py`, `python benchmarks/X.py` and `benchmarks/results/...` in
+    the prose of the README and every page of docs/ name something there."""
     named = set()
-    for doc in DOCS:
+    for doc in ["README.md", *(str(p.relative_to(PROJECT)) for p in sorted((PROJECT / "docs").glob("*.md")))]:
         text = (PROJECT / doc).read_text()
         named |= set(re.findall(r"python -m pytest -q (tests/[\w/]+\.py)", text))
         named |= set(re.findall(r"python (benchmarks/[\w/]+\.py)", text))
-    assert named and not [n for n in sorted(named) if not (PROJECT / n).is_file()]
+        named |= {m.rstrip(".,") for m in re.findall(r"benchmarks/results/[\w./+-]+", text)}
+    assert len(named) > 50 and not [n for n in sorted(named) if not (PROJECT / n).exists()]
 
 
 def test_quickstart_indexes_and_searches_this_clone(tmp_path):

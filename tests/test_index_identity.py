@@ -1,6 +1,6 @@
 """The guardrail of every change to the store, the writer and the extractor: the entities, edges,
 skeletons, full-text terms and ranks of an index, in a canonical form independent of how the
-schema stores them (benchmarks/index_identity.py; on real trees: README "Index size and speed").
+schema stores them (benchmarks/index_identity.py; on real trees: docs/indexing.md).
 
 The pinned dump (tests/data/shop_index.txt) was made by the text-id store (schema 3) before
 integer ids; regenerate it only for a change meant to alter what is indexed:

@@ -15,7 +15,7 @@ from nsccn import ranking
 from nsccn.indexer import index_repository
 from nsccn.navigator import Navigator
 from nsccn.ranking import RankerError, Trees, load_ranker, save_ranker
-from nsccn.ranking.features import FILE_FEATURES, FUNCTION_FEATURES, candidates
+from nsccn.ranking.features import FILE_FEATURES, FUNCTION_FEATURES, candidates, row_of
 from nsccn.ranking.train import fit, rerank
 from nsccn.store import Store
 from tests.test_history import commit, git
@@ -85,6 +85,37 @@ def features_of(root: Path, query: str):
         fusion, vector = ranking.featurize(store, query)
         return candidates(store, query, fusion, vector)
 
+
+
+def test_each_function_value_lands_in_its_named_column(ranked_repo):
+    """Rows are built by name: each column holds what its name says, for every candidate (two
+    values swapped, kind_method and kind_class say, fail here)."""
+    query = ("Renderer.render_value raises SettingsConflict on a None row\n\n"
+             "Calling `render_table(rows)` from app/render.py with a None row fails.")
+    cands = features_of(ranked_repo, query)
+    with Store(ranked_repo / ".nsccn" / "index.db", readonly=True) as store:
+        rows = store.entities(cands.functions)
+    assert {"method:app/render.py:Renderer.render_value", "class:app/config.py:SettingsConflict",
+            "func:app/config.py:parse_config"} <= set(cands.functions)
+    for fid, row in zip(cands.functions, cands.function_rows):
+        g, e = dict(zip(FUNCTION_FEATURES, row)), rows[fid]
+        assert (g["kind_method"], g["kind_class"]) == (float(e.kind == "method"), float(e.kind == "class")), fid
+        assert g["qual_depth"] == len(e.qualname.split(".")), fid
+        assert g["lines_log"] == pytest.approx(math.log1p(e.end_line - e.start_line + 1)), fid
+        assert g["name_called"] == float(f"{e.name}(" in query), fid
+        assert g["name_backticked"] == float(f"`{e.name}" in query), fid
+        assert g["file_is_test"] == float(e.path.startswith("tests/")), fid
+        assert (g["q_frames"], g["q_paths"], g["q_chars_log"]) == (0, 1, pytest.approx(math.log1p(len(query))))
+
+
+def test_a_feature_row_needs_every_name_once():
+    values = {name: float(i) for i, name in enumerate(FUNCTION_FEATURES)}
+    assert row_of(values, FUNCTION_FEATURES) == [float(i) for i in range(len(FUNCTION_FEATURES))]
+    without = {k: v for k, v in values.items() if k != "kind_class"}
+    with pytest.raises(ValueError, match=r"missing \['kind_class'\], unknown \[\]"):
+        row_of(without, FUNCTION_FEATURES)
+    with pytest.raises(ValueError, match=r"missing \['kind_class'\], unknown \['kind_klass'\]"):
+        row_of({**without, "kind_klass": 1.0}, FUNCTION_FEATURES)
 
 def test_features_of_a_known_candidate(ranked_repo):
     cands = features_of(ranked_repo, QUERY)
@@ -250,7 +281,7 @@ def test_training_is_deterministic_and_learns_the_obvious(tmp_path):
 
 
 def test_training_variants_bagged_monotone_and_weighted_queries():
-    """The variants `benchmarks/train_ranker.py` measures (README: none shipped): a bag of 2 scores
+    """The variants `benchmarks/train_ranker.py` measures (docs/learned-ranking.md: none shipped): a bag of 2 scores
     the mean of its two seeds' models; a monotone model never scores a candidate lower for being
     mentioned; a query of weight 0 teaches nothing."""
     from nsccn.ranking.features import Candidates
@@ -433,7 +464,8 @@ def test_the_ranker_reads_vector_ranks_among_non_test_entities(ranked_repo):
     """Its training indexes embedded no test file, so an index that embeds them (the default)
     would push every other entity down the vector ranks: test entities are left out."""
     index_repository(ranked_repo, workers=1, embed=True)
-    from nsccn.search import is_test_path, vector_stream
+    from nsccn.streams import vector_stream
+    from nsccn.testpaths import is_test_path
 
     query = "test that parse_config reads the settings file"
     with Store(ranked_repo / ".nsccn" / "index.db", readonly=True) as store:

@@ -7,7 +7,7 @@ import pytest
 from nsccn import repomap
 from nsccn.indexer import index_repository
 from nsccn.navigator import Navigator
-from nsccn.search import is_test_path
+from nsccn.testpaths import is_test_path
 
 from conftest import write_repo
 

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import SHOP, write_repo
 from nsccn.indexer import index_repository
-from nsccn.resolve import resolve_all
+from nsccn.resolution import resolve_everything
 from nsccn.resolve_partitions import DIE_AFTER_ENV, ResolveFailed, partitions
 from nsccn.store import Store
 
@@ -64,7 +64,7 @@ def test_children_resolve_the_edges_one_process_does(indexed, children):
     before, indexes = index_identity.dump(str(indexed)), _edge_indexes(indexed)
     assert len(indexes) == 3  # source, target, the partial one of INHERITS
     with Store(indexed) as store:
-        n = resolve_all(store, children=children)
+        n = resolve_everything(store, children=children)
         assert n == store.counts()["edges"] > 0
     assert index_identity.compare(before, index_identity.dump(str(indexed))) == []
     assert _edge_indexes(indexed) == indexes
@@ -77,7 +77,7 @@ def test_a_killed_child_fails_the_resolution_and_keeps_the_index(indexed, monkey
     monkeypatch.setenv(DIE_AFTER_ENV, str(frames))
     with Store(indexed) as store:
         with pytest.raises(ResolveFailed, match=r"resolving partition \d of 2 .* killed by SIGKILL"):
-            resolve_all(store, children=2)
+            resolve_everything(store, children=2)
         assert store.counts()["edges"] > 0
     assert index_identity.compare(before, index_identity.dump(str(indexed))) == []
     assert _edge_indexes(indexed) == indexes  # the rollback brought back the dropped indexes

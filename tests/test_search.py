@@ -6,7 +6,8 @@ from conftest import write_repo
 from nsccn.config import Config
 from nsccn.embed import load_embedder
 from nsccn.indexer import index_repository
-from nsccn.search import analyze_query, fuse, localize, search
+from nsccn.fusion import fuse, localize, search
+from nsccn.query_analysis import analyze_query
 from nsccn.store import Store
 
 BILLING = {
@@ -121,7 +122,7 @@ def test_localize_demotes_tests_and_ranks_files(billing):
     ("pkg/attestation.py", False), ("pkg/contest.py", False), ("src/_pytest/python.py", False),
 ])
 def test_is_test_path(path, is_test):
-    from nsccn.search import is_test_path
+    from nsccn.testpaths import is_test_path
 
     assert is_test_path(path) is is_test
 
@@ -129,7 +130,7 @@ def test_is_test_path(path, is_test):
 def test_plural_words_find_singular_names(billing):
     """A query's regular plurals also look for their singular: "reminders ... customers" finds a
     docstring that says "reminder ... customer", and "taxes" finds `apply_tax`."""
-    from nsccn.search import singular
+    from nsccn.query_analysis import singular
 
     assert [singular(w) for w in ("entries", "matches", "taxes", "series", "class", "axis")] == [
         "entry", "match", "tax", "series", "class", "axis"]
@@ -295,7 +296,7 @@ NESTED = {
 
 
 def test_exact_name_defined_in_many_places_weighs_less(tmp_path):
-    from nsccn.search import exact_stream
+    from nsccn.streams import exact_stream
 
     repo = write_repo(tmp_path / "repo", NESTED)
     index_repository(repo, workers=1)
@@ -362,7 +363,8 @@ def test_mmr_arithmetic_with_vectors(billing):
     a less relevant but different hit; with diversity 0 the order is the plain one."""
     import numpy as np
 
-    from nsccn.search import Hit, diversify
+    from nsccn.fusion import diversify
+    from nsccn.streams import Hit
 
     _, store = billing
     rows = store.entity_at_rowids([r for (r,) in store.conn.execute("SELECT rowid FROM entities LIMIT 3")])
@@ -378,7 +380,7 @@ def test_mmr_arithmetic_with_vectors(billing):
 
 def test_huge_traceback_is_analyzed_within_caps_and_says_so(billing):
     from conftest import pathological_traceback
-    from nsccn.search import MAX_FRAMES, MAX_IDENTIFIERS, capped_note
+    from nsccn.query_analysis import MAX_FRAMES, MAX_IDENTIFIERS, capped_note
 
     _, store = billing
     query = pathological_traceback(1 << 20)
@@ -413,10 +415,10 @@ def test_a_50kb_path_and_a_5000_digit_line_number_give_clean_answers(billing):
 
 
 def test_paths_match_their_longest_indexed_suffix(billing):
-    from nsccn.search import _indexed_suffix_matches
+    from nsccn.streams import indexed_suffix_matches
 
     _, store = billing
-    assert _indexed_suffix_matches(store, "/usr/lib/python3/site-packages/billing/tax.py") == ["billing/tax.py"]
-    assert _indexed_suffix_matches(store, "./billing/TAX.py") == ["billing/tax.py"]
-    assert _indexed_suffix_matches(store, "other/tests/test_tax.py") == ["tests/test_tax.py"]
-    assert _indexed_suffix_matches(store, "billing/nothing.py") == []
+    assert indexed_suffix_matches(store, "/usr/lib/python3/site-packages/billing/tax.py") == ["billing/tax.py"]
+    assert indexed_suffix_matches(store, "./billing/TAX.py") == ["billing/tax.py"]
+    assert indexed_suffix_matches(store, "other/tests/test_tax.py") == ["tests/test_tax.py"]
+    assert indexed_suffix_matches(store, "billing/nothing.py") == []

@@ -5,7 +5,8 @@ import pytest
 
 from conftest import write_repo
 from nsccn.indexer import index_repository
-from nsccn.search import MAX_FRAMES, analyze_query, search
+from nsccn.fusion import search
+from nsccn.query_analysis import MAX_FRAMES, analyze_query
 from nsccn.store import Store
 from nsccn.text import index_terms, split_identifier
 
@@ -209,7 +210,7 @@ def test_identifier_splitting_in_every_style(ident, parts):
     ("pkg/contest.go", False), ("web/src/cart.ts", False), ("Shop/Cart.cs", False), ("lib/rspec/core.rb", False),
 ])
 def test_test_files_of_every_language(path, is_test):
-    from nsccn.search import is_test_path
+    from nsccn.testpaths import is_test_path
 
     assert is_test_path(path) is is_test
 

@@ -280,7 +280,7 @@ def minified(n_bytes: int, sep: str = "") -> str:
 
 
 def test_a_one_line_minified_file_grows_the_index_linearly(tmp_path):
-    from nsccn.extract import MAX_BODY_HEAD, MAX_SIGNATURE
+    from nsccn.entity_bounds import MAX_BODY_HEAD, MAX_SIGNATURE
     from nsccn.indexer import index_repository
 
     sizes = {}

@@ -19,7 +19,6 @@ import contextlib
 import ctypes
 import logging
 import os
-import resource
 import signal
 import sys
 import threading
@@ -30,6 +29,7 @@ import zmq
 
 from nsccn.config import load_config
 from nsccn.private import PrivatePathError
+from supervisor.memory import peak_rss_kb
 from nsccn.messages import (
     ActorSpec,
     BadMessage,
@@ -59,17 +59,6 @@ def setup_logging(name: str) -> None:
     )
 
 
-def peak_rss_kb() -> int:
-    """This process's peak resident memory. Linux: VmHWM, which starts afresh at exec; ru_maxrss
-    would carry the parent's size at fork over (a supervisor of 100 MB makes every actor "100 MB")."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
 def _malloc_trim():

@@ -9,12 +9,34 @@ found running or started detached, and it outlives the session.
 
 from __future__ import annotations
 
+import logging
+import sys
 from pathlib import Path
 
-from nsccn.config import Config
+from nsccn.config import Config, load_config
+from nsccn.private import PrivatePathError
 from supervisor.addresses import addresses
-from supervisor.attach import Attachment
+from supervisor.attach import Attachment, PipelineStartError
+from supervisor.cli import EXIT_FAILED, EXIT_OK, busy_message, setup_logging
+from supervisor.main import PipelineBusy
 from workers.query_client import QueryEmbedClient
+
+
+def serve(root: str | Path, workers: int = 0, embed: bool = True, overrides: dict | None = None) -> int:
+    """`nsccn serve`: MCP on stdio, attached to the repository's shared pipeline: the running one,
+    or one started detached that outlives this session (`pipeline_linger_s`). An exit code."""
+    root = Path(root).resolve()
+    config = load_config(root, overrides)
+    setup_logging(logging.INFO)
+    try:
+        serve_stdio(root, config, workers=workers, embed=embed)
+    except (PipelineStartError, PrivatePathError) as exc:
+        print(f"nsccn: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except PipelineBusy as busy:
+        print(f"nsccn: {busy_message(busy.info)}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
 
 
 def serve_stdio(root: Path, config: Config, workers: int = 0, embed: bool = True) -> None:

@@ -17,7 +17,7 @@ from functools import lru_cache
 import tree_sitter as ts
 import tree_sitter_python
 
-from nsccn.extract import head_lines
+from nsccn.entity_bounds import head_lines
 from nsccn.model import Entity, Ref, entity_id
 
 EXTENSIONS = (".py", ".pyi")

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import tree_sitter as ts
 
-from nsccn.extract import head_lines
+from nsccn.entity_bounds import head_lines
 from nsccn.model import Entity, Ref, entity_id
 
 HERE = Path(__file__).parent

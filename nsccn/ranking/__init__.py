@@ -22,19 +22,15 @@ import numpy as np
 from nsccn.ranking.features import (
     FEATURE_VERSION, FILE_FEATURES, FUNCTION_FEATURES, GROUPS, LEXICAL_SIGNALS, Candidates, candidates,
 )
+from nsccn.fusion import RRF_K, Fusion, Localization, fusion_localize
 from nsccn.model import split_entity_id
-from nsccn.search import RRF_K, Fusion, Localization, fusion_localize
 from nsccn.store import Store
+from nsccn.streams import STREAM_DEPTH, Hit, vector_stream
+from nsccn.testpaths import is_test_path
 
 SHIPPED_MODEL = Path(__file__).resolve().parent.parent / "models" / "ranker" / "ranker.npz"
 USER_MODEL_NAME = "ranker.npz"  # in the index directory: `nsccn train-ranker` writes it there
 CANDIDATE_DEPTH = 50  # the fusion is asked for this many results to draw candidates from
-# `search` hands a query to the learned ranker when it says more than a name: this many distinct
-# terms, or a traceback frame. A one- or two-word lookup ("revoke token") keeps the fusion, whose
-# exact name match the model weighs against centrality. Measured on 499 commit subjects of 17
-# held-out repositories (benchmarks/search_bench.py): learned for 3+ terms Acc@1/5/10 40.5 / 72.3
-# / 78.2, learned for all 41.7 / 74.1 / 79.8, fusion for all 16.2 / 26.7 / 37.9.
-REPORT_TERMS = 3
 # A file's ranking adds this share of the best function-model score among its candidate functions
 # (`with_function_evidence`). Chosen on the 2,880 mined queries alone (`benchmarks/train_ranker.py
 # --grouped --evidence-weights ...`: each scored by models that never saw its repository; their
@@ -111,6 +107,19 @@ class Trees:
     @classmethod
     def from_arrays(cls, data, prefix: str) -> "Trees":
         return cls(*(np.asarray(data[f"{prefix}.{k}"]) for k in cls.ARRAYS), int(data[f"{prefix}.depth"]))
+
+    def beside(self, other: "Trees") -> "Trees":
+        """One model whose score is the sum of both (the trees side by side)."""
+        width = max(self.feature.shape[1], other.feature.shape[1])
+
+        def pad(x: np.ndarray, fill) -> np.ndarray:
+            out = np.full((x.shape[0], width), fill, dtype=x.dtype)
+            out[:, : x.shape[1]] = x
+            return out
+
+        return Trees(*(np.vstack([pad(getattr(self, k), f), pad(getattr(other, k), f)]) for k, f in
+                       (("feature", -1), ("threshold", 0.0), ("left", 0), ("right", 0), ("default_left", False),
+                        ("missing", 0), ("value", 0.0))), max(self.depth, other.depth))
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Raw scores for the rows of x, as LightGBM's `predict(raw_score=True)` computes them.
@@ -296,8 +305,6 @@ def vector_ranks(store: Store, query: str, embedder=None) -> list[int] | None:
     embedded no test or documentation file); an index that embeds them too (the default) would
     push every other entity down the ranks, so they are left out, read deep enough that as many
     remain."""
-    from nsccn.search import STREAM_DEPTH, is_test_path, vector_stream
-
     nearest = vector_stream(store, query, limit=2 * STREAM_DEPTH, embedder=embedder, skip_path=is_test_path)
     return nearest[:STREAM_DEPTH] or None
 
@@ -310,14 +317,11 @@ def _has_vectors(store: Store) -> bool:
     return has_vectors(store)
 
 
-def localize(store: Store, query: str, limit: int = 50, embedder=None, ranker: Ranker | None = None,
+def localize(store: Store, query: str, ranker: Ranker, limit: int = 50, embedder=None,
              rrf_k: int = RRF_K, use_vectors: bool = True) -> Localization:
-    """Localization as users get it: the learned ranker over every signal the index has and the model
-    reads (the vector stream only for a model whose trees split on vector features)."""
-    from nsccn.search import localize as fusion_only
-
-    if ranker is None:
-        return fusion_only(store, query, limit=limit, embedder=embedder, rrf_k=rrf_k)
+    """Localization by the learned ranker over every signal the index has and the model reads (the
+    vector stream only for a model whose trees split on vector features). Without a model the
+    query path (`nsccn.search`) asks the hand-tuned fusion instead."""
     started = time.perf_counter()
     fusion, vector = featurize(store, query, embedder=embedder, use_vectors=use_vectors and ranker.reads("vectors"),
                                rrf_k=rrf_k)
@@ -325,21 +329,11 @@ def localize(store: Store, query: str, limit: int = 50, embedder=None, ranker: R
     return Localization(files[:limit], functions[:limit], time.perf_counter() - started)
 
 
-def reads_like_report(query: str) -> bool:
-    """Whether a search query says more than a name: REPORT_TERMS distinct terms, or a traceback frame."""
-    from nsccn.search import analyze_query
-
-    a = analyze_query(query)
-    return len(a.terms) >= REPORT_TERMS or bool(a.frames)
-
-
 def search(store: Store, query: str, limit: int, ranker: Ranker, kinds: tuple[str, ...] | None = None,
-           embedder=None, rrf_k: int = RRF_K, use_vectors: bool = True) -> list:
+           embedder=None, rrf_k: int = RRF_K, use_vectors: bool = True) -> list[Hit]:
     """Ranked entities for `search`: the function candidates in the learned order, then the rest
     of what the fusion matched (modules, nested definitions) in its order. Scores are 1/rank, so
-    relevance stays positive for MMR (`search.diversify`)."""
-    from nsccn.search import Hit
-
+    relevance stays positive for MMR (`fusion.diversify`)."""
     fusion, vector = featurize(store, query, embedder=embedder, use_vectors=use_vectors and ranker.reads("vectors"),
                                rrf_k=rrf_k)
     cands = candidates(store, query, fusion, vector)
@@ -354,7 +348,7 @@ def search(store: Store, query: str, limit: int, ranker: Ranker, kinds: tuple[st
     ids = [e for e in ordered if e in rows] + [h.entity.id for h in fusion.hits]
     for h in fusion.hits:
         rows.setdefault(h.entity.id, h.entity)
-    hits: list = []
+    hits: list[Hit] = []
     seen: set[str] = set()
     for eid in ids:
         if eid in seen:

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 from nsccn.model import split_entity_id
 from nsccn.ranking import Ranker, Trees, featurize
 from nsccn.ranking.features import FILE_FEATURES, FUNCTION_FEATURES, candidates
-from nsccn.search import is_test_path
+from nsccn.ranking.train import PARAMS, training_matrix
+from nsccn.testpaths import is_test_path
 from nsccn.store import Store
 
 MAX_FILES = 5
@@ -76,28 +75,12 @@ def own_history_records(store: Store, commits: int = 300, before: int | None = N
 def _boost(base: Trees, records: list[dict], level: str, names: list[str], rounds: int, seed: int) -> Trees:
     import lightgbm as lgb
 
-    from nsccn.ranking.train import PARAMS, _matrix
-
-    x, y, groups, _ = _matrix(records, level, names, frozenset())
+    x, y, groups, _ = training_matrix(records, level, names, frozenset())
     data = lgb.Dataset(x, y, group=groups, init_score=base.predict(x), feature_name=names)
     params = dict(PARAMS, seed=seed, bagging_seed=seed, feature_fraction_seed=seed, data_random_seed=seed,
                   learning_rate=0.03)
     booster = lgb.train(params, data, num_boost_round=rounds)
-    return concat(base, Trees.from_lightgbm_dump(booster.dump_model()))
-
-
-def concat(a: Trees, b: Trees) -> Trees:
-    """One model whose score is the sum of both (the trees side by side)."""
-    width = max(a.feature.shape[1], b.feature.shape[1])
-
-    def pad(x: np.ndarray, fill) -> np.ndarray:
-        out = np.full((x.shape[0], width), fill, dtype=x.dtype)
-        out[:, : x.shape[1]] = x
-        return out
-
-    return Trees(*(np.vstack([pad(getattr(a, k), f), pad(getattr(b, k), f)]) for k, f in
-                   (("feature", -1), ("threshold", 0.0), ("left", 0), ("right", 0), ("default_left", False),
-                    ("missing", 0), ("value", 0.0))), max(a.depth, b.depth))
+    return base.beside(Trees.from_lightgbm_dump(booster.dump_model()))
 
 
 def adapt(base: Ranker, records: list[dict], rounds: int = 60, seed: int = 0) -> Ranker:

@@ -1,6 +1,6 @@
 """Candidates and their features for the learned ranker.
 
-For a query, the candidates are what the hand-tuned fusion (`search.fusion_localize`) ranks near
+For a query, the candidates are what the hand-tuned fusion (`fusion.fusion_localize`) ranks near
 the top, plus every file and function the query names exactly; each is described by features:
 every stream's rank, how the query mentions it (named, called, backticked, in a traceback frame,
 its path or dotted module), overlap of the query's terms with its name and path, per-column BM25
@@ -29,10 +29,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from nsccn import history
+from nsccn.fusion import Fusion
 from nsccn.model import split_entity_id
-from nsccn.search import (BM25_WEIGHTS, FILE_BM25_WEIGHTS, FILE_WEIGHTS, Fusion, _any_of, _indexed_suffix_matches,
-                          analyze_query, is_test_path, outermost_functions)
+from nsccn.query_analysis import QueryAnalysis, analyze_query
 from nsccn.store import Store
+from nsccn.streams import (BM25_WEIGHTS, FILE_WEIGHTS, column_bm25, file_bm25_scores, indexed_suffix_matches,
+                           outermost_functions)
+from nsccn.testpaths import is_test_path
 from nsccn.text import split_identifier
 
 FEATURE_VERSION = 3  # bump with any change to what a feature means; models record it
@@ -47,7 +50,7 @@ VECTOR_CANDIDATES = 30  # the vector stream's best functions join the candidates
 # Off: with 3 files, 120 functions each, every gold function is a candidate for 80.7% of dev
 # and 76.5% of mined queries instead of 75.1 and 68.1, but the model ranks almost none of the
 # newly reached ones into the top 10 (0 of 10 dev queries, 10 of 240 mined) and function@10 does
-# not move (README, `benchmarks/train_ranker.py --grouped --expansions ...`). Kept for evidence
+# not move (docs/learned-ranking.md, `benchmarks/train_ranker.py --grouped --expansions ...`). Kept for evidence
 # that could rank them (vectors).
 EXPAND_FILES = 0  # the fusion's best this-many files and whole-file BM25's best this-many
 EXPAND_PER_FILE = 120  # at most this many of a file's functions, highest PageRank first
@@ -120,6 +123,10 @@ GROUPS = {
 
 @dataclass
 class Candidates:
+    """A query's candidates and their feature rows: the model's matrix (columns in FILE_FEATURES /
+    FUNCTION_FEATURES order, each value placed there by its name: `row_of`), as training records
+    store it."""
+
     files: list[str]
     file_rows: list[list[float]]
     functions: list[str]  # entity ids
@@ -160,10 +167,11 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
 
 
-def _query_features(query: str, fusion: Fusion) -> list[float]:
+def _query_features(query: str, fusion: Fusion) -> dict[str, float]:
     a = fusion.analysis
-    return [len(a.terms), len(a.identifiers), len(a.paths), len(a.frames), math.log1p(len(query)),
-            float(_TESTY_QUERY.search(query) is not None)]
+    return {"q_terms": len(a.terms), "q_identifiers": len(a.identifiers), "q_paths": len(a.paths),
+            "q_frames": len(a.frames), "q_chars_log": math.log1p(len(query)),
+            "q_about_tests": float(_TESTY_QUERY.search(query) is not None)}
 
 
 def _raises_named(store: Store, words: set[str]) -> tuple[dict[str, float], dict[str, float]]:
@@ -232,11 +240,6 @@ def _part_lexical(store: Store, table: str, terms: list[str], weights: tuple[flo
     return _lexical(found, weights, rowids)
 
 
-def _one_hot(weights: tuple[float, ...]) -> list[tuple[float, ...]]:
-    """One weight vector per column: that column's weight, 0 elsewhere (BM25 of one column)."""
-    return [tuple(w if i == j else 0.0 for i, w in enumerate(weights)) for j in range(len(weights))]
-
-
 def file_functions(store: Store, paths: list[str], per_file: int) -> list[tuple[str, int]]:
     """What a function candidate can be (an outermost function or method, or a class) in each of
     `paths`, at most `per_file` each, highest PageRank first: (entity id, its place in that order)."""
@@ -261,74 +264,127 @@ def file_functions(store: Store, paths: list[str], per_file: int) -> list[tuple[
     return sorted(out, key=lambda x: order_of[split_entity_id(x[0])[1]])  # stable: PageRank order within a file
 
 
-def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | None = None,
-               history_before: int | None = None, expand: int = EXPAND_FILES,
-               per_file: int = EXPAND_PER_FILE) -> Candidates:
-    """The candidate files and functions of a query with one feature row each (FILE_FEATURES,
-    FUNCTION_FEATURES order). `fusion` is the lexical fusion (`LEXICAL_SIGNALS`); `vector` the
-    vector stream's rowids, best first, or None when the index has no vectors (its features are
-    then missing). `history_before`: only commits older than this time are evidence. The
-    functions of the fusion's and whole-file BM25's best `expand` files join (`per_file` each)."""
-    c = store.conn
+def row_of(values: dict[str, float], names: list[str]) -> list[float]:
+    """A feature row in the model's column order (`names`), from its values given by name. A name
+    missing or unknown is refused: a row matched to its columns by position alone would feed the
+    model a value under another feature's name without failing anything."""
+    if len(values) != len(names) or values.keys() != set(names):
+        missing, unknown = sorted(set(names) - values.keys()), sorted(values.keys() - set(names))
+        raise ValueError(f"a feature row's names differ from the model's: missing {missing}, unknown {unknown}")
+    return [values[name] for name in names]
+
+
+@dataclass
+class QueryFacts:
+    """What the query says, read once for all its candidates."""
+
+    query: str
+    analysis: QueryAnalysis
+    features: dict[str, float]  # QUERY_FEATURES
+    words: set[str]  # every word-like token of the query
+    term_set: set[str]
+    ident_names: set[str]  # the last part of each identifier it writes
+    title_terms: list[str]
+    title_term_set: set[str]
+    title_words: set[str]
+    code_terms: list[str]  # the terms of its identifiers alone
+    # What it names exactly, as indexed files: paths, the files and functions of its traceback frames.
+    mentioned_paths: set[str]
+    frame_files: dict[str, int]
+    frame_funcs: set[tuple[str, str]]
+    innermost: str | None
+
+
+def query_facts(store: Store, query: str, fusion: Fusion) -> QueryFacts:
+    """The query's own features, words and parts, and what it names exactly (indexed files)."""
     a = fusion.analysis
-    qf = _query_features(query, fusion)
-    words = _words(query)
-    term_set = set(a.terms)
-    ident_names = {i.split(".")[-1] for i in a.identifiers}
     title = title_of(query)
     title_terms = list(dict.fromkeys(analyze_query(title).terms)) if title else []
-    title_term_set = set(title_terms)
-    title_words = _words(title)
-    code_terms = list(dict.fromkeys(analyze_query(" ".join(a.identifiers)).terms)) if a.identifiers else []
-
-    # -- what the query names exactly ------------------------------------------------------------
     mentioned_paths: set[str] = set()
     for p in a.paths:
-        cands = _indexed_suffix_matches(store, p)
+        cands = indexed_suffix_matches(store, p)
         if "/" in p or len(cands) == 1:
             mentioned_paths.update(cands)
     frame_files: dict[str, int] = defaultdict(int)
     frame_funcs: set[tuple[str, str]] = set()
     innermost: str | None = None
     for path, _line, func in a.frames:
-        for cand in _indexed_suffix_matches(store, path.replace("\\", "/"))[:1]:
+        for cand in indexed_suffix_matches(store, path.replace("\\", "/"))[:1]:
             frame_files[cand] += 1
             frame_funcs.add((cand, func))
             innermost = cand
+    return QueryFacts(
+        query, a, _query_features(query, fusion), _words(query), set(a.terms), {i.split(".")[-1] for i in a.identifiers},
+        title_terms, set(title_terms), _words(title),
+        list(dict.fromkeys(analyze_query(" ".join(a.identifiers)).terms)) if a.identifiers else [],
+        mentioned_paths, frame_files, frame_funcs, innermost,
+    )
 
-    # -- candidates -----------------------------------------------------------------------------
+
+@dataclass
+class VectorRanks:
+    """The vector stream's best rank per outermost function and per file."""
+
+    functions: dict[str, int] = field(default_factory=dict)
+    files: dict[str, int] = field(default_factory=dict)
+    ordered: list[tuple[str, str]] = field(default_factory=list)  # (entity id, its outermost function), best first
+
+
+def vector_ranks_of(store: Store, vector: list[int] | None) -> VectorRanks:
+    """The vector stream (entity rowids, best first) as ranks of outermost functions and files."""
+    out = VectorRanks()
+    if not vector:
+        return out
+    vrows = store.entity_at_rowids(vector)
+    vec_ids = [vrows[r].id for r in vector if r in vrows]
+    vec_outer = outermost_functions(store, vec_ids)
+    for i, eid in enumerate(vec_ids, start=1):
+        fid = vec_outer[eid]
+        out.functions.setdefault(fid, i)
+        out.files.setdefault(split_entity_id(eid)[1], i)
+        out.ordered.append((eid, fid))
+    return out
+
+
+def candidate_functions(store: Store, fusion: Fusion, vec: VectorRanks, expand: int,
+                        per_file: int) -> tuple[list[str], dict[str, int]]:
+    """The function candidates, in order: the fusion's best, the outermost functions of what the
+    exact stream found, the vector stream's best, then (`expand`) the best files' functions.
+    Also {expanded candidate: its place in its file's PageRank order}."""
     fn_ids = list(dict.fromkeys(fusion.functions[:FUNCTION_CANDIDATES]))
     listed = set(fn_ids)
-    exact_hits = [h for h in fusion.hits if "exact" in h.streams]
-    for h in exact_hits:
+
+    def add(fid: str) -> None:
+        fn_ids.append(fid)
+        listed.add(fid)
+
+    for h in exact_hits(fusion):
         fid = fusion.outer.get(h.entity.id)
         if fid and fid not in listed and h.entity.kind != "module":
-            fn_ids.append(fid)
-            listed.add(fid)
-    # The vector stream's best rank per outermost function and per file; its best functions join.
-    vec_fn_rank: dict[str, int] = {}
-    vec_file_rank: dict[str, int] = {}
-    if vector:
-        vrows = store.entity_at_rowids(vector)
-        vec_ids = [vrows[r].id for r in vector if r in vrows]
-        vec_outer = outermost_functions(store, vec_ids)
-        for i, eid in enumerate(vec_ids, start=1):
-            fid = vec_outer[eid]
-            vec_fn_rank.setdefault(fid, i)
-            vec_file_rank.setdefault(split_entity_id(eid)[1], i)
-            if i <= VECTOR_CANDIDATES and not eid.startswith("module:") and fid not in listed:
-                fn_ids.append(fid)
-                listed.add(fid)
+            add(fid)
+    for i, (eid, fid) in enumerate(vec.ordered, start=1):
+        if i <= VECTOR_CANDIDATES and not eid.startswith("module:") and fid not in listed:
+            add(fid)
     expand_files = list(dict.fromkeys(fusion.files[:expand] + fusion.file_bm25[:expand])) if expand else []
     expanded: dict[str, int] = {}
     for fid, place in file_functions(store, expand_files, per_file):
         if fid not in listed and not fid.startswith("module:"):
             expanded[fid] = place
-            fn_ids.append(fid)
-            listed.add(fid)
+            add(fid)
+    return fn_ids, expanded
+
+
+def exact_hits(fusion: Fusion) -> list:
+    """The fusion's hits the exact stream found (what the query names), best first."""
+    return [h for h in fusion.hits if "exact" in h.streams]
+
+
+def candidate_files(fusion: Fusion, q: QueryFacts, fn_ids: list[str]) -> list[str]:
+    """The file candidates, in order: the fusion's best, whole-file BM25's best, the files the
+    query names (paths, frames, exact hits), then the files of the function candidates."""
     file_list = list(dict.fromkeys(
-        fusion.files[:FILE_CANDIDATES] + fusion.file_bm25[:20] + sorted(mentioned_paths) + sorted(frame_files)
-        + [h.entity.path for h in exact_hits]
+        fusion.files[:FILE_CANDIDATES] + fusion.file_bm25[:20] + sorted(q.mentioned_paths) + sorted(q.frame_files)
+        + [h.entity.path for h in exact_hits(fusion)]
     ))
     file_set = set(file_list)
     for fid in fn_ids:
@@ -336,8 +392,39 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
         if path not in file_set:
             file_set.add(path)
             file_list.append(path)
+    return file_list
 
-    # -- per-file facts -------------------------------------------------------------------------
+
+@dataclass
+class Evidence:
+    """Evidence both levels read: the repository's history and the raise sites of named errors."""
+
+    history: history.HistoryEvidence
+    title_similar: tuple[dict, dict]  # (per file, per (path, name)): past fixes like the title
+    raises_fn: dict[str, float]
+    raises_file: dict[str, float]
+
+    def hist(self, d: dict, key, log: bool = False) -> float:
+        """A history count (log1p'd with `log`); missing without history."""
+        if not self.history.present:
+            return NAN
+        v = d.get(key, 0)
+        return math.log1p(v) if log else float(v)
+
+
+def evidence_of(store: Store, fusion: Fusion, q: QueryFacts, file_list: list[str],
+                history_before: int | None) -> Evidence:
+    ev = history.evidence(store, fusion.terms, file_list, before=history_before)
+    title_similar = history.similar_fixes(store, q.title_terms, file_list, history_before) if ev.present else ({}, {})
+    return Evidence(ev, title_similar, *_raises_named(store, q.words))
+
+
+def file_features(store: Store, q: QueryFacts, fusion: Fusion, vector: list[int] | None, vec: VectorRanks,
+                  file_list: list[str], evidence: Evidence) -> dict[str, dict[str, float]]:
+    """path -> its FILE_FEATURES (less the query's own), by name."""
+    c = store.conn
+    ev = evidence.history
+    hist = evidence.hist
     fusion_file_rank = _rank_of(fusion.files)
     entity_file_rank = _rank_of(fusion.entity_files)
     bm25_file_rank = _rank_of(fusion.file_bm25)
@@ -354,23 +441,17 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
             f"SELECT e.path, max(r.rank), sum(r.rank) FROM entities e JOIN ranks r ON r.entity_rowid = e.rowid "
             f"WHERE e.path IN ({marks}) GROUP BY e.path", file_list)
     }
-    file_bm25_score: dict[str, float] = {}
     path_of = dict(c.execute(f"SELECT id, path FROM files WHERE path IN ({marks})", file_list))
     file_ids = {p: i for i, p in path_of.items()}
     file_rowids = [file_ids.get(p, -1) for p in file_list]
     found = store.bm25_matches("files_fts", fusion.terms) if fusion.terms else None
     file_lexical = dict(zip(file_list, _lexical(found, FILE_WEIGHTS, file_rowids, ranked=False)))
-    if found is not None:  # FTS5's scores from the postings (nsccn.store.bm25): the same numbers
-        file_bm25_score = {path_of[fid]: -s for fid, s in found.scores_of(list(path_of), FILE_WEIGHTS).items()}
-    elif fusion.terms:
-        file_bm25_score = dict(c.execute(
-            f"SELECT i.path, -bm25(files_fts, {FILE_BM25_WEIGHTS}) FROM files_fts f JOIN files i ON i.id = f.rowid "
-            f"WHERE files_fts MATCH ? AND i.path IN ({marks})", (_any_of(fusion.terms), *file_list)))
+    file_bm25_score = file_bm25_scores(store, fusion.terms, path_of, found)
     # Identifiers of the query defined in each file, each weighted 1/sqrt(number of its definitions).
     idents_in: dict[str, int] = defaultdict(int)
     idents_w: dict[str, float] = defaultdict(float)
-    if ident_names:
-        names = sorted(ident_names)
+    if q.ident_names:
+        names = sorted(q.ident_names)
         nm = ",".join("?" * len(names))
         per_name: dict[str, list[str]] = defaultdict(list)
         for name, path in c.execute(
@@ -394,47 +475,37 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
                 best_stream_file[key] = r
 
     if vector is not None:
-        best_stream_file.update(((p, "vector"), r) for p, r in vec_file_rank.items())
-    title_file_lexical = dict(zip(file_list, _part_lexical(store, "files_fts", title_terms, FILE_WEIGHTS, file_rowids)))
-    code_file_lexical = dict(zip(file_list, _part_lexical(store, "files_fts", code_terms, FILE_WEIGHTS, file_rowids)))
-    ev = history.evidence(store, fusion.terms, file_list, before=history_before)
-    title_similar = history.similar_fixes(store, title_terms, file_list, history_before) if ev.present else ({}, {})
-    raises_fn, raises_file = _raises_named(store, words)
+        best_stream_file.update(((p, "vector"), r) for p, r in vec.files.items())
+    title_file_lexical = dict(zip(file_list, _part_lexical(store, "files_fts", q.title_terms, FILE_WEIGHTS, file_rowids)))
+    code_file_lexical = dict(zip(file_list, _part_lexical(store, "files_fts", q.code_terms, FILE_WEIGHTS, file_rowids)))
 
-    def hist(d: dict, key, log: bool = False) -> float:
-        if not ev.present:
-            return NAN
-        v = d.get(key, 0)
-        return math.log1p(v) if log else float(v)
-
-    file_rows: list[list[float]] = []
-    file_features: dict[str, dict[str, float]] = {}
+    out: dict[str, dict[str, float]] = {}
     for p in file_list:
         lines, module = file_info.get(p, (0, ""))
         base = p.rsplit("/", 1)[-1]
         stem = base.rsplit(".", 1)[0]
         parts = [*p.split("/")[:-1], stem]  # the extension cut from the file name only
         path_terms = {t for part in parts for t in (part.lower(), *split_identifier(part))}
-        overlap = len(path_terms & term_set) / max(1, len(path_terms))
+        overlap = len(path_terms & q.term_set) / max(1, len(path_terms))
         # A qualified module name (`pkg.sub.mod`, `github.com/x/pkg`, `crate::cart`), not a bare word.
-        module_mentioned = float(bool(module) and any(sep in module for sep in (".", "/", "::")) and module in query)
+        module_mentioned = float(bool(module) and any(sep in module for sep in (".", "/", "::")) and module in q.query)
         age = ev.file_age_days.get(p) if ev.present else None
-        f = {
+        out[p] = {
             "fusion_rank": fusion_file_rank.get(p, NAN),
             "fusion_score_rel": fusion.file_scores.get(p, 0.0) / top_file_score,
             "entity_rank": entity_file_rank.get(p, NAN),
             "file_bm25_rank": bm25_file_rank.get(p, NAN),
             "file_bm25_score": file_bm25_score.get(p, 0.0),
-                **{f"best_{s}_rank": _stream_rank(best_stream_file, (p, s), vector) for s in STREAMS},
+            **{f"best_{s}_rank": _stream_rank(best_stream_file, (p, s), vector) for s in STREAMS},
             "n_hits": hits_per_file.get(p, 0),
             "best_hit_rank": best_hit.get(p, NAN),
-            "path_mentioned": float(p in mentioned_paths),
-            "basename_mentioned": float(base in query),
+            "path_mentioned": float(p in q.mentioned_paths),
+            "basename_mentioned": float(base in q.query),
             "module_mentioned": module_mentioned,
-            "stem_in_terms": float(stem.lower() in term_set),
+            "stem_in_terms": float(stem.lower() in q.term_set),
             "path_parts_overlap": overlap,
-            "frames_in_file": frame_files.get(p, 0),
-            "innermost_frame": float(innermost == p),
+            "frames_in_file": q.frame_files.get(p, 0),
+            "innermost_frame": float(q.innermost == p),
             "idents_defined": idents_in.get(p, 0),
             "idents_defined_weighted": idents_w.get(p, 0.0),
             "n_entities_log": math.log1p(n_entities.get(p, 0)),
@@ -455,13 +526,20 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
             "code_file_bm25_rel": code_file_lexical[p][0],
             "code_file_coverage": code_file_lexical[p][1],
             "code_file_rank": code_file_lexical[p][2],
-            "hist_title_similar": hist(title_similar[0], p),
-            "raises_named": raises_file.get(p, 0.0),
+            "hist_title_similar": hist(evidence.title_similar[0], p),
+            "raises_named": evidence.raises_file.get(p, 0.0),
         }
-        file_features[p] = f
-        file_rows.append(qf + [f[name] for name in FILE_FEATURES[len(QUERY_FEATURES):]])
+    return out
 
-    # -- per-function facts ---------------------------------------------------------------------
+
+def function_features(store: Store, q: QueryFacts, fusion: Fusion, vector: list[int] | None, vec: VectorRanks,
+                      fn_ids: list[str], files: dict[str, dict[str, float]],
+                      evidence: Evidence) -> dict[str, dict[str, float]]:
+    """entity id -> its FUNCTION_FEATURES (less the query's own), by name, for those of `fn_ids`
+    still in the index, in their order."""
+    c = store.conn
+    hist = evidence.hist
+    query = q.query
     fn_rank = _rank_of(fusion.functions)
     in_file_rank = _rank_of(fusion.in_file)
     top_fn_score = max(fusion.fn_scores.values(), default=0.0) or 1.0
@@ -485,22 +563,9 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
             rows[row[0]] = row[1:]
     fn_ids = [f for f in fn_ids if f in rows]
     rowids = [rows[f][0] for f in fn_ids]
-    col_bm25: dict[int, tuple[float, ...]] = {}
     found = store.bm25_matches("entities_fts", fusion.terms) if fusion.terms and rowids else None
     fn_lexical = dict(zip(rowids, _lexical(found, BM25_WEIGHTS, rowids, ranked=False)))
-    if found is not None:
-        per_column = [found.scores_of(rowids, w) for w in _one_hot(BM25_WEIGHTS)]
-        for rid in per_column[0]:
-            col_bm25[rid] = tuple(-s[rid] for s in per_column)
-    elif fusion.terms and rowids:
-        cols = [f"-bm25(entities_fts, {', '.join(map(str, w))})" for w in _one_hot(BM25_WEIGHTS)]
-        for rid, *vals in c.execute(
-            f"SELECT rowid, {', '.join(cols)} FROM entities_fts WHERE entities_fts MATCH ? "
-            # `+rowid`: filter the one full-text scan; a bare `rowid IN` makes FTS5 run the whole
-            # query once per rowid (9.4 s instead of 0.09 s for a sympy report, same values).
-            f"AND +rowid IN ({','.join('?' * len(rowids))})", (_any_of(fusion.terms), *rowids)
-        ):
-            col_bm25[rid] = tuple(vals)
+    col_bm25 = column_bm25(store, fusion.terms, rowids, found)
     names = sorted({rows[f][4] for f in fn_ids})
     same_name: dict[str, int] = {}
     if names:
@@ -520,7 +585,7 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
     )) if rowids else {}
     # Closeness to what the query names: neighbours (calls, containment, inheritance) of the
     # entities the exact stream found.
-    named = list(dict.fromkeys(h.entity.id for h in exact_hits[:10]))
+    named = list(dict.fromkeys(h.entity.id for h in exact_hits(fusion)[:10]))
     near: set[str] = set(named)
     if named:
         nm = ",".join("?" * len(named))
@@ -533,9 +598,9 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
             near.add(a_)
             near.add(b_)
     if vector is not None:
-        stream_best.update(((f, "vector"), r) for f, r in vec_fn_rank.items())
-    title_fn_lexical = dict(zip(rowids, _part_lexical(store, "entities_fts", title_terms, BM25_WEIGHTS, rowids)))
-    code_fn_lexical = dict(zip(rowids, _part_lexical(store, "entities_fts", code_terms, BM25_WEIGHTS, rowids)))
+        stream_best.update(((f, "vector"), r) for f, r in vec.functions.items())
+    title_fn_lexical = dict(zip(rowids, _part_lexical(store, "entities_fts", q.title_terms, BM25_WEIGHTS, rowids)))
+    code_fn_lexical = dict(zip(rowids, _part_lexical(store, "entities_fts", q.code_terms, BM25_WEIGHTS, rowids)))
     fn_rank_in_file: dict[str, int] = {}
     per_file_count: dict[str, int] = defaultdict(int)
     for fid in fusion.functions:
@@ -543,71 +608,96 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
         per_file_count[p] += 1
         fn_rank_in_file.setdefault(fid, per_file_count[p])
 
-    fn_rows: list[list[float]] = []
+    out: dict[str, dict[str, float]] = {}
     for fid in fn_ids:
         rowid, kind, path, qual, name, start, end, parent = rows[fid]
-        ff = file_features.get(path) or {}
+        ff = files.get(path) or {}
         parent_name = qual.rsplit(".", 1)[0].split(".")[-1] if "." in qual else ""
         nparts = split_identifier(name)
-        qparts = {t for q in qual.split(".") for t in split_identifier(q)}
-        cb = col_bm25.get(rowid, (0.0,) * 5)
-        f = [
-            fn_rank.get(fid, NAN),
-            fusion.fn_scores.get(fid, 0.0) / top_fn_score,
-            *(_stream_rank(stream_best, (fid, s), vector) for s in STREAMS),
-            in_file_rank.get(fid, NAN),
-            n_hits.get(fid, 0),
-            *cb,
-            float(name in ident_names),
-            float(len(qual.split(".")) > 1 and (qual in query or any(q in query for q in _scoped_forms(path, qual)))),
-            float(bool(parent_name) and parent_name in words),
-            float(f"{name}(" in query),
-            float(f"`{name}" in query or f".{name}`" in query
-                  or any(f"{sep}{name}`" in query for sep in _SCOPE_SEPARATORS.get(path.rpartition(".")[2], ()))),
-            float((path, name) in frame_funcs),
-            float(name in words),
-            len(set(nparts) & term_set) / max(1, len(nparts)),
-            len(set(nparts) & term_set),
-            len(qparts & term_set) / max(1, len(qparts)),
-            float(kind == "method"),
-            float(kind == "class"),
-            len(qual.split(".")),
-            math.log1p(max(1, end - start + 1)),
-            math.log1p(same_name.get(name, 1)),
-            math.log1p(calls_in.get(fid, 0)),
-            math.log1p(calls_out.get(fid, 0)),
-            ranks.get(rowid, 0.0),
-            float(fid in near),
-            ff.get("fusion_rank", NAN),
-            ff.get("file_bm25_rank", NAN),
-            ff.get("path_mentioned", 0.0),
-            ff.get("frames_in_file", 0.0),
-            float(is_test_path(path)),
-            ff.get("n_entities_log", NAN),
-            ff.get("depth", NAN),
-            fn_rank_in_file.get(fid, NAN),
-            hist(ev.fn_commits, (path, name), log=True),
-            hist(ev.fn_fixes, (path, name), log=True),
-            hist(ev.fn_similar, (path, name)),
-            ff.get("hist_commits", NAN),
-            ff.get("hist_fixes", NAN),
-            ff.get("hist_age_days_log", NAN),
-            ff.get("hist_similar", NAN),
-            fn_lexical[rowid][0],
-            fn_lexical[rowid][1],
-            title_fn_lexical[rowid][0],
-            title_fn_lexical[rowid][1],
-            title_fn_lexical[rowid][2],
-            len(set(nparts) & title_term_set) / max(1, len(nparts)),
-            float(name in title_words),
-            ff.get("file_coverage", NAN),
-            ff.get("title_file_bm25_rel", NAN),
-            *code_fn_lexical[rowid],
-            ff.get("code_file_bm25_rel", NAN),
-            hist(title_similar[1], (path, name)),
-            ff.get("hist_title_similar", NAN),
-            raises_fn.get(fid, 0.0),
-            ff.get("raises_named", 0.0),
-        ]
-        fn_rows.append(qf + f)
-    return Candidates(file_list, file_rows, fn_ids, fn_rows, [expanded[f] for f in fn_ids if f in expanded])
+        qparts = {t for q_ in qual.split(".") for t in split_identifier(q_)}
+        seps = _SCOPE_SEPARATORS.get(path.rpartition(".")[2], ())
+        out[fid] = {
+            "fusion_rank": fn_rank.get(fid, NAN),
+            "fusion_score_rel": fusion.fn_scores.get(fid, 0.0) / top_fn_score,
+            **{f"{s}_rank": _stream_rank(stream_best, (fid, s), vector) for s in STREAMS},
+            "in_file_rank": in_file_rank.get(fid, NAN),
+            "n_hits": n_hits.get(fid, 0),
+            **dict(zip(("bm25_name", "bm25_path", "bm25_signature", "bm25_docstring", "bm25_body"),
+                       col_bm25.get(rowid, (0.0,) * 5))),
+            "name_identifier": float(name in q.ident_names),
+            "qualname_in_query": float(len(qual.split(".")) > 1 and (
+                qual in query or any(form in query for form in _scoped_forms(path, qual)))),
+            "parent_mentioned": float(bool(parent_name) and parent_name in q.words),
+            "name_called": float(f"{name}(" in query),
+            "name_backticked": float(f"`{name}" in query or f".{name}`" in query
+                                     or any(f"{sep}{name}`" in query for sep in seps)),
+            "name_in_frame": float((path, name) in q.frame_funcs),
+            "name_word": float(name in q.words),
+            "name_parts_overlap": len(set(nparts) & q.term_set) / max(1, len(nparts)),
+            "name_parts_hits": len(set(nparts) & q.term_set),
+            "qual_parts_overlap": len(qparts & q.term_set) / max(1, len(qparts)),
+            "kind_method": float(kind == "method"),
+            "kind_class": float(kind == "class"),
+            "qual_depth": len(qual.split(".")),
+            "lines_log": math.log1p(max(1, end - start + 1)),
+            "same_name_defs_log": math.log1p(same_name.get(name, 1)),
+            "calls_in_log": math.log1p(calls_in.get(fid, 0)),
+            "calls_out_log": math.log1p(calls_out.get(fid, 0)),
+            "pagerank": ranks.get(rowid, 0.0),
+            "near_named": float(fid in near),
+            "file_fusion_rank": ff.get("fusion_rank", NAN),
+            "file_bm25_rank": ff.get("file_bm25_rank", NAN),
+            "file_path_mentioned": ff.get("path_mentioned", 0.0),
+            "file_frames": ff.get("frames_in_file", 0.0),
+            "file_is_test": float(is_test_path(path)),
+            "file_n_entities_log": ff.get("n_entities_log", NAN),
+            "file_depth": ff.get("depth", NAN),
+            "file_fn_rank": fn_rank_in_file.get(fid, NAN),
+            "hist_fn_commits": hist(evidence.history.fn_commits, (path, name), log=True),
+            "hist_fn_fixes": hist(evidence.history.fn_fixes, (path, name), log=True),
+            "hist_fn_similar": hist(evidence.history.fn_similar, (path, name)),
+            "hist_file_commits": ff.get("hist_commits", NAN),
+            "hist_file_fixes": ff.get("hist_fixes", NAN),
+            "hist_file_age_days_log": ff.get("hist_age_days_log", NAN),
+            "hist_file_similar": ff.get("hist_similar", NAN),
+            "bm25_rel": fn_lexical[rowid][0],
+            "coverage": fn_lexical[rowid][1],
+            "title_bm25_rel": title_fn_lexical[rowid][0],
+            "title_coverage": title_fn_lexical[rowid][1],
+            "title_rank": title_fn_lexical[rowid][2],
+            # (a share of the name's parts, as trained, despite the name)
+            "title_name_hits": len(set(nparts) & q.title_term_set) / max(1, len(nparts)),
+            "name_in_title": float(name in q.title_words),
+            "file_coverage": ff.get("file_coverage", NAN),
+            "title_file_bm25_rel": ff.get("title_file_bm25_rel", NAN),
+            **dict(zip(("code_bm25_rel", "code_coverage", "code_rank"), code_fn_lexical[rowid])),
+            "code_file_bm25_rel": ff.get("code_file_bm25_rel", NAN),
+            "hist_fn_title_similar": hist(evidence.title_similar[1], (path, name)),
+            "hist_file_title_similar": ff.get("hist_title_similar", NAN),
+            "raises_named": evidence.raises_fn.get(fid, 0.0),
+            "file_raises_named": ff.get("raises_named", 0.0),
+        }
+    return out
+
+
+def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | None = None,
+               history_before: int | None = None, expand: int = EXPAND_FILES,
+               per_file: int = EXPAND_PER_FILE) -> Candidates:
+    """The candidate files and functions of a query with one feature row each (FILE_FEATURES,
+    FUNCTION_FEATURES order, every value placed by its name). `fusion` is the lexical fusion
+    (`LEXICAL_SIGNALS`); `vector` the vector stream's rowids, best first, or None when the index
+    has no vectors (its features are then missing). `history_before`: only commits older than
+    this time are evidence. The functions of the fusion's and whole-file BM25's best `expand`
+    files join (`per_file` each)."""
+    q = query_facts(store, query, fusion)
+    vec = vector_ranks_of(store, vector)
+    fn_ids, expanded = candidate_functions(store, fusion, vec, expand, per_file)
+    file_list = candidate_files(fusion, q, fn_ids)
+    evidence = evidence_of(store, fusion, q, file_list, history_before)
+    files = file_features(store, q, fusion, vector, vec, file_list, evidence)
+    functions = function_features(store, q, fusion, vector, vec, fn_ids, files, evidence)
+    return Candidates(
+        file_list, [row_of(q.features | files[p], FILE_FEATURES) for p in file_list],
+        list(functions), [row_of(q.features | f, FUNCTION_FEATURES) for f in functions.values()],
+        [expanded[f] for f in functions if f in expanded],
+    )

@@ -86,7 +86,7 @@ def restrict_expansion(record: dict, expand: int, per_file: int) -> dict:
                 expanded=[places[i - first] for i in keep[first:]])
 
 
-def _matrix(records: Sequence[dict], level: str, names: list[str], disabled: frozenset[str]):
+def training_matrix(records: Sequence[dict], level: str, names: list[str], disabled: frozenset[str]):
     """The rows, labels, query sizes and row weights of every query with a correct candidate (a
     row's weight is its record's `weight`, 1 if none: LightGBM weighs a query by its rows' mean)."""
     xs, ys, groups, weights = [], [], [], []
@@ -108,9 +108,7 @@ def _fit_level(records, level, names, disabled, seed, rounds, bag: int = 1, mono
     set of trees scoring their mean."""
     import lightgbm as lgb  # training only: queries evaluate the trees with numpy
 
-    from nsccn.ranking.adapt import concat  # a bag's models side by side
-
-    x, y, groups, weights = _matrix(records, level, names, disabled)
+    x, y, groups, weights = training_matrix(records, level, names, disabled)
     data = lgb.Dataset(x, y, group=groups, weight=None if (weights == 1.0).all() else weights, feature_name=names,
                        free_raw_data=bag == 1)
     out = None
@@ -121,14 +119,14 @@ def _fit_level(records, level, names, disabled, seed, rounds, bag: int = 1, mono
         trees = Trees.from_lightgbm_dump(lgb.train(params, data, num_boost_round=rounds).dump_model())
         if bag > 1:
             trees.value = trees.value / bag
-        out = trees if out is None else concat(out, trees)
+        out = trees if out is None else out.beside(trees)  # a bag's models side by side
     return out
 
 
 def fit(records: Sequence[dict], disabled: frozenset[str] = frozenset(), seed: int = 0, rounds: int = ROUNDS,
         info: dict | None = None, bag: int = 1, monotone: bool = False) -> Ranker:
     """One model for files and one for functions, trained on `records` (a record's `weight`, if
-    any, is its query's weight). `bag` and `monotone`: measured, not shipped (README)."""
+    any, is its query's weight). `bag` and `monotone`: measured, not shipped (docs/learned-ranking.md)."""
     files = _fit_level(records, "file", FILE_FEATURES, disabled, seed, rounds, bag, monotone)
     functions = _fit_level(records, "function", FUNCTION_FEATURES, disabled, seed, rounds, bag, monotone)
     meta = {"feature_version": FEATURE_VERSION, "queries": len(records), "seed": seed, "rounds": rounds,
