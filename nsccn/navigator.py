@@ -414,6 +414,39 @@ class Navigator:
             out["more"] = f"{len(edges) - limit} more; raise limit"
         return self._with_unresolved(out)
 
+    def impact(self, staged: bool = False, base: str | None = None, commit: str | None = None,
+               diff: str | None = None, depth: int = 3, min_confidence: float = 0.0, test_depth: int = 8) -> dict:
+        """What a change touches, what depends on it and which tests reach it (`nsccn.impact`): the
+        working tree against HEAD, or the staged changes, or since `base`, or one `commit`, or a diff."""
+        from nsccn import changes, impact
+
+        given = [name for name, v in (("staged", staged), ("base", base), ("commit", commit), ("diff", diff))
+                 if v not in (None, False)]
+        if len(given) > 1:
+            raise NavigatorError(f"give one change at a time, not {' and '.join(given)}")
+        for name, value, lo in (("depth", depth, 1), ("test_depth", test_depth, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= graph.MAX_DEPTH:
+                raise NavigatorError(f"{name} must be between {lo} and {graph.MAX_DEPTH}, not {said(value)}")
+        if isinstance(min_confidence, bool) or not isinstance(min_confidence, (int, float)) or not 0 <= min_confidence <= 1:
+            raise NavigatorError(f"min_confidence must be between 0 and 1, not {said(min_confidence)}")
+        store = self.store  # no index: say so before reading any change
+        if diff is not None:
+            change = changes.from_text(self.root, diff, self.config.max_file_size)
+        else:
+            skip = [".nsccn/"]
+            try:
+                skip.append(self.db_path.parent.resolve().relative_to(self.root).as_posix() + "/")
+            except ValueError:
+                pass  # an index outside the tree
+            change = changes.from_git(self.root, staged=bool(staged), base=base, commit=commit,
+                                      max_size=self.config.max_file_size, skip=tuple(skip))
+        out = impact.analyze(store, self.root, change, depth, float(min_confidence), test_depth)
+        paths = [x["file"] for key in ("impacted", "tests") for x in out[key] if "file" in x]
+        stale = self.stale_note(paths)
+        if stale:
+            out["stale"] = stale
+        return self._with_unresolved(out)
+
     def repo_map(self, max_tokens: int = 1024, focus: list[str] | None = None) -> dict:
         try:
             from nsccn.repomap import repo_map  # numpy: loaded by the commands that need it

@@ -658,6 +658,74 @@ class References(Tool):
         return out
 
 
+class Impact(Tool):
+    name, command = "detect_changes", "impact"
+    description = (
+        "Before you stop editing: what a change touches (changed entities, signature vs body), what depends on it "
+        "(callers, subclasses and overriders, importers, readers of state it mutates: distance, path, confidence) "
+        "and which tests reach it, with a command to run them, plus a short risk summary. The change: the working "
+        "tree against HEAD (default), staged=true, base=<branch point, e.g. main>, commit=<rev>, or diff=<unified diff>."
+    )
+    params = (  # one change at a time and the depths: checked by the Navigator (its messages)
+        Param("staged", bool, "the staged changes against HEAD", False),
+        Param("base", str | None, "the working tree against where it left this revision (e.g. main)", None),
+        Param("commit", str | None, "one commit against its first parent", None),
+        Param("diff", str | None, "a unified diff (git diff, diff -u) to analyze instead of git's", None),
+        Param("depth", int, f"hops of dependents listed (1-{MAX_DEPTH})", 3, lo=1, hi=MAX_DEPTH),
+        Param("min_confidence", float, "follow no edge below this confidence (0-1)", 0.0, lo=0, hi=1),
+        Param("offset", int, "skip this many impacted entities and tests (paging)", 0, lo=0),
+    )
+    help = "what a change touches, what depends on it, and which tests to run"
+    cli = (
+        option("--staged", action="store_true", help="the staged changes against HEAD"),
+        option("--base", metavar="REV", help="the working tree against where it left REV (e.g. main)"),
+        option("--commit", metavar="REV", help="one commit against its first parent"),
+        option("--diff", metavar="FILE", help="a unified diff to analyze: a file, or - for standard input"),
+        option("--depth", type=int, default=3, help=f"hops of dependents listed (1-{MAX_DEPTH})"),
+        option("--test-depth", type=int, default=8, help=f"hops a selected test may be from the change (0-{MAX_DEPTH})"),
+        option("--min-confidence", type=float, default=0.0, help="follow no edge below this confidence"),
+        option("--limit", type=positive_int, default=30, help="impacted entities and tests printed (--json: all)"),
+    )
+
+    def answer(self, ctx, req):
+        cap, offset = ctx.cap, req.offset
+        res = ctx.nav.impact(staged=req.staged, base=req.base, commit=req.commit, diff=req.diff, depth=req.depth,
+                             min_confidence=float(req.min_confidence))
+        # each impacted entity names the one it depends on (`via`): the whole path is in `tests`' reasons
+        impacted = [{k: v for k, v in i.items() if k not in ("path", "file")} for i in res["impacted"][offset:]]
+        tests = res["tests"][offset:]
+        base = {k: res[k] for k in ("source", "files", "risk", "run") if k in res}
+        for k in ("outside_index", "refused", "notes"):
+            if res.get(k):
+                base[k] = res[k]
+        ctx.notes(base, answer=res)
+        if res.get("stale"):
+            base["stale"] = res["stale"]
+        n = max(len(res["changed"]), len(impacted), len(tests))
+
+        def build(k: int) -> dict:
+            out = {**base, "changed": res["changed"][:k], "impacted": impacted[:k], "tests": tests[:k],
+                   "totals": {"changed": len(res["changed"]), "impacted": len(res["impacted"]),
+                              "tests": len(res["tests"])}}
+            if k < n:
+                more = (f"call again with offset={offset + k} for more impacted entities and tests" if k else
+                        "the summary alone fills it")
+                out["truncated"] = (f"cut to {k} changed, impacted and tests each by the {cap}-token cap; {more}, "
+                                    "or raise min_confidence / lower depth")
+            return out
+
+        k, text = fit(n, lambda k: render_json(build(k)), cap)
+        return text, build(k)
+
+    def run(self, nav, args):
+        diff = _diff_text(args.diff) if args.diff is not None else None
+        out = nav.impact(staged=args.staged, base=args.base, commit=args.commit, diff=diff, depth=args.depth,
+                         min_confidence=args.min_confidence, test_depth=args.test_depth)
+        if not args.json:
+            _print_impact(out, args.limit)
+        return out
+
+
 class Context(Tool):
     name, command = "assemble_context", "context"
     description = (
@@ -784,10 +852,11 @@ class TrainRanker(Tool):
 
 # In the MCP server's listing order; the command line's order is `COMMANDS`.
 TOOLS: tuple[Tool, ...] = (Search(), Localize(), Skeleton(), Trace(), Window(), RepoMap(), Symbol(), References(),
-                           Context(), Status(), TrainRanker())
+                           Impact(), Context(), Status(), TrainRanker())
 MCP_TOOLS = tuple(t for t in TOOLS if t.name)
 COMMANDS = tuple(next(t for t in TOOLS if t.command == c) for c in (
-    "search", "localize", "skeleton", "trace", "window", "symbol", "refs", "map", "context", "status", "train-ranker"))
+    "search", "localize", "skeleton", "trace", "window", "symbol", "refs", "impact", "map", "context", "status",
+    "train-ranker"))
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_INDEX = 0, 1, 2, 3
 
@@ -835,6 +904,63 @@ def _report_text(args) -> str:
     if args.report is None and sys.stdin.isatty():
         raise NavigatorError("no report: give it as an argument, with --file PATH, or on standard input")
     return sys.stdin.read()
+
+
+def _diff_text(given: str) -> str:
+    """The diff of `--diff`: a file, or standard input (`-`), read up to the diff cap."""
+    from nsccn.diff import MAX_DIFF_BYTES
+
+    try:
+        if given == "-":
+            data = sys.stdin.buffer.read(MAX_DIFF_BYTES + 1)
+        else:
+            with open(given, "rb") as f:
+                data = f.read(MAX_DIFF_BYTES + 1)
+    except OSError as exc:
+        raise NavigatorError(f"cannot read the diff {given}: {exc.strerror or exc}") from None
+    return data.decode("utf-8", "replace")
+
+
+def _print_impact(out: dict, limit: int) -> None:
+    files = out["files"]
+    print(f"change: {out['source']} ({len(files)} file{'s' * (len(files) != 1)})")
+    for f in files[:limit]:
+        extra = (f" (from {one_line(f['from'])})" if f.get("from") else "") + (" [binary]" if f.get("binary") else "")
+        print(f"  {f['status']:<9}  {one_line(f['path'])}{extra}")
+    if len(files) > limit:
+        print(f"  ... {len(files) - limit} more files")
+    print(f"changed ({len(out['changed'])}):")
+    for c in out["changed"][:limit]:
+        where = "" if c.get("in_index") else "  [not in the index]"
+        was = f"  (was {one_line(c['was'])})" if c.get("was") else ""
+        print(f"  {c['change']:<9}  {one_line(c['id'])}  ({one_line(c['file'])}:{c['line']}){was}{where}")
+    print(f"impacted ({len(out['impacted'])}, depth {out['depth']}):")
+    for i in out["impacted"][:limit]:
+        print(f"  d{i['distance']} {i['confidence']:.2f}  {one_line(i['id'])}")
+        print(f"         {one_line(i['path'])}")
+    print(f"tests ({len(out['tests'])}):")
+    for t in out["tests"][:limit]:
+        name = f"{t['file']}::{t['qualname']}" if t.get("qualname") else t["file"]
+        print(f"  d{t['distance']} {t['confidence']:.2f}  {one_line(name)}")
+        print(f"         {one_line(t['reason'])}")
+    for key in ("impacted", "tests"):
+        if len(out[key]) > limit:
+            print(f"  ... {len(out[key]) - limit} more {key} (--limit, or --json for all)")
+    if out.get("run"):
+        print(f"run (from the repository root): {one_line(out['run'])}")
+    risk = out["risk"]
+    by = ", ".join(f"{n} at {d}" for d, n in risk["impacted_by_distance"].items()) or "none"
+    print(f"risk: {risk['level']}; dependents by distance: {by}")
+    for key, label in (("signature_or_removal", "signature changed or removed"), ("untested_changes", "untested")):
+        if risk[key]:
+            print(f"  {label}: {', '.join(map(one_line, risk[key]))}")
+    if out.get("outside_index"):
+        print(f"# note: not in the index: {', '.join(map(one_line, out['outside_index']))}", file=sys.stderr)
+    for r in out.get("refused", ()):
+        print(f"# note: refused {one_line(r['path'])}: {r['why']}", file=sys.stderr)
+    for note in out.get("notes", ()):
+        print(f"# note: {one_line(note)}", file=sys.stderr)
+    print_notes(out, "stale", "unresolved")
 
 
 def from_here(nav: Navigator, args, path: str) -> str:

@@ -22,7 +22,7 @@ from nsccn.tokens import count_tokens
 
 TOOLS = {
     "search_and_rank", "read_skeleton", "trace_causal_path", "open_surgical_window", "repo_map",
-    "find_symbol", "find_references", "assemble_context", "index_status", "localize_issue",
+    "find_symbol", "find_references", "assemble_context", "index_status", "localize_issue", "detect_changes",
 }
 
 

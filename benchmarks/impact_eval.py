@@ -1,0 +1,347 @@
+"""Test selection by `nsccn impact`, held against per-test coverage nobody tuned.
+
+For each of N sampled commits that change a repository's library code: at the commit's parent,
+run the whole suite once with per-test coverage contexts (`pytest --cov --cov-context=test`); the
+tests whose coverage holds a line the commit changes are the truth (removed lines on the old side,
+and for a hunk that only adds, the lines around where it adds). Then ask `impact --commit` (the
+index made at the parent, as an agent's would be) for its tests. Beside it, in the same run:
+every test, the tests in `test_<module>.py` of each changed module, and the tests in files that
+import a changed file, transitively (Pants' `--changed-dependents=transitive`, file level, from
+the index's IMPORTS edges). Also the `changed` entities against the commit's hunks mapped with
+Python's own `ast` (precision/recall of diff -> entity). For every covering test it misses, it
+says why (not an entity of the index, reachable only deeper than the test depth, no path).
+
+    python benchmarks/impact_eval.py --repo /work/.mirror/pallets+flask/repo --package src/flask \\
+        --python /path/to/venv-with-the-suite's-deps/bin/python --commits 8 --seed 42 --work /tmp/eval-flask
+
+The commits: the newest 150 non-merge commits (`--window`), those touching 1-5 library .py files (no test
+file counted), sampled with the seed. The package runs from the checkout (PYTHONPATH=src or the
+root), so the scratch environment holds only the suite's dependencies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from nsccn.diff import parse_diff  # noqa: E402
+from nsccn.indexer import index_repository  # noqa: E402
+from nsccn.navigator import Navigator  # noqa: E402
+from nsccn.testpaths import is_test_path  # noqa: E402
+
+CONFIDENCE_FLOORS = (0.3, 0.6)  # the same answer's tests, cut at a path confidence: how recall trades for selection
+CONTEXTS = r"""
+import json, sys
+from coverage import CoverageData
+data = CoverageData(sys.argv[1]); data.read()
+want = json.loads(sys.argv[2])
+out = {}
+for f in data.measured_files():
+    for rel, lines in want.items():
+        if f.endswith('/' + rel):
+            by_line = data.contexts_by_lineno(f)
+            out[rel] = {str(n): sorted(set(by_line.get(n, []))) for n in lines}
+print(json.dumps(out))
+"""
+
+
+def git(repo: Path, *args: str, git_dir: Path | None = None) -> str:
+    cmd = ["git"] + (["--git-dir", str(git_dir)] if git_dir else ["-C", str(repo)]) + list(args)
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+
+
+def sample_commits(mirror: Path, package: str, n: int, seed: int, window: int, exclude: set[str]) -> list[str]:
+    shas = git(mirror, "log", "--no-merges", "-n", str(window), "--format=%H", git_dir=mirror).split()
+    ok = []
+    for sha in shas:
+        files = git(mirror, "diff-tree", "--no-commit-id", "-r", "--name-only", "--root", sha, git_dir=mirror).split()
+        lib = [f for f in files if f.endswith(".py") and f.startswith(package + "/") and not is_test_path(f)]
+        if 1 <= len(lib) <= 5 and not any(sha.startswith(x) for x in exclude):
+            ok.append(sha)
+    return sorted(random.Random(seed).sample(ok, min(n, len(ok))), key=shas.index)
+
+
+def node(file: str, qual: str | None) -> str:
+    return f"{file}::{qual.replace('.', '::')}" if qual else file
+
+
+def strip_params(nodeid: str) -> str:
+    return nodeid.split("[", 1)[0]
+
+
+def run_suite(tree: Path, python: str, package: str, tests: str, work: Path, timeout: int) -> tuple[dict, Path, float]:
+    """{test id: seconds} of the whole suite and the coverage file with its per-test contexts."""
+    cov, junit = work / "coverage.db", work / "junit.xml"
+    for p in (cov, junit):
+        p.unlink(missing_ok=True)
+    env = {**os.environ, "COVERAGE_FILE": str(cov), "PYTHONPATH": str(tree / "src") if (tree / "src").is_dir() else str(tree),
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    t0 = time.perf_counter()
+    subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--continue-on-collection-errors", f"--cov={tree / package}", "--cov-context=test",
+                    "--cov-report=", "-o", "junit_family=xunit1", f"--junitxml={junit}", tests],
+                   cwd=tree, env=env, capture_output=True, timeout=timeout)
+    wall = time.perf_counter() - t0
+    times: dict[str, float] = {}
+    if junit.exists():
+        for case in ET.parse(junit).iter("testcase"):
+            f = case.get("file") or ""
+            mod = f[:-3].replace("/", ".")
+            cls = case.get("classname", "")
+            qual = cls[len(mod) + 1:] if cls.startswith(mod + ".") else ""
+            tid = strip_params(node(f, (qual + "." if qual else "") + case.get("name", "")))
+            times[tid] = times.get(tid, 0.0) + float(case.get("time") or 0)
+    return times, cov, wall
+
+
+def truth_lines(tree: Path, parent: str, sha: str, package: str) -> dict[str, list[int]]:
+    diff = parse_diff(git(tree, "diff", "-U0", "--no-color", "--no-ext-diff", "-M", parent, sha))
+    out: dict[str, list[int]] = {}
+    for fd in diff.files:
+        if not fd.old_path or not fd.old_path.endswith(".py") or is_test_path(fd.old_path) \
+                or not fd.old_path.startswith(package + "/"):
+            continue
+        lines = set()
+        for h in fd.hunks:
+            gone = h.deleted()
+            lines |= set(gone) if gone else {h.old_start, h.old_start + 1}  # around where it only adds
+        out[fd.old_path] = sorted(lines)
+    return out
+
+
+def covering_tests(python: str, cov: Path, lines: dict[str, list[int]]) -> set[str]:
+    got = subprocess.run([python, "-c", CONTEXTS, str(cov), json.dumps(lines)], capture_output=True, text=True, check=True)
+    out = set()
+    for by_line in json.loads(got.stdout).values():
+        for contexts in by_line.values():
+            out |= {strip_params(c.split("|", 1)[0]) for c in contexts if c}
+    return out
+
+
+def ast_entities(text: str) -> list[tuple[str, int, int]]:
+    out = []
+
+    def visit(n, prefix):
+        for child in ast.iter_child_nodes(n):  # into every statement: a def inside an `if` is nested too
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                start = min([child.lineno] + [d.lineno for d in child.decorator_list])
+                q = prefix + child.name
+                out.append((q, start, child.end_lineno))
+                visit(child, q + ".")
+            else:
+                visit(child, prefix)
+    try:
+        visit(ast.parse(text), "")
+    except SyntaxError:
+        pass
+    return out
+
+
+def ast_changed(tree: Path, parent: str, sha: str, package: str) -> set[str]:
+    """path:qualname of the innermost def/class holding each changed non-blank line (ast's view)."""
+    diff = parse_diff(git(tree, "diff", "--no-color", "--no-ext-diff", "-M", parent, sha))
+    out = set()
+    for fd in diff.files:
+        for path, rev, old in ((fd.old_path, parent, True), (fd.new_path, sha, False)):
+            if not path or not path.endswith(".py") or is_test_path(path) or not path.startswith(package + "/"):
+                continue
+            ents = ast_entities(git(tree, "show", f"{rev}:{path}"))
+            for h in fd.hunks:
+                line = h.old_start if old else h.new_start
+                for body in h.lines:
+                    if body[:1] == ("+" if old else "-"):
+                        continue
+                    if body[:1] == ("-" if old else "+") and body[1:].strip():
+                        inner = [e for e in ents if e[1] <= line <= e[2]]
+                        if inner:
+                            out.add(f"{fd.new_path or path}:{min(inner, key=lambda e: e[2] - e[1])[0]}")
+                    line += 1
+    return out
+
+
+def importer_tests(nav: Navigator, changed_files: set[str], all_tests: set[str]) -> set[str]:
+    """Tests in files that import a changed file, transitively (file level), and every test under a
+    conftest.py that does."""
+    store = nav.store
+    reverse: dict[str, set[str]] = {}
+    for e in store.all_edges():
+        if e.relation == "IMPORTS" and e.target.count(":") >= 2 and not e.target.startswith(("ext:", "var:")):
+            target_file = e.target.split(":", 2)[1]
+            reverse.setdefault(target_file, set()).add(e.path)
+    seen, todo = set(changed_files), list(changed_files)
+    while todo:
+        for src in reverse.get(todo.pop(), ()):
+            if src not in seen:
+                seen.add(src)
+                todo.append(src)
+    # a conftest.py in the closure reaches every test under its folder (pytest loads it for them)
+    folders = [f.rsplit("/", 1)[0] + "/" if "/" in f else "" for f in seen if f.rsplit("/", 1)[-1] == "conftest.py"]
+    return {t for t in all_tests if t.split("::", 1)[0] in seen or any(t.startswith(d) for d in folders)}
+
+
+def why_missed(nav: Navigator, missed: set[str], commit: str, changed: list[dict], tree: Path) -> dict[str, int]:
+    """Why each covering test was not selected: not an entity of the index (inherited from a base
+    class in another file, generated), reachable only past the test depth, a changed name written
+    in the test (or a helper of its file) that no edge resolved to (a receiver whose type the
+    resolver did not know), or nothing in the test names it (reached at run time only: through a
+    public API the graph did not follow, dynamic dispatch, a fixture of a plugin, parametrization)."""
+    deep = {node(t["file"], t.get("qualname")) for t in nav.impact(commit=commit, test_depth=10)["tests"]}
+    names = {c["id"].rsplit(":", 1)[-1].rsplit(".", 1)[-1] for c in changed
+             if c["kind"] != "module" and not is_test_path(c["file"])}
+    reasons: dict[str, int] = {}
+    for t in missed:
+        file, _, rest = t.partition("::")
+        qual = rest.replace("::", ".")
+        rows = [r for r in (nav.store.entity(f"func:{file}:{qual}"), nav.store.entity(f"method:{file}:{qual}")) if r]
+        if not rows:
+            why = "not an entity of the index (inherited from a base class elsewhere, or generated)"
+        elif t in deep:
+            why = "reachable only past the test depth"
+        else:
+            try:
+                text = (tree / file).read_text(errors="replace")
+            except OSError:
+                text = ""
+            body = "\n".join(text.splitlines()[rows[0].start_line - 1:rows[0].end_line])
+            if any(re.search(rf"\b{re.escape(n)}\b", body) for n in names):
+                why = "the test names a changed entity, no edge resolved to it (receiver type unknown)"
+            elif any(re.search(rf"\b{re.escape(n)}\b", text) for n in names):
+                why = "a helper or fixture of the test file names it, no edge or injection reached the test"
+            else:
+                why = "nothing in the test file names it (run-time path: public API, dispatch, plugin fixture)"
+        reasons[why] = reasons.get(why, 0) + 1
+    return reasons
+
+
+def score(selected: set[str], truth: set[str], times: dict[str, float]) -> dict:
+    selected = selected & set(times)
+    total = sum(times.values()) or 1.0
+    return {"recall": len(selected & truth) / len(truth) if truth else None, "safe": truth <= selected,
+            "selected": len(selected), "selection_rate": len(selected) / max(1, len(times)),
+            "time_share": sum(times[t] for t in selected) / total}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repo", required=True, help="a git directory (bare mirror) of the repository")
+    ap.add_argument("--package", required=True, help="the library's folder, e.g. src/flask")
+    ap.add_argument("--tests", default="tests")
+    ap.add_argument("--python", required=True, help="a Python with the suite's dependencies, pytest-cov among them")
+    ap.add_argument("--commits", type=int, default=8)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--window", type=int, default=150, help="sample among this many newest non-merge commits "
+                    "(older ones need older dependencies than one scratch environment holds)")
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--timeout", type=int, default=900, help="seconds one suite run may take")
+    ap.add_argument("--out", help="write the per-commit results here (JSON)")
+    ap.add_argument("--exclude", nargs="*", default=[], help="results (JSON) of earlier runs, or commit ids, left "
+                    "out of the sample (a fresh sample after a change made looking at them)")
+    args = ap.parse_args()
+    mirror, work = Path(args.repo), Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    tree = work / "tree"
+    seen = {r["commit"] for f in args.exclude if f.endswith(".json") for r in json.loads(Path(f).read_text())["commits"]}
+    seen |= {f for f in args.exclude if not f.endswith(".json")}  # commit ids (or their prefixes) as such
+    commits = sample_commits(mirror, args.package, args.commits, args.seed, args.window, seen)
+    if not tree.exists():
+        git(mirror, "worktree", "add", "-f", "--detach", str(tree), commits[0] + "^", git_dir=mirror)
+    rows = []
+    for sha in commits:
+        parent = git(tree, "rev-parse", sha + "^").strip()
+        git(tree, "checkout", "-q", "-f", "--detach", parent)
+        git(tree, "clean", "-q", "-fdx", "-e", ".nsccn")
+        times, cov, wall = run_suite(tree, args.python, args.package, args.tests, work, args.timeout)
+        if not times:
+            print(f"{sha[:10]}: the suite did not run at the parent; skipped", file=sys.stderr)
+            continue
+        lines = truth_lines(tree, parent, sha, args.package)
+        truth = covering_tests(args.python, cov, lines) & set(times)
+        index_repository(tree, workers=1, embed=False)
+        nav = Navigator(tree)
+        t0 = time.perf_counter()
+        out = nav.impact(commit=sha)
+        seconds = time.perf_counter() - t0
+        all_tests = set(times)
+
+        def picked_at(floor: float) -> set[str]:
+            got = set()
+            for t in out["tests"]:
+                if t["confidence"] < floor:
+                    continue
+                if t.get("qualname"):
+                    got.add(node(t["file"], t["qualname"]))
+                else:
+                    got |= {x for x in all_tests if x.split("::", 1)[0] == t["file"]}
+            return got
+
+        picked = picked_at(0.0)
+        changed_files = set(lines)
+        named = {t for t in all_tests if Path(t.split("::", 1)[0]).name in
+                 {f"test_{Path(f).stem if Path(f).stem != '__init__' else Path(f).parent.name}.py" for f in changed_files}}
+        ast_set = ast_changed(tree, parent, sha, args.package)
+        ours = {f"{c['file']}:{c['id'].rsplit(':', 1)[-1]}" for c in out["changed"]
+                if c["kind"] in ("func", "method", "class") and not is_test_path(c["file"])
+                and c["file"].startswith(args.package + "/")}
+        row = {
+            "commit": sha, "suite_tests": len(all_tests), "suite_seconds": round(wall, 1), "covering": len(truth),
+            "impact_seconds": round(seconds, 3),
+            "nsccn": score(picked, truth, times),
+            **{f"nsccn_conf_{f:g}": score(picked_at(f), truth, times) for f in CONFIDENCE_FLOORS},
+            "named_test_module": score(named, truth, times),
+            "file_importers": score(importer_tests(nav, changed_files, all_tests), truth, times),
+            "all": score(all_tests, truth, times),
+            "changed_precision": len(ours & ast_set) / len(ours) if ours else None,
+            "changed_recall": len(ours & ast_set) / len(ast_set) if ast_set else None,
+            "missed_tests": sorted(truth - picked)[:10],
+            "missed": why_missed(nav, truth - picked, sha, out["changed"], tree) if truth - picked else {},
+        }
+        nav.close()
+        rows.append(row)
+        n = row["nsccn"]
+        recall = "-" if n["recall"] is None else f"{n['recall']:.2f}"
+        print(f"{sha[:10]} covering {len(truth):>4}/{len(all_tests)}  nsccn recall {recall} rate {n['selection_rate']:.3f} "
+              f"safe {n['safe']}  impact {seconds * 1000:.0f} ms  missed {row['missed']}", flush=True)
+    summary = summarize(rows)
+    print(json.dumps(summary, indent=1))
+    if args.out:
+        Path(args.out).write_text(json.dumps({"args": vars(args), "summary": summary, "commits": rows}, indent=1))
+    return 0
+
+
+def summarize(rows: list[dict]) -> dict:
+    covered = [r for r in rows if r["covering"]]
+    out = {"commits": len(rows), "commits_with_covering_tests": len(covered)}
+    for key in ("nsccn", *(f"nsccn_conf_{f:g}" for f in CONFIDENCE_FLOORS), "named_test_module", "file_importers", "all"):
+        rec = [r[key]["recall"] for r in covered]
+        out[key] = {
+            "median_recall": round(statistics.median(rec), 3) if rec else None,
+            "mean_recall": round(statistics.fmean(rec), 3) if rec else None,
+            "safety": round(sum(r[key]["safe"] for r in covered) / len(covered), 3) if covered else None,
+            "median_selection_rate": round(statistics.median(r[key]["selection_rate"] for r in rows), 3) if rows else None,
+            "median_time_share": round(statistics.median(r[key]["time_share"] for r in rows), 3) if rows else None,
+        }
+    for key in ("changed_precision", "changed_recall"):
+        vals = [r[key] for r in rows if r[key] is not None]
+        out[key] = round(statistics.fmean(vals), 3) if vals else None
+    missed: dict[str, int] = {}
+    for r in rows:
+        for why, n in r["missed"].items():
+            missed[why] = missed.get(why, 0) + n
+    out["missed_by_reason"] = missed
+    out["median_impact_seconds"] = round(statistics.median(r["impact_seconds"] for r in rows), 3) if rows else None
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
