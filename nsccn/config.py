@@ -272,9 +272,12 @@ def ensure_index_dir(root: Path, config: Config) -> Path:
     """The index directory, created 0700 (an existing one must be a real directory of ours).
     One outside the repository records which repository it indexes, and refuses another while
     it holds an index (indexing another tree there would drop every file of the first)."""
-    from nsccn.private import private_dir, write_private
+    from nsccn.private import create_private_once, private_dir, write_private
 
     d = private_dir(index_dir(root, config))
+    # `git status` stays clean (as `.pytest_cache/` does it): everything here is ours, but a
+    # repository's own config.json, which its owners may well commit.
+    create_private_once(d / ".gitignore", f"# written by nsccn: the index is no part of the repository\n*\n!{CONFIG_FILE}\n".encode())
     if Path(config.index_dir).is_absolute():
         root = Path(root).resolve()
         held = indexed_root(config)

@@ -270,21 +270,25 @@ class NavigatorService:
             cached = self._pipeline = (now, live if isinstance(live, dict) or live is None else {"status": live})
         return cached[1]
 
-    def partial_note(self) -> str | None:
+    def partial_note(self, vectors: bool = True) -> str | None:
+        """A line while the pipeline is still building the index, or None; `vectors`: the answer
+        reads vectors (search, localize, context), so vectors still pending concern it too."""
         live = self.pipeline_status()
         if not live:
             return None
-        pending = {k: live[k] for k in ("files_pending", "vectors_pending", "pending")
-                   if isinstance(live.get(k), (int, float)) and live[k] > 0}
-        if live.get("partial") or pending or live.get("state") == "indexing":
+        keys = ("files_pending", "vectors_pending", "pending") if vectors else ("files_pending", "pending")
+        pending = {k: live[k] for k in keys if isinstance(live.get(k), (int, float)) and live[k] > 0}
+        files_only = not vectors and not live.get("files_pending") and live.get("state") != "indexing"
+        if (live.get("partial") and not files_only) or pending or live.get("state") == "indexing":
             what = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in pending.items()) or "indexing in progress"
             return f"the index is still being built ({what}); answers may miss what is not indexed yet"
         return None
 
     def notes(self, out: dict, files: Iterable[str] | None = None, whole_index: bool = False,
-              answer: dict | None = None) -> dict:
+              answer: dict | None = None, vectors: bool = False) -> dict:
         """Add `stale` / `partial` notes to an answer; `answer`: the navigator's answer it is made
-        from, whose `unresolved` note (an answer built from edges) it keeps."""
+        from, whose `unresolved` note (an answer built from edges) it keeps; `vectors`: the answer
+        reads vectors (only then do pending vectors make it partial)."""
         if answer and answer.get("unresolved"):
             out["unresolved"] = answer["unresolved"]
         if files is not None:
@@ -299,7 +303,7 @@ class NavigatorService:
             if n and "stale" not in out:
                 out["stale"] = (f"{n} indexed file(s) changed on disk since indexing (e.g. {', '.join(g['examples'][:3])}); "
                                 "re-index for exact answers")
-        partial = self.partial_note()
+        partial = self.partial_note(vectors)
         if partial:
             out["partial"] = partial
         live = self.pipeline_status()  # the pipeline gone (`nsccn serve` reattaching): say so first

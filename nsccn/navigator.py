@@ -7,6 +7,7 @@ can act on (the valid range, the closest ids). Nothing here prints.
 from __future__ import annotations
 
 import difflib
+import json
 import time
 from pathlib import Path
 
@@ -14,11 +15,13 @@ from nsccn import fusion, graph
 from nsccn.config import Config, load_config, load_settings
 from nsccn.escape import one_line
 from nsccn.model import split_entity_id
+from nsccn import name_query
+from nsccn.name_query import names_first
 from nsccn.query_analysis import analyze_query, capped_note
 from nsccn.streams import bm25_stream
 from nsccn.store import RESOLVE_PENDING, EntityRow, IndexMissing, IndexOutdated, Store
 from nsccn.tokens import count_tokens, truncate_to_tokens
-from nsccn.repofile import PathOutsideRepository, UnreadableFile, safe_path, stat_file
+from nsccn.repofile import PathOutsideRepository, UnreadableFile, repository_path, safe_path, stat_file
 from nsccn.errors import ArgumentError, NavigatorError, NoIndex, said  # noqa: F401  (the Navigator's errors)
 from nsccn.vocab import MAX_CONTEXT_LINES, MAX_LOCALIZE, MAX_SEARCH
 from nsccn.window import read_source, relocate, window_of_lines
@@ -65,7 +68,12 @@ class Navigator:
     def entity(self, entity_id: str) -> EntityRow:
         if not isinstance(entity_id, str) or not entity_id.strip():
             raise NavigatorError("entity_id is empty; ids look like func:path/to/file.py:name")
-        row = self.store.entity(entity_id.strip())
+        typed = entity_id.strip()
+        found = name_query.resolve_entity(self.store, typed)  # the id, or any unambiguous name
+        if len(found) > 1:
+            raise NavigatorError(f"{said(typed)} names {len(found)} definitions: give one of their ids",
+                                 [r.id for r in found[:10]])
+        row = found[0] if found else None
         if row is None:
             building = ("; files are being written into the index now (or a run stopped before it was done: "
                         "`nsccn status`): it may not be indexed yet") if self.unresolved_note() else ""
@@ -85,12 +93,18 @@ class Navigator:
             terms = analyze_query(name).terms
             rows = self.store.entity_at_rowids(bm25_stream(self.store, terms, 20))
             cands = {r.id for r in rows.values()}
-        return difflib.get_close_matches(wrong, sorted(cands), n=n, cutoff=0.0)
+        starting = name_query.starting_with(self.store, wrong, n)  # what was typed, completed
+        close = difflib.get_close_matches(wrong, sorted(cands - set(starting)), n=n, cutoff=0.0)
+        return (starting + close)[:n]
 
     def _check_file(self, file_path: str) -> str:
         if not isinstance(file_path, str) or not file_path.strip():
             raise NavigatorError("file_path is empty; give a path relative to the repository")
         given = file_path.strip()
+        try:  # absolute inside the repository, or climbing with `..` and staying inside it: as typed
+            given = repository_path(self.root, given)
+        except PathOutsideRepository as exc:
+            raise NavigatorError(str(exc)) from exc
         # A backslash is part of a POSIX file name (`back\slash.py`); only when no such file is
         # indexed is it read as a Windows-style separator.
         candidates = [given] + ([given.replace("\\", "/")] if "\\" in given else [])
@@ -135,6 +149,7 @@ class Navigator:
         hits = search_mod.search(self.store, query, limit + offset, ranker, signals=signals,
                                  kinds=tuple(kinds) if kinds else None, embedder=self.embedder,
                                  rrf_k=self.config.rrf_k, diversity=float(diversity), use_vectors=vectors is not None)
+        hits = names_first(self.store, query, hits, limit + offset, tuple(kinds) if kinds else None)
         results = [h.as_dict() for h in hits[offset : offset + limit]]
         out = {"query": query, "results": results, "signals": sorted(signals), "ranking": which, "vectors": vectors}
         if vectors_note:
@@ -178,10 +193,12 @@ class Navigator:
             out["query_capped"] = capped
         return out
 
-    def train_ranker(self, commits: int = 300, rounds: int = 60, reset: bool = False, progress=None) -> dict:
+    def train_ranker(self, commits: int = 300, rounds: int = 60, reset: bool = False, progress=None,
+                     force: bool = False) -> dict:
         """Adapt the ranker to this repository: its own fix commits as training queries, boosted
         on top of the shipped model; written beside the index, used by localize and search from
-        then on. `reset` removes the repository's model (back to the shipped one)."""
+        then on, when it ranks the newest fixes (held back) better than the shipped model does
+        (`force`: written all the same). `reset` removes the repository's model (back to the shipped one)."""
         from nsccn import history, ranking
         from nsccn.ranking.adapt import adapt, own_history_records
 
@@ -206,11 +223,19 @@ class Navigator:
         if len(usable) < 10:
             raise NavigatorError(f"only {len(usable)} usable fix commits in the indexed history (10 needed): "
                                  "the shipped model stays in use")
-        model = adapt(base, usable, rounds=rounds)
-        ranking.save_ranker(model, target)
-        return {"model": str(target), "queries": len(usable), "fix_commits_read": len(records), "rounds": rounds,
-                "ranking": ranking.active_ranker(self.db_path.parent)[1],
-                "note": "trained against the current code (after those fixes); measure before relying on it"}
+        # Measured before it is used: adapted on the older fixes, both models ranked the newest ones.
+        held = usable[: max(3, len(usable) // 5)]
+        trial = adapt(base, usable[len(held):], rounds=rounds)
+        measured = {"held_back_fixes": len(held), "trained_on": len(usable) - len(held),
+                    "shipped": held_back_accuracy(base, held), "adapted": held_back_accuracy(trial, held)}
+        out = {"queries": len(usable), "fix_commits_read": len(records), "rounds": rounds, "measured": measured}
+        if sum(measured["adapted"].values()) <= sum(measured["shipped"].values()) and not force:
+            return {"model": None, **out, "ranking": ranking.active_ranker(self.db_path.parent)[1],
+                    "note": f"the adapted model ranks the {len(held)} newest fixes no better than the shipped one: "
+                            "nothing written, the model in use stays"}
+        ranking.save_ranker(adapt(base, usable, rounds=rounds), target)  # then on every fix
+        return {"model": str(target), **out, "ranking": ranking.active_ranker(self.db_path.parent)[1],
+                "note": "trained against the current code (after those fixes): held-back numbers are optimistic"}
 
     def _signals(self, vectors: str | None = "") -> frozenset[str]:
         """Every ranking signal, less the vectors while the index has none (or their model cannot
@@ -387,11 +412,8 @@ class Navigator:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise NavigatorError(f"limit must be 1 or more, not {limit!r}")
         name = name.strip()
-        rows = self.store.entities_named(name)
-        if not rows and "." in name:  # `Class.method` or `pkg.module.func`
-            tail = name.rsplit(".", 1)[-1]
-            rows = [r for r in self.store.entities_named(tail) if (r.qualname == name or r.id.endswith(name)
-                    or f"{r.path[:-3].replace('/', '.')}.{r.qualname}".endswith(name))]
+        parts = name_query.name_parts(name)  # bare, qualified, dotted, `Foo::bar`, re-exported: best first
+        rows = name_query.definitions(self.store, parts) if parts else self.store.entities_named(name)
         if not rows:
             names = [n for (n,) in self.store.conn.execute("SELECT DISTINCT name FROM entities")]
             close = difflib.get_close_matches(name.rsplit(".", 1)[-1], names, n=5, cutoff=0.6)
@@ -535,6 +557,8 @@ class Navigator:
             "last_indexed": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(last))) if last else None,
             "stale_files": stale,
         }
+        if counts.get("files_with_syntax_errors"):
+            out["syntax_errors"] = self.syntax_errors(5)
         self._with_unresolved(out)
         try:
             from nsccn import semantic
@@ -547,6 +571,19 @@ class Navigator:
         out["history_commits"] = history.commit_count(store)
         out["ranking"] = ranking.active_ranker(self.db_path.parent)[1]
         out["configuration"] = self.configuration()
+        return out
+
+    def syntax_errors(self, limit: int | None = None) -> list[str]:
+        """`path: line N, ...` of the indexed files whose parse found syntax errors (their other
+        definitions are indexed all the same), in path order; `limit`: the first so many."""
+        rows = self.store.conn.execute(
+            "SELECT path, error_lines FROM files WHERE error_lines != '[]' ORDER BY path"
+            + (f" LIMIT {int(limit)}" if limit else ""))
+        out = []
+        for path, lines in rows:
+            lines = json.loads(lines)
+            out.append(f"{path}: line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:5]))}"
+                       + (", ..." if len(lines) > 5 else ""))
         return out
 
     def configuration(self) -> dict:
@@ -571,3 +608,19 @@ class Navigator:
             if st.st_size != size or st.st_mtime != mtime:
                 changed.append(path)
         return {"changed": len(changed), "deleted": len(missing), "examples": (changed + missing)[:limit]}
+
+
+def held_back_accuracy(model, records: list[dict]) -> dict[str, float]:
+    """file@1, file@5, function@1 and function@5 (percent: a fix with any of its files or
+    functions within the first k) of `model` on recorded fix commits (`nsccn.ranking.adapt`)."""
+    from nsccn.ranking.train import rerank
+
+    hits = {"file@1": 0, "file@5": 0, "function@1": 0, "function@5": 0}
+    for rec in records:
+        files, functions = rerank(model, rec)
+        gold_files = {f for f, label in zip(rec["files"], rec["file_labels"]) if label}
+        gold_fns = {f for f, label in zip(rec["functions"], rec["function_labels"]) if label}
+        for k in (1, 5):
+            hits[f"file@{k}"] += bool(gold_files & set(files[:k]))
+            hits[f"function@{k}"] += bool(gold_fns & set(functions[:k]))
+    return {key: round(100 * n / max(1, len(records)), 1) for key, n in hits.items()}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import posixpath
 import stat
 from functools import lru_cache
 from pathlib import Path
@@ -56,6 +57,27 @@ def _parts(rel: str) -> tuple[str, ...]:
     if not parts:
         raise PathOutsideRepository(f"not a repository path: {rel!r}")
     return parts
+
+
+def repository_path(root: Path | str, typed: str) -> str:
+    """A path as a user typed it, as a path relative to the repository root: an absolute path
+    inside the root, or one whose `..` stay inside it, is made relative (lexically: `safe_path`
+    then checks where it really leads); one that ends outside the root is PathOutsideRepository.
+    Anything else is returned as typed."""
+    if not isinstance(typed, str) or not typed or "\0" in typed:
+        return typed
+    if os.path.isabs(typed):
+        norm = os.path.normpath(typed)
+        for base in dict.fromkeys((os.path.normpath(str(root)), _real_root(str(root)))):
+            if _inside(norm, base) and norm != base:
+                return Path(os.path.relpath(norm, base)).as_posix()
+        raise PathOutsideRepository(f"{typed!r} is outside the repository ({root}): give a path inside it")
+    if ".." in typed.split("/"):
+        norm = posixpath.normpath(typed)
+        if norm == ".." or norm.startswith("../"):
+            raise PathOutsideRepository(f"{typed!r} leads outside the repository ({root})")
+        return norm
+    return typed
 
 
 def safe_path(root: Path | str, rel: str) -> Path:

@@ -163,17 +163,23 @@ def repo_map(store: Store, max_tokens: int = 1024, focus: list[str] | None = Non
         rank = ranks.get(rid, 0.0)
         per_file[path].append(_Def(eid, rank, line, sig, parent))
         file_score[path] += rank
-    # Files read as text (no language we parse) are listed by name, after the code of their kind.
-    for (path,) in store.conn.execute("SELECT path FROM files WHERE language = 'text'"):
-        file_score.setdefault(path, -1.0)
     # Focused files first, then library code, then tests, docs and examples; each by rank.
     order = sorted(file_score, key=lambda p: (p not in focus_paths, is_test_path(p), -file_score[p], p))
+    # Files read as text (no language we parse: AUTHORS.rst, .github/*.md) are listed by name after
+    # all the code, and only when all of it was shown in full: they never take a code file's room.
+    text_files = sorted(p for (p,) in store.conn.execute("SELECT path FROM files WHERE language = 'text'")
+                        if p not in file_score)
     best = None
     for cap in PER_FILE_CAPS:  # more definitions per file while every file fits and room is left
         blocks, omitted = _fill(order, per_file, max_tokens, cap)
         best = blocks
         if len(blocks) < len(order) or not omitted:
             break
+    if text_files and len(best) == len(order) and not omitted:
+        room = max_tokens - count_tokens("".join(block for _, block, _ in best))
+        best = best + _fill(sorted(text_files, key=lambda p: (p not in focus_paths, is_test_path(p), p)),
+                            per_file, room, 1)[0]
+    order = order + text_files
     text = "".join(block for _, block, _ in best)
     while best and count_tokens(text) > max_tokens:  # blocks counted apart can merge a token or two
         best.pop()
@@ -184,7 +190,7 @@ def repo_map(store: Store, max_tokens: int = 1024, focus: list[str] | None = Non
         "map": text,
         "tokens": count_tokens(text),
         "files_shown": shown,
-        "files_total": len(file_score),
+        "files_total": len(order),
         "truncated": truncated,
         "hint": "raise max_tokens or pass focus=[ids or paths] to see other parts" if truncated else "",
     }

@@ -13,6 +13,7 @@ structured), `run(nav, args)` the command's call and printout. A bad argument ra
 from __future__ import annotations
 
 import json
+import posixpath
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,11 +53,12 @@ class AnswerContext(Protocol):
     root: Path
     cap: int
 
-    def notes(self, out: dict, files=None, whole_index: bool = False, answer: dict | None = None) -> dict: ...
+    def notes(self, out: dict, files=None, whole_index: bool = False, answer: dict | None = None,
+              vectors: bool = False) -> dict: ...
 
     def pipeline_status(self, fresh: bool = False) -> dict | None: ...
 
-    def partial_note(self) -> str | None: ...
+    def partial_note(self, vectors: bool = True) -> str | None: ...
 MAX_REFS_LIMIT = 500
 MAX_SYMBOL_LIMIT = 100
 MIN_MAP_TOKENS = 64
@@ -236,7 +238,7 @@ class Search(Tool):
                 out["more"] = res["more"]
             return out
 
-        ctx.notes(base, [r["file"] for r in rows])
+        ctx.notes(base, [r["file"] for r in rows], vectors=True)
         if not rows:
             base["hint"] = "nothing matched: try other words, a bare identifier, or repo_map to see what exists"
         k, text = fit(len(rows), lambda k: render_json(build(k)), cap)
@@ -253,8 +255,8 @@ class Search(Tool):
                 print(f"       {one_line(r['signature'])}")
             if not out["results"]:
                 print("no results")
-            if out.get("more"):
-                print(f"  ... {one_line(out['more'])}")
+            if out.get("more"):  # the command line's own words, not the MCP parameter's
+                print(f"  ... more results: run again with --offset {args.offset + args.limit}")
             if out.get("query_capped"):
                 print(f"# note: {out['query_capped']}", file=sys.stderr)
             print_notes(out, "stale")
@@ -299,7 +301,7 @@ class Localize(Tool):
                                     "the rest rank lower (search_and_rank pages through entities)")
             return out
 
-        ctx.notes(base, res["files"])
+        ctx.notes(base, res["files"], vectors=True)
         if not res["files"]:
             base["hint"] = "nothing matched: try other words, a bare identifier, or repo_map to see what exists"
         k, text = fit(max(len(functions), len(res["files"])), lambda k: render_json(build(k)), cap)
@@ -331,7 +333,7 @@ class Skeleton(Tool):
         "then open_surgical_window on the entity you need."
     )
     params = (
-        Param("file_path", str, "path relative to the repository root, e.g. pkg/models.py"),  # see norm_path
+        Param("file_path", str, "path relative to the repository root, e.g. pkg/models.py (an absolute path inside it is taken too)"),  # see norm_path
         Param("offset", int, "skip this many skeleton lines (to continue a cut skeleton)", 0, lo=0),
     )
     help = "a file's signatures and docstrings, bodies elided"
@@ -393,7 +395,8 @@ class Trace(Tool):
         "are external symbols, variables, attributes and settings, not repository entities."
     )
     params = (
-        Param("entity_id", str, "entity id, e.g. func:pkg/auth.py:validate_token"),
+        Param("entity_id", str, "entity id, e.g. func:pkg/auth.py:validate_token, or any unambiguous name "
+              "(validate_token, auth.validate_token, pkg/auth.py:validate_token)"),
         Param("direction", str, " | ".join(DIRECTIONS), "downstream", enum=DIRECTIONS),
         Param("depth", int, f"max hops (1-{MAX_DEPTH})", 3, lo=1, hi=MAX_DEPTH),
         Param("relations", list[str] | None, "follow only these relations: " + ", ".join(RELATIONS), None,
@@ -473,7 +476,8 @@ class Window(Tool):
         "Use it last, when you know which entity you need to read or edit, instead of reading the whole file."
     )
     params = (
-        Param("entity_id", str, "entity id, e.g. method:pkg/models.py:User.save"),
+        Param("entity_id", str, "entity id, e.g. method:pkg/models.py:User.save, or any unambiguous name "
+              "(User.save, pkg.models.User.save)"),
         Param("context_lines", int, f"lines of context above and below (0-{MAX_CONTEXT_LINES})", 5, lo=0,
               hi=MAX_CONTEXT_LINES),
         Param("from_line", int | None, "start showing at this line number (to continue a cut window)", None, lo=1,
@@ -621,7 +625,8 @@ class References(Tool):
         "the edge's confidence and how it was resolved). Use it before changing a signature or behaviour."
     )
     params = (
-        Param("entity_id", str, "entity id, e.g. func:pkg/auth.py:validate_token"),
+        Param("entity_id", str, "entity id, e.g. func:pkg/auth.py:validate_token, or any unambiguous name "
+              "(validate_token, auth.validate_token, pkg/auth.py:validate_token)"),
         Param("limit", int, f"references to return (1-{MAX_REFS_LIMIT})", 50, lo=1, hi=MAX_REFS_LIMIT),
         Param("offset", int, "skip this many references (paging)", 0, lo=0),
     )
@@ -750,7 +755,7 @@ class Context(Tool):
         budget = max(MIN_CONTEXT_TOKENS, max_tokens - count_tokens(head) - (80 if max_tokens > 400 else 8))
         res = ctx.nav.assemble_context(query, budget)
         out = {"query": echo(query), "tokens": res["tokens"], "max_tokens": max_tokens, "entities": res["entities"]}
-        ctx.notes(out, [e.split(":", 2)[1] for e in res["entities"]], answer=res)
+        ctx.notes(out, [e.split(":", 2)[1] for e in res["entities"]], answer=res, vectors=True)
         text = (head.replace("@TOKENS@", str(res["tokens"]), 1) + block(res["context"])
                 + ("" if res["context"].endswith("\n") else "\n"))
         text += note_lines(out)
@@ -777,6 +782,7 @@ class Status(Tool):
         "Use it when answers look incomplete or stale."
     )
     help = "what the index holds and how fresh it is"
+    cli = (option("--syntax-errors", action="store_true", help="list every file whose parse found syntax errors"),)
 
     def answer(self, ctx, req):
         cap = ctx.cap
@@ -806,6 +812,11 @@ class Status(Tool):
         live = live_status(nav) if live_status else None
         if live is not None:
             out["pipeline"] = live
+        if getattr(args, "syntax_errors", False) and out.get("indexed"):
+            out = {"files_with_syntax_errors": nav.syntax_errors()}
+            if not args.json:
+                print("\n".join(map(one_line, out["files_with_syntax_errors"])) or "no file with syntax errors")
+            return out
         if not args.json:
             for k, v in out.items():
                 if k == "configuration" and "settings" in v:
@@ -815,13 +826,35 @@ class Status(Tool):
                     for line in v["refused"]:
                         print(f"  refused: {one_line(line)}")
                     continue
-                print(f"{k}: {json.dumps(v, default=str) if isinstance(v, (dict, list)) else one_line(v)}")
+                if k == "syntax_errors":
+                    shown, n = len(v), out.get("files_with_syntax_errors", len(v))
+                    print(f"syntax_errors: ({shown} of {n}; `nsccn status --syntax-errors` lists all)")
+                    for line in v:
+                        print(f"  {one_line(line)}")
+                    continue
+                _print_field(k, v)
             clients = ((out.get("pipeline") or {}).get("clients") or {})
             if "attached" in clients:
                 who = ", ".join(f"pid {c['pid']} since {c['since']}" for c in clients["attached"])
                 left = f"; stops in {clients['stops_in_s']:g} s with none" if "stops_in_s" in clients else ""
                 print(f"clients: {len(clients['attached'])} attached" + (f" ({who})" if who else "") + left)
         return out
+
+
+def _print_field(key: str, value, indent: int = 0) -> None:
+    """One field of an answer as readable lines: a dict as indented `key: value` lines (three
+    levels; deeper ones as compact JSON), a list of plain values on one line."""
+    pad = "  " * indent
+    if isinstance(value, dict) and value and indent < 3:
+        print(f"{pad}{key}:")
+        for k, v in value.items():
+            _print_field(str(k), v, indent + 1)
+    elif isinstance(value, list) and all(isinstance(x, (str, int, float, bool)) or x is None for x in value):
+        print(f"{pad}{key}: {', '.join(one_line(str(x)) for x in value) if value else '(none)'}")
+    elif isinstance(value, (dict, list)):
+        print(f"{pad}{key}: {one_line(json.dumps(value, default=str))}")
+    else:
+        print(f"{pad}{key}: {one_line(value)}")
 
 
 class TrainRanker(Tool):
@@ -831,6 +864,8 @@ class TrainRanker(Tool):
         option("--commits", type=int, default=300, help="newest fix commits to train on (10-5000)"),
         option("--rounds", type=int, default=60, help="trees added to the shipped model (1-1000)"),
         option("--reset", action="store_true", help="remove the repository's model: back to the shipped one"),
+        option("--force", action="store_true",
+               help="write the adapted model even when it ranks the held-back fixes no better than the shipped one"),
     )
 
     def run(self, nav, args):
@@ -839,12 +874,17 @@ class TrainRanker(Tool):
                 print(f"  featurized {done}/{total} fix commits", file=sys.stderr, flush=True)
 
         out = nav.train_ranker(commits=args.commits, rounds=args.rounds, reset=args.reset,
-                               progress=None if args.json else progress)
+                               progress=None if args.json else progress, force=args.force)
         if not args.json:
             if args.reset:
                 print(f"removed {out['removed']}" if out["removed"] else "no repository model to remove")
             else:
-                print(f"trained on {out['queries']} of this repository's fix commits -> {out['model']}")
+                m = out["measured"]
+                print(f"held back the {m['held_back_fixes']} newest of {out['queries']} fix commits; "
+                      f"adapted on the other {m['trained_on']}:")
+                for name in ("shipped", "adapted"):
+                    print(f"  {name:8} " + "  ".join(f"{k} {v:5.1f}" for k, v in m[name].items()))
+                print(f"trained on all {out['queries']} -> {out['model']}" if out["model"] else "kept the model in use")
                 print(f"note: {out['note']}")
             print(f"ranking: {out['ranking']}")
         return out
@@ -967,28 +1007,29 @@ def from_here(nav: Navigator, args, path: str) -> str:
     """A file path as the user typed it in a subdirectory (`nsccn skeleton models.py` inside
     src/pkg/): relative to where they are, when it is not a path from the repository root."""
     here = getattr(args, "here", None)
-    if not here or not isinstance(path, str) or Path(path).is_absolute() or (nav.root / path).exists():
+    if not here or not isinstance(path, str) or Path(path).is_absolute():
+        return path  # (the Navigator takes an absolute path inside the repository)
+    climbs = ".." in Path(path).parts
+    if (nav.root / path).exists() and not climbs:
         return path
-    return (here / path).as_posix() if (nav.root / here / path).exists() else path
+    return posixpath.normpath((here / path).as_posix()) if climbs or (nav.root / here / path).exists() else path
 
 
 # -- the MCP side ----------------------------------------------------------------------------------------
 
 
 def norm_path(root: Path, file_path: str) -> str:
-    """Agents often pass absolute paths: accept those inside the repository."""
-    import os
+    """Agents often pass absolute paths: accept those inside the repository (and `..` that stays
+    inside it), by the rule the command line follows (`nsccn.repofile.repository_path`)."""
+    from nsccn.repofile import PathOutsideRepository, repository_path
 
     if not isinstance(file_path, str) or not file_path.strip():
         raise ArgumentError("file_path is empty: give a path relative to the repository root, e.g. pkg/module.py")
     p = file_path.strip()
-    if os.path.isabs(p):
-        try:
-            rel = Path(os.path.realpath(p)).relative_to(root)
-        except ValueError:
-            raise ArgumentError(f"{said(p)} is outside the repository ({root}); give a path relative to its root") from None
-        return rel.as_posix()
-    return p
+    try:
+        return repository_path(root, p)
+    except PathOutsideRepository:
+        raise ArgumentError(f"{said(p)} is outside the repository ({root}); give a path relative to its root") from None
 
 
 def mcp_signature(tool: Tool, cap: int) -> list[tuple[str, Any, Any]]:
@@ -1001,12 +1042,15 @@ def mcp_signature(tool: Tool, cap: int) -> list[tuple[str, Any, Any]]:
 
     def json_array(value: Any) -> Any:
         """A list given as a JSON-encoded string (`'["CALLS"]'`, as the MCP Inspector CLI and some
-        other clients send every argument) is that list; anything else is left to validation."""
+        other clients send every argument) is that list; one plain string (`"class"`) is a list of
+        one, as a number given as a string is that number; anything else is left to validation."""
         if isinstance(value, str) and value.lstrip().startswith("["):
             try:
                 return _json.loads(value)
             except ValueError:
                 return value  # not JSON after all: validation says it should be a list
+        if isinstance(value, str):
+            return [value]
         return value
 
     out = []

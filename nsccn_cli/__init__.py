@@ -163,6 +163,16 @@ def print_index_summary(summary, as_json: bool) -> int:
     print(f"indexed {summary.root} in {summary.seconds:.2f} s -> {summary.db_path}")
     print(f"  files: {summary.files_seen} seen, {summary.files_indexed} parsed, {summary.files_unchanged} unchanged,"
           f" {summary.files_deleted} removed, {summary.files_with_syntax_errors} with syntax errors")
+    if summary.files_with_syntax_errors:  # named, so they can be looked at
+        from nsccn.navigator import Navigator
+
+        nav = Navigator(root)
+        try:
+            named = nav.syntax_errors(3)
+        finally:
+            nav.close()
+        more = "; `nsccn status --syntax-errors` lists all" if summary.files_with_syntax_errors > len(named) else ""
+        print(f"  syntax errors in: {'; '.join(map(one_line, named))}{more}")
     if summary.skipped:
         detail = ", ".join(f"{n} {why}" + (f" (e.g. {one_line(summary.skipped_examples[why])})" if summary.skipped_examples.get(why) else "")
                            for why, n in summary.skipped.items())
@@ -363,6 +373,10 @@ def main(argv: list[str] | None = None) -> int:
         from nsccn.navigator import Navigator, NavigatorError, NoIndex
 
         given = Path(args.root).resolve()
+        if not given.is_dir():  # a typo, not a repository without an index
+            print(f"nsccn: no such directory: {args.root}" if not given.exists() else f"nsccn: {args.root} is not a directory",
+                  file=sys.stderr)
+            return EXIT_USAGE
         root = find_root(given)  # from a subdirectory: the enclosing repository's index
         args.here = given.relative_to(root) if root != given else None
         nav = Navigator(root)

@@ -55,8 +55,46 @@ def busy_message(info: dict) -> str:
     )
 
 
+class _PlainBar:
+    """The part of tqdm's interface `_Progress` uses, as plain lines: into a pipe or a log a bar
+    redrawn in place is noise, so a line at the start, at most one every `every_s` seconds, and
+    one at the end."""
+
+    def __init__(self, total: int, unit: str, desc: str, every_s: float = 10.0):
+        self.total, self.unit, self.desc, self.every_s = total, unit, desc, every_s
+        self.n, self.started, self.closed = 0, time.monotonic(), False
+        self.last = self.started
+        self._line()
+
+    def _line(self) -> None:
+        print(f"nsccn: {self.desc} {self.n}/{self.total} {self.unit} ({time.monotonic() - self.started:.0f} s)",
+              file=sys.stderr, flush=True)
+
+    def update(self, k: int) -> None:
+        self.n += k
+        now = time.monotonic()
+        if now - self.last >= self.every_s:
+            self.last = now
+            self._line()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._line()
+
+
+def _bar(total: int, unit: str, desc: str):
+    """A tqdm bar on a terminal, plain lines anywhere else."""
+    if not sys.stderr.isatty():
+        return _PlainBar(total, unit, desc)
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, dynamic_ncols=True)
+
+
 class _Progress:
-    """tqdm bars on stderr: files (with files/s and ETA), then entities embedded."""
+    """Progress on stderr: files (with files/s and ETA), then entities embedded; bars on a
+    terminal, plain lines into a pipe or a file (`_bar`)."""
 
     def __init__(self, enabled: bool):
         self.enabled = enabled
@@ -68,14 +106,12 @@ class _Progress:
     def __call__(self, sup: Supervisor) -> None:
         if not self.enabled:
             return
-        from tqdm import tqdm
-
         w = sup.slots.get("watcher")
         ws = w.hb.stats if w and w.hb else None
         if ws and ws.get("bulk_total") and not self.files_done:
             total, done = ws["bulk_total"], ws.get("bulk_done", 0)
             if self.files is None:
-                self.files = tqdm(total=total, unit="file", desc="indexing", file=sys.stderr, dynamic_ncols=True)
+                self.files = _bar(total, "file", "indexing")
             if self.files.total != total:
                 self.files.total = total
             if done != self.files.n:
@@ -89,8 +125,7 @@ class _Progress:
             written = sup.stats_of("writer").get("vectors_written", 0)
             pending = rs.get("vectors_pending", 0)
             if self.vectors is None and pending:
-                self.vectors = tqdm(total=written + pending, unit="entity", desc="embedding", file=sys.stderr,
-                                    dynamic_ncols=True)
+                self.vectors = _bar(written + pending, "entity", "embedding")
             if self.vectors is not None:
                 self.vectors.total = written + pending
                 if written != self.vectors.n:

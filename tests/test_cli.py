@@ -89,7 +89,7 @@ def test_cli_localize_reads_the_report_from_argument_file_or_stdin(shop_index, t
     "args, code, text",
     [
         (["window", "func:shop/models.py:make_usr"], 1, "func:shop/models.py:make_user"),
-        (["skeleton", "../../etc/passwd"], 1, "refused"),
+        (["skeleton", "../../etc/passwd"], 1, "leads outside the repository"),
         (["trace", "func:shop/models.py:bump", "--depth", "50"], 1, "depth must be between 1 and 10"),
         (["search", ""], 1, "empty"),
         (["localize", "  "], 1, "report is empty"),

@@ -35,7 +35,7 @@ COVERED = [
      ".ci/run", ".venv/bin/python -m pytest -q"),
     (r"^python3 -m venv \.venv && \.venv/bin/pip install -q -e \. && \.venv/bin/nsccn index \. && \.venv/bin/nsccn search ",
      "tests/test_docs_commands.py", "test_quickstart_indexes_and_searches_this_clone"),
-    (r'^claude mcp add nsccn -- "\$PWD/\.venv/bin/nsccn" (serve|mcp --root) ',
+    (r'^claude mcp add (--scope user )?nsccn -- "\$PWD/\.venv/bin/nsccn" (serve|mcp --root)( |$)',
      "tests/test_docs_commands.py", "test_registration_line_connects_without_an_active_venv"),
     (r"^NSCCN_ROOT=\S+ \.venv/bin/honcho start", "tests/test_docs_commands.py", "test_procfile_runs_without_an_active_venv"),
     (r"^nsccn index PATH --in-process", "tests/test_hostile.py", '"--in-process"'),
@@ -134,18 +134,21 @@ def test_quickstart_indexes_and_searches_this_clone(tmp_path):
 
 
 def test_registration_line_connects_without_an_active_venv(tmp_path):
+    """The documented line registers the server for the user (`--scope user`: for every project,
+    not only the NSCCN clone it is run from) with no repository named: the client starts it in the
+    user's project, here a subdirectory of it, and it serves the repository around it."""
     clone = fresh_copy(tmp_path / "nsccn")
     repo = make_repo(tmp_path / "acme_repo", index=False)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, capture_output=True)  # the top of the work tree
     for doc in DOCS:
-        line = doc_line(doc, r"^claude mcp add nsccn -- .* serve ")
+        line = doc_line(doc, r"^claude mcp add .*nsccn -- .* serve$")
         argv = shlex.split(line.replace("$PWD", str(clone)))
+        assert argv[argv.index("add") + 1:argv.index("add") + 3] == ["--scope", "user"], f"{doc}: {line}"
         server = argv[argv.index("--") + 1:]
-        server[-1] = str(repo)  # the user's repository
-        assert Path(server[0]).is_absolute(), f"{doc}: the client needs the executable's absolute path"
+        assert server[1:] == ["serve"] and Path(server[0]).is_absolute(), f"{doc}: {line}"
 
     async def main():
-        where = tmp_path / "client_cwd"
-        where.mkdir()
+        where = repo / "acme"  # where the user works: the client starts the server there
         transport = StdioTransport(server[0], server[1:] + ["--no-embed"], env=bare_env(), cwd=str(where),
                                    keep_alive=False, log_file=tmp_path / "serve.log")
         async with Client(transport, timeout=60) as c:

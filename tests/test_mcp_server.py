@@ -326,14 +326,14 @@ def test_repo_map_symbol_references_context_status(server):
     "tool,args,expect",
     [
         ("trace_causal_path", {"entity_id": "func:acme/auth.py:validate_tokn"}, "did you mean: func:acme/auth.py:validate_token"),
-        ("open_surgical_window", {"entity_id": "validate_token"}, "func:acme/auth.py:validate_token"),
+        ("open_surgical_window", {"entity_id": "validate_tok"}, "did you mean: func:acme/auth.py:validate_token"),
         ("find_references", {"entity_id": ""}, "entity_id is empty"),
         ("trace_causal_path", {"entity_id": "func:acme/auth.py:validate_token", "depth": 0}, "between 1 and 10, not 0"),
         ("trace_causal_path", {"entity_id": "func:acme/auth.py:validate_token", "depth": 50}, "between 1 and 10, not 50"),
         ("trace_causal_path", {"entity_id": "func:acme/auth.py:validate_token", "direction": "sideways"}, "one of ['downstream'"),
         ("trace_causal_path", {"entity_id": "func:acme/auth.py:validate_token", "relations": ["CALL"]}, "valid: ['CALLS'"),
         ("trace_causal_path", {"entity_id": "func:acme/auth.py:validate_token", "min_confidence": 2}, "between 0 and 1"),
-        ("read_skeleton", {"file_path": "../../etc/passwd"}, "refused"),
+        ("read_skeleton", {"file_path": "../../etc/passwd"}, "is outside the repository"),
         ("read_skeleton", {"file_path": "/etc/passwd"}, "outside the repository"),
         ("read_skeleton", {"file_path": "acme/auht.py"}, "did you mean: acme/auth.py"),
         ("read_skeleton", {"file_path": "acme/auth.py", "offset": 10_000}, "offset must be below"),
@@ -562,6 +562,22 @@ def test_partial_pipeline_is_reported(repo):
         server._nsccn._pipeline = None  # drop the 1 s cache
         r = (await c.call_tool("search_and_rank", {"query": "token"})).structured_content
         assert "partial" not in r
+
+    run(server, script)
+
+
+def test_pending_vectors_are_noted_only_where_vectors_answer(repo):
+    """References, skeletons and traces never read vectors: vectors still being embedded do not make
+    them partial; a search (which does read them) says so."""
+    server = create_server(repo, status_provider=lambda: {"vectors_pending": 40, "partial": True, "state": "embedding"})
+
+    async def script(c):
+        r = (await c.call_tool("search_and_rank", {"query": "token"})).structured_content
+        assert "vectors pending: 40" in r["partial"]
+        refs = (await c.call_tool("find_references", {"entity_id": "func:acme/auth.py:validate_token"})).structured_content
+        assert refs["total"] >= 2 and "partial" not in refs
+        sym = (await c.call_tool("find_symbol", {"name": "validate_token"})).structured_content
+        assert "partial" not in sym
 
     run(server, script)
 

@@ -146,7 +146,8 @@ def test_nsccn_mcp_over_stdio(tmp_path):
 
 def test_array_arguments_sent_as_json_strings_are_accepted(tmp_path):
     """The MCP Inspector CLI sends every argument as a string: `relations='["CALLS"]'`. Such a
-    JSON-encoded array is the array; the schemas list the valid kinds and relations."""
+    JSON-encoded array is the array, one plain string a list of one; the schemas list the valid
+    kinds and relations. Ids and paths are taken as typed: a name for an id, an absolute path."""
     repo = make_repo(tmp_path / "acme_repo")
     cmd, pre = nsccn_command()
 
@@ -169,8 +170,30 @@ def test_array_arguments_sent_as_json_strings_are_accepted(tmp_path):
             with pytest.raises(ToolError, match=r"unknown relations \['CALS'\]; valid: \['CALLS'"):
                 await c.call_tool("trace_causal_path", {"entity_id": "method:acme/auth.py:AuthService.login",
                                                         "relations": '["CALS"]'})
-            with pytest.raises(ToolError, match="kinds .*should be a valid list"):
-                await c.call_tool("search_and_rank", {"query": "validate token", "kinds": "func"})
+            # one plain string is a list of one (as `limit: "5"` is the number 5)
+            one = (await c.call_tool("search_and_rank", {"query": "validate token", "kinds": "class"})).structured_content
+            assert one["results"] and {r["kind"] for r in one["results"]} == {"class"}
+            trace = (await c.call_tool("trace_causal_path", {"entity_id": "method:acme/auth.py:AuthService.login",
+                                                             "relations": "MUTATES"})).structured_content
+            assert trace["relations"] == ["MUTATES"]
+            focused = (await c.call_tool("repo_map", {"max_tokens": 200, "focus": "acme/auth.py"})).structured_content
+            assert focused["files_shown"] >= 1
+            with pytest.raises(ToolError, match=r"unknown kinds \['funk'\]"):
+                await c.call_tool("search_and_rank", {"query": "validate token", "kinds": "funk"})
+
+            # any unambiguous name where an id is expected; a prefix is completed
+            win = (await c.call_tool("open_surgical_window", {"entity_id": "AuthService.login"})).structured_content
+            assert win["entity_id"] == "method:acme/auth.py:AuthService.login"
+            refs = (await c.call_tool("find_references", {"entity_id": "acme/auth.py:validate_token"})).structured_content
+            assert refs["entity_id"] == "func:acme/auth.py:validate_token" and refs["total"] >= 2
+            with pytest.raises(ToolError, match=r"did you mean[\s\S]*method:acme/auth.py:AuthService.login"):
+                await c.call_tool("trace_causal_path", {"entity_id": "AuthService.log"})  # completed
+            # paths: absolute inside the repository, and `..` that stays inside, as the command line takes them
+            for path in (str(repo / "acme" / "auth.py"), "acme/../acme/auth.py"):
+                skel = await c.call_tool("read_skeleton", {"file_path": path})
+                assert "def validate_token(token: dict) -> bool:" in skel.content[0].text
+            with pytest.raises(ToolError, match="outside the repository"):
+                await c.call_tool("read_skeleton", {"file_path": "acme/../../etc/passwd"})
 
     asyncio.run(main())
 

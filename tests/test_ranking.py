@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -403,9 +404,17 @@ def test_train_ranker_on_the_repositorys_own_fixes(tmp_path):
         return subprocess.run([sys.executable, "-m", "nsccn.cli", *args, "--root", str(root)], capture_output=True,
                               text=True, timeout=240)
 
-    out = nsccn("train-ranker", "--commits", "12", "--rounds", "5", "--json")
+    # Measured first: adapted on the 9 older fixes, both models rank the 3 newest. The shipped model
+    # already ranks these synthetic fixes perfectly, so the adapted one is no better: nothing written.
+    out = nsccn("train-ranker", "--commits", "12", "--rounds", "5")
+    assert out.returncode == 0, out.stderr
+    assert "held back the 3 newest of 12 fix commits" in out.stdout and "kept the model in use" in out.stdout
+    assert re.search(r"shipped +file@1 100\.0 .*function@5 100\.0", out.stdout), out.stdout
+    assert not (root / ".nsccn" / ranking.USER_MODEL_NAME).exists()
+    out = nsccn("train-ranker", "--commits", "12", "--rounds", "5", "--json", "--force")  # written all the same
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)
+    assert res["measured"]["adapted"] == res["measured"]["shipped"]
     assert res["queries"] == 12 and Path(res["model"]).exists()
     assert "repository model" in json.loads(nsccn("status", "--json").stdout)["ranking"]
     loc = json.loads(nsccn("localize", "socket read gives the wrong value for empty socket input", "--json").stdout)

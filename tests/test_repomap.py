@@ -109,3 +109,18 @@ def test_the_rank_graph_is_every_weighted_edge_between_two_entities_in_edge_orde
     ]
     assert len(expected) > 10 and n == len(rowids) == store.conn.execute("SELECT COUNT(*) FROM entities").fetchone()[0]
     assert list(zip(src.tolist(), dst.tolist(), w.tolist())) == expected
+
+
+def test_text_files_come_after_all_code_and_only_when_it_fits(tmp_path):
+    root = write_repo(tmp_path / "r", {"AUTHORS.rst": "Ann\n", ".github/POLICY.md": "# policy\n",
+                                       **{f"pkg/m{i}.py": _library_module(i) for i in range(3)}})
+    index_repository(root, workers=1)
+    nav = Navigator(root)
+    try:
+        cut = nav.repo_map(max_tokens=150)
+        assert cut["truncated"] and "AUTHORS.rst" not in cut["map"] and "POLICY.md" not in cut["map"]
+        full = nav.repo_map(max_tokens=4000)
+        assert not full["truncated"] and full["files_shown"] == full["files_total"] == 5
+        assert full["map"].index("AUTHORS.rst") > full["map"].index("pkg/m2.py")  # after every code file
+    finally:
+        nav.close()

@@ -207,9 +207,14 @@ def _cli(args: list[str], cwd: Path, stdin: str | None) -> dict:
             "stderr": _blank_lines_out(_scrub_text(r.stderr, str(cwd)))}
 
 
+_PROGRESS_LINE = re.compile(r"nsccn: (?:parsing|indexing|embedding) \d+/\d+ \w+ \(\d+ s\)\s*")
+
+
 def _blank_lines_out(text: str) -> str:
-    """Without its empty lines: a progress bar's leaves one or two, as the run's timing has it."""
-    return "".join(line for line in text.splitlines(keepends=True) if line.strip())
+    """Without its empty lines (a progress bar's leaves one or two, as the run's timing has it) and
+    its plain progress lines (how many and what they count is the run's timing too)."""
+    return "".join(line for line in text.splitlines(keepends=True)
+                   if line.strip() and not _PROGRESS_LINE.fullmatch(line))
 
 
 @pytest.fixture(scope="module")
