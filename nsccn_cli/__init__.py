@@ -166,7 +166,7 @@ def print_index_summary(summary, as_json: bool) -> int:
     if summary.files_with_syntax_errors:  # named, so they can be looked at
         from nsccn.navigator import Navigator
 
-        nav = Navigator(root)
+        nav = Navigator(Path(summary.root))
         try:
             named = nav.syntax_errors(3)
         finally:
@@ -379,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
         root = find_root(given)  # from a subdirectory: the enclosing repository's index
         args.here = given.relative_to(root) if root != given else None
-        nav = Navigator(root)
+        nav = Navigator(Path(summary.root))
     except (ConfigError, PrivatePathError) as exc:  # a bad config file, an index dir we must not use
         print(f"nsccn: {exc}", file=sys.stderr)
         return EXIT_FAILED
