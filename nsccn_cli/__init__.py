@@ -379,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
         root = find_root(given)  # from a subdirectory: the enclosing repository's index
         args.here = given.relative_to(root) if root != given else None
-        nav = Navigator(Path(summary.root))
+        nav = Navigator(root)
     except (ConfigError, PrivatePathError) as exc:  # a bad config file, an index dir we must not use
         print(f"nsccn: {exc}", file=sys.stderr)
         return EXIT_FAILED
