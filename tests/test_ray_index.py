@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import index_identity  # noqa: E402
 
 # A long file (about a second to parse) gives a task long enough to be killed in the middle.
-LONG_METHODS = 3000
+LONG_METHODS = 6000
 
 
 def _tree() -> dict[str, str | bytes]:
@@ -114,7 +114,7 @@ def _task_processes() -> list[int]:
     return out
 
 
-def _when_a_task_runs(action, timeout_s: float = 60.0, for_s: float = 0.25) -> threading.Thread:
+def _when_a_task_runs(action, timeout_s: float = 60.0, for_s: float = 0.1) -> threading.Thread:
     """Call `action(pid)` (in a thread) on a parse task seen running for `for_s`: the long file's
     (the others take milliseconds)."""
 
