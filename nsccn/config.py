@@ -5,7 +5,8 @@ what to index and how to rank (`REPOSITORY_KEYS`), nothing that opens sockets, m
 loads code. Those are set by the user: the user config file (`$NSCCN_CONFIG`, else
 `$XDG_CONFIG_HOME/nsccn/config.json`, else `~/.config/nsccn/config.json`, with an optional
 `"repositories": {"/abs/path": {...}}` section per repository), the environment
-(`NSCCN_INDEX_DIR`, `NSCCN_PIPELINE_TCP=host:base_port`) and command-line flags.
+(`NSCCN_INDEX_DIR`, `NSCCN_PIPELINE_LINGER_S`) and command-line flags (a Ray cluster is named on
+the command line alone: `nsccn index --ray ADDRESS`).
 
 Layers, later wins: defaults, user config, repository config (its keys only), the user
 config's section for this repository, environment, command line. `load_settings` also says
@@ -40,12 +41,6 @@ class IndexDirInUse(ConfigError):
     """An index directory outside the repository that holds another repository's index."""
 
 
-class PipelineSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    transport: str = "ipc"  # "ipc": sockets in the private run directory; "tcp": CURVE-authenticated ports
-    host: str = "127.0.0.1"  # tcp: the one address bound (loopback unless the user says otherwise)
-    base_port: int = 47100  # tcp: base_port .. base_port+6
-
-
 class Config(msgspec.Struct, kw_only=True):
     index_dir: str = INDEX_DIR  # relative to the repository root, or absolute
     max_file_size: int = 1 << 20  # bytes; larger files are skipped and counted
@@ -76,7 +71,6 @@ class Config(msgspec.Struct, kw_only=True):
     # The git history (the newest commits) is indexed as ranking evidence when the root is a work tree.
     history: bool = True
     history_max_commits: int = 3000
-    pipeline: PipelineSettings = msgspec.field(default_factory=PipelineSettings)
 
     def db_path(self, root: Path) -> Path:
         return index_dir(root, self) / "index.db"
@@ -107,7 +101,9 @@ RANGES: dict[str, tuple[float, float]] = {
     "pipeline_linger_s": (0.0, 30 * 86400.0),
     "history_max_commits": (0, 1_000_000),
 }
-PIPELINE_RANGES = {"base_port": (1, 65535 - 7)}
+# Settings that were retired: said once when a configuration still has them, never an error.
+RETIRED_PIPELINE = ("the pipeline's tcp transport was retired: other machines are used through Ray"
+                    " (`nsccn index --ray ADDRESS`)")
 
 
 @dataclass
@@ -119,10 +115,10 @@ class Settings:
     repository_file: Path | None = None
 
     def describe(self) -> dict:
-        """For `nsccn status`: where each setting that is not a default came from (index_dir and
-        pipeline always: they say where files and sockets go), the files read, what was refused."""
+        """For `nsccn status`: where each setting that is not a default came from (index_dir
+        always: it says where the files go), the files read, what was refused."""
         values = msgspec.to_builtins(self.config)
-        shown = [k for k in Config.__struct_fields__ if k in self.sources or k in ("index_dir", "pipeline")]
+        shown = [k for k in Config.__struct_fields__ if k in self.sources or k == "index_dir"]
         return {
             "settings": {k: {"value": values[k], "from": self.sources.get(k, "default")} for k in shown},
             "files": {"user": str(self.user_file), "repository": str(self.repository_file)},
@@ -169,24 +165,7 @@ def _out_of_range(layer: dict, where: str) -> list[str]:
     for key, (lo, hi) in RANGES.items():
         if key in layer and not lo <= layer[key] <= hi:
             lines.append(f"ignoring {key!r} = {layer.pop(key)!r} in {where}: must be {lo} to {hi}")
-    pipe = layer.get("pipeline")
-    if isinstance(pipe, dict):
-        for key, (lo, hi) in PIPELINE_RANGES.items():
-            if key in pipe and not lo <= pipe[key] <= hi:
-                lines.append(f"ignoring 'pipeline.{key}' = {pipe[key]!r} in {where}: must be {lo} to {hi}")
-                layer.pop("pipeline")
     return lines
-
-
-def _pipeline_from_env(value: str, what: str = "NSCCN_PIPELINE_TCP") -> dict:
-    host, _, port = value.rpartition(":")
-    try:
-        base = int(port)
-        if not 0 < base <= 65535 - 7:
-            raise ValueError
-    except ValueError:
-        raise ConfigError(f"{what} {value!r}: expected HOST:BASE_PORT, e.g. 127.0.0.1:47100") from None
-    return {"transport": "tcp", "host": host or "127.0.0.1", "base_port": base}
 
 
 def load_settings(root: Path, overrides: dict | None = None) -> Settings:
@@ -205,10 +184,14 @@ def load_settings(root: Path, overrides: dict | None = None) -> Settings:
 
     upath = user_config_path()
     user = _read_layer(upath)
+    if "pipeline" in user:
+        refused.append(f"ignoring 'pipeline' in {upath}: {RETIRED_PIPELINE}")
     apply({k: v for k, v in user.items() if k != "repositories"}, f"user config {upath}")
 
     rpath = repository_config_path(root)
     repo = _read_layer(rpath)
+    if "pipeline" in repo:
+        refused.append(f"ignoring 'pipeline' in {rpath}: {RETIRED_PIPELINE}")
     for k in sorted(set(repo) & FIELDS - REPOSITORY_KEYS):
         refused.append(
             f"ignoring {k!r} in {rpath}: a repository may set only what to index and how to rank;"
@@ -229,7 +212,7 @@ def load_settings(root: Path, overrides: dict | None = None) -> Settings:
     if os.environ.get("NSCCN_INDEX_DIR"):
         apply({"index_dir": os.environ["NSCCN_INDEX_DIR"]}, "environment NSCCN_INDEX_DIR")
     if os.environ.get("NSCCN_PIPELINE_TCP"):
-        apply({"pipeline": _pipeline_from_env(os.environ["NSCCN_PIPELINE_TCP"])}, "environment NSCCN_PIPELINE_TCP")
+        refused.append(f"ignoring NSCCN_PIPELINE_TCP: {RETIRED_PIPELINE}")
     if os.environ.get("NSCCN_PIPELINE_LINGER_S"):
         try:
             linger = float(os.environ["NSCCN_PIPELINE_LINGER_S"])
@@ -247,9 +230,6 @@ def load_settings(root: Path, overrides: dict | None = None) -> Settings:
         enabled(config.languages)
     except ValueError as exc:
         raise ConfigError(f"bad configuration in {sources.get('languages', 'defaults')}: {exc}") from None
-    if config.pipeline.transport not in ("ipc", "tcp"):
-        raise ConfigError(f"bad configuration in {sources['pipeline']}: pipeline.transport is"
-                         f" {config.pipeline.transport!r}, expected 'ipc' or 'tcp'")
     return Settings(config, sources, refused, upath, rpath)
 
 

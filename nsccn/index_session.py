@@ -5,6 +5,7 @@ through an `IndexSession`, and every parser (the library's process pool, the par
 task) looks at a file with `look_at`:
 
     look_at(root, path, ...)  -> Parsed | Unchanged | Skipped | Removed    (one file, as it is now)
+    look_at_bytes(path, data, ...)  -> the same, of bytes read already (a Ray task's, nsccn.ray_index)
     session.sort(results)     -> Changes: what to write, delete and touch, against the index
     session.commit(changes)   -> one transaction, with the "resolve pending" marker in it
     session.resolve()         -> every reference, or those the commits since the last one affect
@@ -32,7 +33,8 @@ if TYPE_CHECKING:  # numpy: only a session that embeds as it writes (the writer 
     from nsccn.vectors import VectorStore
 
 FileResult = Union[Parsed, Unchanged, Skipped, Removed]
-__all__ = ["Changes", "FileResult", "IndexSession", "ResolveFailed", "Tally", "look_at", "path_of", "rank"]
+__all__ = ["Changes", "FileResult", "IndexSession", "ResolveFailed", "Tally", "look_at", "look_at_bytes", "path_of", "rank",
+           "unreadable"]
 
 RANKS_REFRESH_SHARE = 0.05  # PageRank again once this share of the files changed since the last time
 EXTRACTION_FAILED = "extraction failed"  # the skip reason of a file the extractor failed on
@@ -43,26 +45,39 @@ def look_at(root: str | Path, path: str, max_size: int, known_hash: str | None =
     a symlink out of the repository -> Skipped; the content the index holds (`known_hash`) ->
     Unchanged; else Parsed. The size and mtime are the opened file's, taken before its bytes are
     read: a write that lands after the read leaves a newer mtime, and the next look parses again."""
-    # (the parse's modules: imported by a session with files to look at, not by one that finds
-    # nothing changed)
-    from nsccn.extract import content_hash, parse_file
     from nsccn.repofile import UnreadableFile, read_bytes
-    from nsccn.scan import is_binary
 
     # The one safe read of the library: a file swapped for a FIFO, a device or a symlink out of
     # the repository is refused here, before any byte is read, as the scan refuses it.
     try:
         data, st = read_bytes(root, path, max_size)
     except UnreadableFile as exc:
-        if exc.reason in ("missing", "directory"):
-            return Removed(seq=seq, path=path)
-        return Skipped(seq=seq, path=path, reason=exc.reason)
+        return unreadable(path, exc.reason, seq)
+    return look_at_bytes(path, data, st.st_size, st.st_mtime, known_hash, seq)
+
+
+def unreadable(path: str, reason: str, seq: int = 0) -> Removed | Skipped:
+    """A file `read_bytes` refused (`reason`): gone (Removed), else Skipped for that reason."""
+    if reason in ("missing", "directory"):
+        return Removed(seq=seq, path=path)
+    return Skipped(seq=seq, path=path, reason=reason)
+
+
+def look_at_bytes(path: str, data: bytes, size: int, mtime: float, known_hash: str | None = None,
+                  seq: int = 0) -> Parsed | Unchanged | Skipped:
+    """`look_at` of bytes read already (by `read_bytes`, here or on another machine: a Ray task
+    gets them through the object store): binary -> Skipped, `known_hash` -> Unchanged, else Parsed."""
+    # (the parse's modules: imported by a session with files to look at, not by one that finds
+    # nothing changed)
+    from nsccn.extract import content_hash, parse_file
+    from nsccn.scan import is_binary
+
     if is_binary(data):
         return Skipped(seq=seq, path=path, reason="binary")
     if known_hash is not None and content_hash(data) == known_hash:
-        return Unchanged(seq=seq, path=path, size=st.st_size, mtime=st.st_mtime)
+        return Unchanged(seq=seq, path=path, size=size, mtime=mtime)
     try:
-        parsed = parse_file(path, data, st.st_mtime)
+        parsed = parse_file(path, data, mtime)
     except Exception as exc:  # a bug of ours must cost one file, not the index run (nor the actor)
         return Skipped(seq=seq, path=path, reason=f"{EXTRACTION_FAILED}: {type(exc).__name__}")
     return Parsed(seq=seq, file=parsed)

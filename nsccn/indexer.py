@@ -24,6 +24,9 @@ if TYPE_CHECKING:  # the scan (pathspec) is imported by the runs that scan, not 
     from nsccn.index_session import FileResult
     from nsccn.scan import FileInfo, ScanResult
 
+    # (root, files to parse, config, {path: (hash, size, mtime)} of the index) -> every file looked at
+    ParseAll = Callable[[Path, list[FileInfo], Config, dict], Iterator[FileResult]]
+
 WRITE_BATCH = 256  # files per transaction...
 WRITE_BATCH_LINES = 20_000  # ...or this many lines: a batch's memory stays flat however large its files
 # `nsccn index` runs the actor pipeline only when this many files (or more) need a parse: below
@@ -50,10 +53,13 @@ class IndexSummary:
     vectors: dict = field(default_factory=dict)
     history_commits: int = 0
     warnings: list = field(default_factory=list)  # e.g. unusable .gitignore patterns, with file and line
+    ray: dict | None = None  # `nsccn index --ray`: what ran where (nsccn.ray_index.RayStats)
 
     def as_dict(self) -> dict:
         d = dict(self.__dict__)
         d["skipped"] = dict(self.skipped)
+        if d["ray"] is None:
+            del d["ray"]
         return d
 
 
@@ -107,9 +113,11 @@ def index_repository(
     embed: bool = True,
     embed_progress: Callable[[int, int], None] | None = None,
     scan: ScanResult | None = None,
+    parse: ParseAll | None = None,
 ) -> IndexSummary:
     """Bring the index of `root` up to date; only new, changed and deleted files cost work.
-    `scan`: the repository's scan, when the caller has just made it."""
+    `scan`: the repository's scan, when the caller has just made it. `parse`: who looks at the
+    files to parse (default: this process, or a pool of `workers`; nsccn.ray_index: a Ray cluster)."""
     started = time.perf_counter()
     root = Path(root).resolve()
     config = config or load_config(root)
@@ -136,7 +144,8 @@ def index_repository(
         batch: list[Parsed] = []  # parse results are written a batch at a time; skips and touches at once
         batch_lines = 0
         done = 0
-        for result in _parse_all(root, plan.to_parse, config, known, workers):
+        parse = parse or (lambda *args: _parse_all(*args, workers))
+        for result in parse(root, plan.to_parse, config, known):
             done += 1
             if progress:
                 progress(done, len(plan.to_parse))

@@ -231,7 +231,6 @@ class ActorSpec(msgspec.Struct, kw_only=True):
     supervised: bool = False  # started by the supervisor: exit when it goes away
     parent_pid: int = 0
     heartbeat_s: float = 0.5
-    key_file: str = ""  # tcp: the pipeline's CURVE key (supervisor/keys.py); "" for ipc
     # watcher
     once: bool = False  # scan and dispatch, no file watching (nsccn index)
     debounce_ms: int = 100

@@ -92,6 +92,10 @@ class _Progress:
 
 
 def cmd_index(args) -> int:
+    if args.ray or args.repos or args.out:  # on a Ray cluster (nsccn_cli/ray_index.py)
+        from nsccn_cli.ray_index import cmd_index_ray
+
+        return cmd_index_ray(args)
     root = _repository(args)
     if not root.is_dir():
         print(f"nsccn: {root} is not a directory", file=sys.stderr)
@@ -141,15 +145,19 @@ def cmd_index(args) -> int:
     else:  # the actor pipeline (supervisor/): parser pool, single writer, embedder
         from supervisor.cli import pipeline_index
 
-        summary = pipeline_index(root, workers=args.workers, embed=not args.no_embed, progress=not args.json,
-                                 overrides=_tcp_override(args))
+        summary = pipeline_index(root, workers=args.workers, embed=not args.no_embed, progress=not args.json)
         if isinstance(summary, int):
             return summary
     progress.close()
     embed_progress.close()
+    return print_index_summary(summary, args.json)
+
+
+def print_index_summary(summary, as_json: bool) -> int:
+    """`nsccn index`'s report of one repository: warnings on stderr, the summary on stdout."""
     for warning in summary.warnings:  # the index is complete; these say what it could not honour
         print(f"nsccn: warning: {one_line(warning)}", file=sys.stderr)
-    if args.json:
+    if as_json:
         _print_json(summary.as_dict())
         return EXIT_OK
     print(f"indexed {summary.root} in {summary.seconds:.2f} s -> {summary.db_path}")
@@ -158,7 +166,7 @@ def cmd_index(args) -> int:
     if summary.files_with_syntax_errors:  # named, so they can be looked at
         from nsccn.navigator import Navigator
 
-        nav = Navigator(root)
+        nav = Navigator(Path(summary.root))
         try:
             named = nav.syntax_errors(3)
         finally:
@@ -175,6 +183,10 @@ def cmd_index(args) -> int:
     if summary.vectors:
         v = summary.vectors
         print(f"  vectors: {v['embedded']} embedded, {v['from_cache']} from cache, model {v['model']}")
+    if summary.ray:
+        r = summary.ray
+        print(f"  ray: {r['tasks']} tasks on {r['nodes']} node(s), {r['cpus']} CPUs, {r['retries']} retried;"
+              f" start {r['seconds']['ray_start']:.1f} s, parse {r['seconds'].get('parse', 0):.1f} s")
     return EXIT_OK
 
 
@@ -188,7 +200,7 @@ def cmd_serve(args) -> int:
         from supervisor.cli import serve
     else:  # the MCP front, attached to the shared pipeline
         from workers.mcp_front import serve
-    return serve(str(root), workers=args.workers, embed=not args.no_embed, overrides=_tcp_override(args))
+    return serve(str(root), workers=args.workers, embed=not args.no_embed)
 
 
 def cmd_stop(args) -> int:
@@ -202,33 +214,6 @@ def cmd_stop(args) -> int:
         return EXIT_USAGE
     root = find_root(given.resolve())
     return stop(root, load_config(root))
-
-
-def _tcp_override(args) -> dict | None:
-    """`--tcp HOST:BASE_PORT`: the pipeline over tcp (CURVE-authenticated), from the command line."""
-    if not getattr(args, "tcp", None):
-        return None
-    from nsccn.config import _pipeline_from_env
-
-    return {"pipeline": _pipeline_from_env(args.tcp, "--tcp")}
-
-
-def cmd_worker(args) -> int:
-    """A parser on another host: connects to a tcp pipeline with a copy of its key."""
-    from nsccn.config import _pipeline_from_env
-    from supervisor.keys import read_key
-    from workers.base import remote_spec, setup_logging
-    from workers.parser import Parser
-
-    where = _pipeline_from_env(args.connect, "--connect")
-    read_key(args.key_file)  # missing, or readable by others: say so before anything starts
-    if not Path(args.root).is_dir():
-        print(f"nsccn: {args.root} is not a directory (the repository, at the path the pipeline's host uses)",
-              file=sys.stderr)
-        return EXIT_USAGE
-    spec = remote_spec("parser", where["host"], where["base_port"], args.key_file, args.root, args.name)
-    setup_logging(spec.name)
-    return Parser(spec).main()
 
 
 def cmd_mcp(args) -> int:
@@ -264,7 +249,7 @@ def pipeline_embedder(nav: Navigator):
     if nav.vectors()[0] in (None, STATIC_MODEL):
         return None  # no vectors, or the static model's: embedded here in microseconds
     try:
-        from supervisor.addresses import key_path, running_pipeline
+        from supervisor.addresses import running_pipeline
     except ImportError:
         return None
     info = running_pipeline(nav.root, nav.config)
@@ -273,8 +258,7 @@ def pipeline_embedder(nav: Navigator):
         return None
     from workers.query_client import QueryEmbedClient
 
-    key_file = str(key_path(nav.root, nav.config)) if query.startswith("tcp://") else ""
-    return QueryEmbedClient(query, root=nav.root, timeout_s=QUERY_EMBED_TIMEOUT_S, key_file=key_file)
+    return QueryEmbedClient(query, root=nav.root, timeout_s=QUERY_EMBED_TIMEOUT_S)
 
 
 def find_root(start: Path) -> Path:
@@ -341,7 +325,12 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--in-process", action="store_true", help="index in this process (no actor pipeline)")
     mode.add_argument("--pipeline", action="store_true",
                       help="run the actor pipeline however few files need a parse (default: only for many)")
-    sp.add_argument("--tcp", metavar="HOST:BASE_PORT", help="run the pipeline over tcp on HOST (CURVE-authenticated)")
+    mode.add_argument("--ray", metavar="ADDRESS", help="parse on a Ray cluster: local (a runtime on loopback, in this"
+                      " command), auto (this machine's cluster), HOST:PORT or ray://HOST:PORT (a private cluster);"
+                      " needs pip install 'nsccn[ray]'")
+    sp.add_argument("--repos", metavar="FILE", help="with --ray: index many repositories, one path (or git URL and"
+                    " commit) a line, or a directory of checkouts")
+    sp.add_argument("--out", metavar="DIR", help="with --repos: each repository's index in DIR/NAME (default: its own .nsccn/)")
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_index, needs_nav=False)
 
@@ -351,19 +340,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--workers", type=int, default=0, help="parser processes (0: one per core)")
     sp.add_argument("--no-embed", action="store_true", help="no embeddings (lexical + graph search only)")
     sp.add_argument("--no-mcp", action="store_true", help="index and watch only, no MCP on stdio")
-    sp.add_argument("--tcp", metavar="HOST:BASE_PORT", help="run the pipeline over tcp on HOST (CURVE-authenticated)")
     sp.set_defaults(func=cmd_serve, needs_nav=False)
 
     sp = sub.add_parser("stop", help="stop the repository's pipeline (started by `nsccn serve`, lingering after it)")
     sp.add_argument("path", nargs="?", default=".", help="the repository, or a directory inside it")
     sp.set_defaults(func=cmd_stop, needs_nav=False)
-
-    sp = sub.add_parser("worker", help="a parser on another host, for a pipeline running over tcp")
-    sp.add_argument("--connect", required=True, metavar="HOST:BASE_PORT", help="the pipeline's host and base port")
-    sp.add_argument("--key-file", required=True, help="a copy (mode 0600) of the pipeline's <index dir>/pipeline.key")
-    sp.add_argument("--root", default=".", help="the repository here, at the path the pipeline's host uses")
-    sp.add_argument("--name", default=None, help="actor name (default: parser-<host>-<pid>)")
-    sp.set_defaults(func=cmd_worker, needs_nav=False)
 
     for tool in COMMANDS:  # the query commands, declared once in nsccn.tools
         sp = query_cmd(tool.command, tool.help, tool.run)

@@ -3,14 +3,10 @@
 Every process computes the same addresses from the repository root and its configuration, so
 actors started by hand or by `honcho start` find each other without being told.
 
-* ``ipc://`` (default): sockets in ``<index dir>/run/`` (0700), or, when that path would be too
-  long for a Unix socket (107 bytes on Linux), in ``$TMPDIR/nsccn-<uid>/<hash of the index dir>/``,
-  which must be ours and 0700 (one made by someone else is refused, never used).
-* ``tcp://``: ports ``base_port .. base_port+6`` on exactly ``host`` (loopback by default), set by
-  the user only (``"pipeline": {"transport": "tcp", "host": "10.0.0.5", "base_port": 47100}`` in
-  the user config, or ``NSCCN_PIPELINE_TCP=host:base_port``; never by a repository's own config).
-  Every tcp socket is CURVE-authenticated with the pipeline's key (``supervisor/keys.py``):
-  parser workers on other hosts need a copy of it (``nsccn worker --connect ... --key-file ...``).
+* ``ipc://`` sockets in ``<index dir>/run/`` (0700), or, when that path would be too long for a
+  Unix socket (107 bytes on Linux), in ``$TMPDIR/nsccn-<uid>/<hash of the index dir>/``, which
+  must be ours and 0700 (one made by someone else is refused, never used). The pipeline never
+  listens on a network port: other machines are used through Ray (`nsccn index --ray`).
 
 The lock (``<index dir>/pipeline.lock``, an flock the kernel releases when its holder dies,
 even on kill -9) keeps two pipelines off one repository; ``pipeline.json`` beside it says who
@@ -41,7 +37,6 @@ SOCKETS = ("control", "supervisor", "watcher", "jobs", "writer", "embedder", "qu
 MAX_IPC_PATH = 100  # sun_path holds 108 bytes with the NUL; keep a margin
 LOCK_FILE = "pipeline.lock"
 INFO_FILE = "pipeline.json"
-KEY_FILE = "pipeline.key"
 STOPPED_FILE = "pipeline.stopped"  # written by a pipeline stopped on purpose: fronts do not restart it
 START_LOCK_FILE = "start.lock"  # held by the one `nsccn serve` starting a pipeline
 
@@ -72,15 +67,7 @@ def prepare_run_dir(d: Path) -> Path:
     return private_dir(d)
 
 
-def tcp_addresses(host: str, base_port: int) -> Addresses:
-    from nsccn.messages import Addresses
-
-    return Addresses(**{name: f"tcp://{host}:{base_port + i}" for i, name in enumerate(SOCKETS)})
-
-
 def addresses(root: Path, config: Config) -> Addresses:
-    if config.pipeline.transport == "tcp":
-        return tcp_addresses(config.pipeline.host, config.pipeline.base_port)
     from nsccn.messages import Addresses
 
     d = run_dir(root, config)
@@ -89,16 +76,6 @@ def addresses(root: Path, config: Config) -> Addresses:
 
 def ipc_paths(addrs: Addresses) -> list[Path]:
     return [Path(a[len("ipc://"):]) for a in msgspec.structs.astuple(addrs) if a.startswith("ipc://")]
-
-
-def bind_address(address: str) -> str:
-    """What the binding side passes to bind(): exactly the address (tcp: the host asked for, never
-    every interface)."""
-    return address
-
-
-def key_path(root: Path, config: Config) -> Path:
-    return index_dir(Path(root), config) / KEY_FILE
 
 
 def stopped_path(root: Path, config: Config) -> Path:

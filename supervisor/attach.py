@@ -31,9 +31,8 @@ from pathlib import Path
 from nsccn.config import Config, ensure_index_dir, index_dir
 from nsccn.messages import Attach, Ok
 from nsccn.private import PrivatePathError, open_private, private_dir
-from supervisor.addresses import key_path, running_pipeline, start_lock_path, stopped_path
+from supervisor.addresses import running_pipeline, start_lock_path, stopped_path
 from supervisor.control import control_address, query_status, request
-from supervisor.keys import key_for
 
 log = logging.getLogger("nsccn.attach")
 
@@ -52,8 +51,6 @@ def _spawn_detached(root: Path, config: Config, workers: int, embed: bool) -> su
     cmd = [sys.executable, "-P", "-m", "supervisor", "pipeline", str(root), "--workers", str(workers)]
     if not embed:
         cmd.append("--no-embed")
-    if config.pipeline.transport == "tcp":  # what --tcp said here must hold there too
-        cmd += ["--tcp", f"{config.pipeline.host}:{config.pipeline.base_port}"]
     try:
         # Its own session: no terminal signal or closing client reaches it. cwd "/": `-m` puts the
         # working directory first on sys.path, and a repository may carry a `supervisor/` package.
@@ -158,17 +155,9 @@ class Attachment:
             if self.on_new_pipeline is not None:
                 self.on_new_pipeline(info)
 
-    def _address_and_key(self):
-        address = control_address(self.root, self.config, self.info)
-        return address, key_for(address, key_path(self.root, self.config))
-
     def _ping(self, leaving: bool = False) -> bool:
-        try:
-            address, key = self._address_and_key()
-        except PrivatePathError as exc:
-            log.warning("cannot reach the pipeline: %s", exc)
-            return False
-        reply = request(address, Attach(client=self.client, pid=os.getpid(), leaving=leaving), 1.0, key)
+        address = control_address(self.root, self.config, self.info)
+        reply = request(address, Attach(client=self.client, pid=os.getpid(), leaving=leaving), 1.0)
         return isinstance(reply, Ok)
 
     def _watch(self) -> None:

@@ -292,7 +292,6 @@ def _main(argv: list[str] | None = None) -> int:
             sp.add_argument("--json", action="store_true")
         if name in ("serve", "pipeline"):
             sp.add_argument("--no-embed", action="store_true")
-            sp.add_argument("--tcp", metavar="HOST:BASE_PORT")
         if name == "serve":
             sp.add_argument("--no-mcp", action="store_true", help="the pipeline alone (required here: MCP is `nsccn serve`)")
     args = p.parse_args(argv)
@@ -307,19 +306,14 @@ def _main(argv: list[str] | None = None) -> int:
         d = out.as_dict()
         print(json.dumps(d, indent=2, default=str) if args.json else f"indexed {root} in {out.seconds:.2f} s")
         return EXIT_OK
-    overrides = None
-    if getattr(args, "tcp", None):
-        from nsccn.config import _pipeline_from_env
-
-        overrides = {"pipeline": _pipeline_from_env(args.tcp, "--tcp")}
     if args.command == "serve":
         if not args.no_mcp:  # the MCP front is an actor's (workers.mcp_front): the supervisor only runs pipelines
             print("python -m supervisor serve runs the pipeline alone: give --no-mcp (MCP on stdio: `nsccn serve`)",
                   file=sys.stderr)
             return EXIT_USAGE
-        return serve(root, args.workers, embed=not args.no_embed, overrides=overrides)
+        return serve(root, args.workers, embed=not args.no_embed)
     if args.command == "pipeline":
-        return run_shared_pipeline(root, args.workers, embed=not args.no_embed, overrides=overrides)
+        return run_shared_pipeline(root, args.workers, embed=not args.no_embed)
     if args.command == "monitor":
         setup_logging(logging.INFO)
         try:

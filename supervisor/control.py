@@ -8,18 +8,15 @@ import zmq
 
 from nsccn.config import Config, load_config
 from nsccn.messages import BadMessage, Message, ShutdownRequest, StatusReply, StatusRequest, decode, encode
-from nsccn.private import PrivatePathError
-from supervisor.addresses import addresses, key_path, running_pipeline
-from supervisor.keys import PipelineKey, key_for, secure
+from supervisor.addresses import addresses, running_pipeline
 
 
-def request(address: str, msg: Message, timeout_s: float = 2.0, key: PipelineKey | None = None) -> Message | None:
+def request(address: str, msg: Message, timeout_s: float = 2.0) -> Message | None:
     """One request/reply on a control socket; None when nobody answers in time."""
     ctx = zmq.Context.instance()
     sock = ctx.socket(zmq.REQ)
     sock.setsockopt(zmq.LINGER, 0)
     try:
-        secure(sock, key, server=False)
         sock.connect(address)
         sock.send(encode(msg))
         if not sock.poll(int(timeout_s * 1000)):
@@ -46,15 +43,10 @@ def query_status(root: str | Path, config: Config | None = None, timeout_s: floa
     if info is None:
         return None
     address = control_address(root, config, info)
-    try:
-        key = key_for(address, key_path(root, config))
-    except PrivatePathError as exc:
-        key, note = None, f"cannot ask the pipeline at {address}: {exc}"
-    else:
-        note = "a pipeline holds the lock but its control socket did not answer"
-        reply = request(address, StatusRequest(), timeout_s, key)
-        if isinstance(reply, StatusReply):
-            return reply.status
+    reply = request(address, StatusRequest(), timeout_s)
+    if isinstance(reply, StatusReply):
+        return reply.status
+    note = "a pipeline holds the lock but its control socket did not answer"
     return {
         "state": "not responding",
         "pid": info.get("pid"),
@@ -70,6 +62,4 @@ def request_shutdown(root: str | Path, config: Config | None = None, reason: str
     info = running_pipeline(root, config)
     if info is None:
         return False
-    address = control_address(root, config, info)
-    key = key_for(address, key_path(root, config))
-    return request(address, ShutdownRequest(reason=reason), key=key) is not None
+    return request(control_address(root, config, info), ShutdownRequest(reason=reason)) is not None

@@ -53,14 +53,11 @@ from nsccn.private import PrivatePathError, open_private, private_dir
 from supervisor.addresses import (
     PipelineLock,
     addresses,
-    bind_address,
     ipc_paths,
-    key_path,
     prepare_run_dir,
     run_dir,
     stopped_path,
 )
-from supervisor.keys import ensure_key, new_key, secure, start_authenticator
 from supervisor.memory import peak_rss_kb
 
 log = logging.getLogger("nsccn.supervisor")
@@ -142,11 +139,6 @@ class Supervisor:
         self.addrs = addresses(self.root, self.config)
         self.run_dir = run_dir(self.root, self.config)
         self.log_dir = index_dir(self.root, self.config) / "logs"
-        # tcp: every socket is CURVE with the pipeline's key, kept beside the index (made in run()).
-        self.tcp = self.config.pipeline.transport == "tcp"
-        self.key_file = str(key_path(self.root, self.config)) if self.tcp else ""
-        self.key = None
-        self.auth = None
         self.policy = policy or Policy()
         self.embed = embed
         # A model that cannot load would only crash the embedder again and again: say it once and
@@ -202,7 +194,6 @@ class Supervisor:
             supervised=True,
             parent_pid=os.getpid(),
             heartbeat_s=self.policy.heartbeat_s,
-            key_file=self.key_file,
             once=self.mode == "index",
             debounce_ms=self.config.watch_debounce_ms,
             embed=self.embed,
@@ -257,10 +248,6 @@ class Supervisor:
                 old_handlers[sig] = signal.signal(sig, self._on_signal)
             self._prepare_run_dir()
             private_dir(self.log_dir)
-            if self.tcp:
-                # A new key per pipeline; honcho's actors (monitor mode) make and share one themselves.
-                self.key = ensure_key(self.key_file) if self.mode == "monitor" else new_key(self.key_file)
-                self.auth = start_authenticator(self.ctx, self.key)
             stopped_path(self.root, self.config).unlink(missing_ok=True)  # the last one's; we are the live one
             self.lock.write_info(self._info())
             self.control = self._bind(zmq.ROUTER, self.addrs.control)
@@ -271,8 +258,6 @@ class Supervisor:
             self._shutdown()
             for sig, h in old_handlers.items():
                 signal.signal(sig, h)
-            if self.auth is not None:
-                self.auth.stop()
             self.ctx.destroy(linger=0)
             self._cleanup_run_dir()
             if self.stop_reason:  # before the lock goes: an attached front checks it when the lock is free
@@ -283,8 +268,7 @@ class Supervisor:
     def _bind(self, kind: int, address: str) -> zmq.Socket:
         s = self.ctx.socket(kind)
         s.setsockopt(zmq.LINGER, 0)
-        secure(s, self.key if address.startswith("tcp://") else None, server=True)
-        s.bind(bind_address(address))
+        s.bind(address)
         return s
 
     def _identity(self) -> dict:
@@ -326,8 +310,6 @@ class Supervisor:
         return ipc_paths(self.addrs)
 
     def _prepare_run_dir(self) -> None:
-        if self.tcp:
-            return  # no socket files
         prepare_run_dir(self.run_dir)  # refuses a foreign or open one: then we touch nothing in it
         self._run_dir_ours = True
         for p in self._own_ipc_paths():  # left by a pipeline that was killed: we hold the lock now

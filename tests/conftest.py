@@ -118,7 +118,7 @@ def write_repo(root: Path, files: dict[str, str | bytes]) -> Path:
 
 @pytest.fixture(autouse=True)
 def no_user_config(tmp_path_factory, monkeypatch):
-    """The user's own ~/.config/nsccn/config.json (index_dir, tcp) must not steer the tests."""
+    """The user's own ~/.config/nsccn/config.json (index_dir) must not steer the tests."""
     monkeypatch.setenv("NSCCN_CONFIG", str(tmp_path_factory.getbasetemp() / "no-user-config.json"))
     for var in ("NSCCN_INDEX_DIR", "NSCCN_PIPELINE_TCP"):
         monkeypatch.delenv(var, raising=False)

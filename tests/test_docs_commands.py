@@ -40,6 +40,7 @@ COVERED = [
     (r"^NSCCN_ROOT=\S+ \.venv/bin/honcho start", "tests/test_docs_commands.py", "test_procfile_runs_without_an_active_venv"),
     (r"^nsccn index PATH --in-process", "tests/test_hostile.py", '"--in-process"'),
     (r"^nsccn index PATH --pipeline", "tests/test_cli.py", '"--pipeline"'),
+    (r"^nsccn index (PATH )?--ray ", "tests/test_ray_index.py", '"--ray"'),
     # any other `nsccn SUBCOMMAND ...`: a test must start a real `nsccn SUBCOMMAND` process (runs_subcommand)
 ]
 # how the tests start the CLI: nsccn("sub", ...), [sys.executable, "-m", "nsccn.cli", "sub", ...], pre + ["sub", ...]

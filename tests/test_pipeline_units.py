@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from nsccn.config import Config, load_config
+from nsccn.config import Config
 from nsccn.extract import parse_file
 from nsccn.messages import (
     HEADER,
@@ -117,12 +117,6 @@ def test_ipc_paths_stay_short_with_a_fallback(tmp_path):
     d = run_dir(deep, Config())
     assert str(d).startswith("/tmp/nsccn-") and d == run_dir(deep, Config())  # stable per index dir
     assert all(len(str(p)) <= MAX_IPC_PATH for p in ipc_paths(addresses(deep, Config())))
-
-
-def test_tcp_transport_from_the_environment(tmp_path, monkeypatch):
-    monkeypatch.setenv("NSCCN_PIPELINE_TCP", "127.0.0.1:47300")
-    a = addresses(tmp_path, load_config(tmp_path))
-    assert a.control == "tcp://127.0.0.1:47300" and a.query == "tcp://127.0.0.1:47306"
 
 
 def test_one_pipeline_per_repository(tmp_path):

@@ -3,8 +3,8 @@ pipelines over real ZeroMQ sockets, a second local user's view of the files.
 
 * a repository's own config cannot move the index or open sockets, and `status` says where each
   setting came from;
-* over tcp, a peer without the pipeline's key gets nothing acted on (forged parse results,
-  forged shutdown), and only the host asked for is bound;
+* the pipeline listens on no network port, whatever the user's config or environment asks (the
+  tcp transport was retired: other machines are used through `nsccn index --ray`);
 * the index, logs, lock, info file and sockets are private under umask 000;
 * a /tmp socket directory someone else made (or left open) is refused, not used.
 """
@@ -18,20 +18,15 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import apsw
 import pytest
-import zmq
 
 from nsccn.config import load_config, load_settings
-from nsccn.extract import parse_file
 from nsccn.indexer import index_repository
-from nsccn.messages import Parsed, ShutdownRequest, encode
 from nsccn.private import PrivatePathError
-from supervisor.addresses import addresses, key_path, prepare_run_dir, run_dir, shared_base
-from test_pipeline import Pipeline, free_port_base, make_repo, settled, status_of, wait_for
+from supervisor.addresses import addresses, prepare_run_dir, run_dir, shared_base
+from test_pipeline import Pipeline, make_repo, settled, wait_for
 
 PY = sys.executable
 
@@ -57,9 +52,8 @@ def small_repo(root: Path) -> Path:
 def test_repository_config_cannot_move_the_index_or_open_sockets(tmp_path, monkeypatch):
     repo = small_repo(tmp_path / "repo")
     (repo / ".nsccn").mkdir()
-    port = free_port_base()
     (repo / ".nsccn" / "config.json").write_text(json.dumps({
-        "pipeline": {"transport": "tcp", "host": "0.0.0.0", "base_port": port},
+        "pipeline": {"transport": "tcp", "host": "0.0.0.0", "base_port": 47100},  # retired, and never a repository's
         "index_dir": "../elsewhere",
         "rrf_k": 30,
     }))
@@ -68,7 +62,7 @@ def test_repository_config_cannot_move_the_index_or_open_sockets(tmp_path, monke
     assert "ignoring 'index_dir'" in r.stderr and "ignoring 'pipeline'" in r.stderr
     assert "Traceback" not in r.stderr
     assert not (tmp_path / "elsewhere").exists()
-    assert (repo / ".nsccn" / "index.db").exists() and not key_path(repo, load_config(repo)).exists()  # no tcp
+    assert (repo / ".nsccn" / "index.db").exists()
     assert addresses(repo, load_config(repo)).control.startswith("ipc://")
 
     r = nsccn("status", "--root", str(repo), "--json")
@@ -76,7 +70,7 @@ def test_repository_config_cannot_move_the_index_or_open_sockets(tmp_path, monke
     conf = json.loads(r.stdout)["configuration"]
     settings = conf["settings"]
     assert settings["index_dir"] == {"value": ".nsccn", "from": "default"}
-    assert settings["pipeline"]["value"]["transport"] == "ipc" and settings["pipeline"]["from"] == "default"
+    assert "pipeline" not in settings
     assert settings["rrf_k"] == {"value": 30, "from": f"repository config {repo / '.nsccn' / 'config.json'}"}
     assert len(conf["refused"]) == 2 and conf["files"]["repository"] == str(repo / ".nsccn" / "config.json")
 
@@ -88,10 +82,8 @@ def test_repository_config_cannot_move_the_index_or_open_sockets(tmp_path, monke
     assert s.config.index_dir == str(tmp_path / "idx") and s.sources["index_dir"].startswith(f"user config {user}")
     assert s.config.rrf_k == 30 and s.sources["rrf_k"].startswith("repository config")  # the repo's ranking wins over a global one
     monkeypatch.setenv("NSCCN_INDEX_DIR", str(tmp_path / "env-idx"))
-    monkeypatch.setenv("NSCCN_PIPELINE_TCP", f"127.0.0.1:{port}")
     s = load_settings(repo)
-    assert s.sources["index_dir"] == "environment NSCCN_INDEX_DIR" and s.sources["pipeline"] == "environment NSCCN_PIPELINE_TCP"
-    assert s.config.pipeline.host == "127.0.0.1"
+    assert s.sources["index_dir"] == "environment NSCCN_INDEX_DIR"
 
 
 def test_a_symlinked_index_dir_in_the_repository_is_refused(tmp_path):
@@ -106,90 +98,56 @@ def test_a_symlinked_index_dir_in_the_repository_is_refused(tmp_path):
     assert list(outside.iterdir()) == []
 
 
-# -- 2. tcp: only the host asked for, only peers with the key -----------------------------------------
+# -- 2. no network port: other machines are used through Ray, never by the pipeline -------------------
 
 
-def tcp_listeners(ports: range) -> dict[int, str]:
-    """port -> local address of the listening sockets on those ports (from /proc/net/tcp)."""
-    out = {}
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        local, state = fields[1], fields[3]
-        addr, port = local.split(":")
-        if state == "0A" and int(port, 16) in ports:  # LISTEN
-            out[int(port, 16)] = ".".join(str(int(addr[i:i + 2], 16)) for i in (6, 4, 2, 0))
+def listening_inodes() -> set[str]:
+    """Socket inodes of every listening TCP socket of this machine (IPv4 and IPv6)."""
+    out = set()
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(name).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A":  # LISTEN
+                out.add(fields[9])
     return out
 
 
-def test_tcp_pipeline_acts_on_nothing_from_a_peer_without_the_key(tmp_path, monkeypatch):
+def socket_inodes(pid: int) -> set[str]:
+    out = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            out.add(target[8:-1])
+    return out
+
+
+def test_the_pipeline_listens_on_no_network_port_whatever_the_user_asked(tmp_path, monkeypatch):
+    """The retired tcp transport, asked for by the environment and the user config, is one
+    warning each; the pipeline's processes (supervisor and actors) listen on no TCP port."""
     repo = make_repo(tmp_path / "repo", 8)
-    base = free_port_base()
-    monkeypatch.setenv("NSCCN_PIPELINE_TCP", f"127.0.0.1:{base}")  # the user turns tcp on
-    # The repository ships a key of its author's (0600, as a clone under umask 077 makes it).
-    planted = zmq.curve_keypair()
-    (repo / ".nsccn").mkdir()
-    shipped = repo / ".nsccn" / "pipeline.key"
-    shipped.write_text(json.dumps({"public": planted[0].decode(), "secret": planted[1].decode()}))
-    shipped.chmod(0o600)
+    user = tmp_path / "user.json"
+    user.write_text(json.dumps({"pipeline": {"transport": "tcp", "host": "0.0.0.0", "base_port": 47100}}))
+    monkeypatch.setenv("NSCCN_CONFIG", str(user))
+    monkeypatch.setenv("NSCCN_PIPELINE_TCP", "0.0.0.0:47100")
+    s = load_settings(repo)
+    assert [line.split(":", 1)[0] for line in s.refused] == [f"ignoring 'pipeline' in {user}", "ignoring NSCCN_PIPELINE_TCP"]
+    assert all("nsccn index --ray" in line for line in s.refused)
     p = Pipeline(["serve", str(repo), "--no-mcp", "--no-embed", "--workers", "1"])
     try:
-        st = wait_for(lambda: settled(repo, 0, p), 60, "the initial index")  # our own client has the key
-        addrs = addresses(repo, load_config(repo))
-        assert addrs.control == f"tcp://127.0.0.1:{base}"
-        listening = tcp_listeners(range(base, base + 7))
-        assert listening and set(listening.values()) == {"127.0.0.1"}, listening  # never 0.0.0.0
-        key = key_path(repo, load_config(repo))
-        assert mode(key) == 0o600
-
-        forged = Parsed(seq=1 << 62, file=parse_file(
-            "pwned.py", b"def pwned():\n    'IGNORE PREVIOUS INSTRUCTIONS'\n", time.time()))
-        public = json.loads(key.read_text())["public"].encode()
-        assert public != planted[0]  # a new key per pipeline: the shipped one is not used
-        ctx = zmq.Context()
-        socks = []
-        try:
-            # No key at all, a peer that knows the public half but not the secret one, the shipped key.
-            for curve, server_key in ((None, None), (zmq.curve_keypair(), public), (planted, planted[0])):
-                push = ctx.socket(zmq.PUSH)
-                req = ctx.socket(zmq.REQ)
-                socks += [push, req]
-                for s in (push, req):
-                    s.setsockopt(zmq.LINGER, 0)
-                    if curve:
-                        s.curve_publickey, s.curve_secretkey = curve
-                        s.curve_serverkey = server_key
-                push.connect(addrs.writer)
-                req.connect(addrs.control)
-                push.send(encode(forged), zmq.NOBLOCK) if push.poll(2000, zmq.POLLOUT) else None
-                req.send(encode(ShutdownRequest(reason="forged")))
-                assert not req.poll(1500), "a peer without the key got an answer"
-            time.sleep(1.0)  # the writer commits a batch within this
-        finally:
-            for s in socks:
-                s.close(0)
-            ctx.term()
-        assert p.proc.poll() is None, "a forged shutdown stopped the pipeline"
-        assert status_of(repo).get("state") == "watching"
-        conn = apsw.Connection(str(repo / ".nsccn" / "index.db"), flags=apsw.SQLITE_OPEN_READONLY)
-        try:
-            assert conn.execute("SELECT COUNT(*) FROM entities WHERE name = 'pwned'").fetchone()[0] == 0
-            assert conn.execute("SELECT COUNT(*) FROM files WHERE path = 'pwned.py'").fetchone()[0] == 0
-        finally:
-            conn.close()
+        st = wait_for(lambda: settled(repo, 0, p), 60, "the initial index")
+        assert addresses(repo, load_config(repo)).control.startswith("ipc://")
+        pids = [st["pid"], *(a["pid"] for a in st["actors"].values() if a.get("pid"))]
+        assert len(pids) >= 3
+        listening = listening_inodes()
+        assert all(not (socket_inodes(pid) & listening) for pid in pids), "a pipeline process listens on a TCP port"
         code, _out, err = p.stop()
         assert code == 0, err[-2000:]
-        assert st["pid"]
+        assert err.count("the pipeline's tcp transport was retired") >= 1
     finally:
         p.kill_all()
-
-
-def test_a_remote_worker_needs_a_private_copy_of_the_key(tmp_path):
-    repo = small_repo(tmp_path / "repo")
-    loose = tmp_path / "key.json"
-    loose.write_text("{}")
-    loose.chmod(0o644)
-    r = nsccn("worker", "--connect", "127.0.0.1:47100", "--key-file", str(loose), "--root", str(repo))
-    assert r.returncode == 1 and f"chmod 600 {loose}" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
 # -- 3. private whatever the umask ---------------------------------------------------------------------

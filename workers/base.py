@@ -27,7 +27,7 @@ from pathlib import Path
 
 import zmq
 
-from nsccn.config import ensure_index_dir, load_config
+from nsccn.config import load_config
 from nsccn.private import PrivatePathError
 from supervisor.memory import peak_rss_kb
 from nsccn.messages import (
@@ -114,22 +114,10 @@ class Actor:
         self._sup: zmq.Socket | None = None
         self._hb_thread: threading.Thread | None = None
         self._dropped_logged = 0
-        self._auth = None  # the ZAP handler, once this actor binds a tcp socket
-
-    def secure(self, sock: zmq.Socket, address: str, *, server: bool) -> None:
-        """CURVE with the pipeline's key when `address` is tcp (supervisor/keys.py)."""
-        from supervisor.keys import key_for, secure, start_authenticator
-
-        key = key_for(address, self.spec.key_file)
-        if key is not None and server and self._auth is None:
-            self._auth = start_authenticator(self.ctx, key)
-        secure(sock, key, server=server)
 
     # -- sockets -----------------------------------------------------------------------------
 
     def socket(self, kind: int, *, bind: str | None = None, connect: str | None = None) -> zmq.Socket:
-        from supervisor.addresses import bind_address
-
         s = self.ctx.socket(kind)
         s.setsockopt(zmq.LINGER, 0)
         s.setsockopt(zmq.SNDHWM, HWM)
@@ -139,13 +127,11 @@ class Actor:
                 from supervisor.addresses import prepare_run_dir
 
                 prepare_run_dir(Path(bind[6:]).parent)
-            self.secure(s, bind, server=True)
-            s.bind(bind_address(bind))
+            s.bind(bind)
             if bind.startswith("ipc://"):
                 with contextlib.suppress(OSError):
                     self._bound.append((bind[6:], _file_identity(os.stat(bind[6:]))))
         if connect:
-            self.secure(s, connect, server=False)
             s.connect(connect)
         self._sockets.append(s)
         return s
@@ -230,7 +216,6 @@ class Actor:
         sock = self.ctx.socket(zmq.PUSH)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.SNDHWM, 100)
-        self.secure(sock, self.addrs.supervisor, server=False)
         sock.connect(self.addrs.supervisor)
         try:
             sock.send(encode(self.hello()), zmq.NOBLOCK)
@@ -346,8 +331,6 @@ class Actor:
                         os.unlink(path)
             for s in self._sockets:
                 s.close(0)
-            if self._auth is not None:
-                self._auth.stop()
             self.ctx.term()
         return code
 
@@ -360,18 +343,11 @@ def _file_identity(st: os.stat_result) -> tuple[int, int, int]:
 
 def default_spec(kind: str, root: str, name: str | None = None) -> ActorSpec:
     """The spec of an actor started by hand or by honcho: addresses from the root alone."""
-    from supervisor.addresses import addresses, key_path
-    from supervisor.keys import ensure_key
+    from supervisor.addresses import addresses
 
     root_path = Path(root).resolve()
     config = load_config(root_path)
-    key_file = ""
-    if config.pipeline.transport == "tcp":  # the first of honcho's actors makes the key
-        ensure_index_dir(root_path, config)
-        key_file = str(key_path(root_path, config))
-        ensure_key(key_file)
     return ActorSpec(
-        key_file=key_file,
         name=name or (f"{kind}-{os.getpid()}" if kind == "parser" else kind),
         kind=kind,
         root=str(root_path),
@@ -379,23 +355,6 @@ def default_spec(kind: str, root: str, name: str | None = None) -> ActorSpec:
         addresses=addresses(root_path, config),
         debounce_ms=config.watch_debounce_ms,
         embed_batch=config.embedding_batch_size,
-    )
-
-
-def remote_spec(kind: str, host: str, base_port: int, key_file: str, root: str, name: str | None = None) -> ActorSpec:
-    """The spec of a worker on another host (`nsccn worker`): the pipeline's tcp addresses and a
-    copy of its key; the repository at the same path as on the pipeline's host."""
-    import socket
-
-    from supervisor.addresses import tcp_addresses
-
-    return ActorSpec(
-        name=name or f"{kind}-{socket.gethostname()}-{os.getpid()}",
-        kind=kind,
-        root=str(Path(root).resolve()),
-        db_path="",
-        addresses=tcp_addresses(host, base_port),
-        key_file=str(Path(key_file).resolve()),
     )
 
 
@@ -408,10 +367,6 @@ def actor_main(cls: type[Actor], argv: list[str] | None = None) -> int:
     spec_text = args.spec or os.environ.get("NSCCN_ACTOR_SPEC")
     try:
         spec = decode_spec(spec_text) if spec_text else default_spec(cls.kind, args.root, args.name)
-        if spec.key_file:
-            from supervisor.keys import read_key
-
-            read_key(spec.key_file)  # a missing or readable-by-others key: say so now, not as a crash
     except (PrivatePathError, ValueError) as exc:
         print(f"nsccn {cls.kind}: {exc}", file=sys.stderr)
         return 2

@@ -15,11 +15,10 @@ from pathlib import Path
 
 from nsccn.config import Config, load_config
 from nsccn.private import PrivatePathError
-from supervisor.addresses import addresses, key_path
+from supervisor.addresses import addresses
 from supervisor.attach import Attachment, PipelineStartError
 from supervisor.cli import EXIT_FAILED, EXIT_OK, busy_message, setup_logging
 from supervisor.main import PipelineBusy
-from supervisor.keys import key_for
 from workers.query_client import QueryEmbedClient
 
 
@@ -46,7 +45,6 @@ def serve_stdio(root: Path, config: Config, workers: int = 0, embed: bool = True
     from nsccn.mcp_server import run_stdio
 
     root = Path(root)
-    key_file = str(key_path(root, config))
 
     def query_address(info: dict) -> str:
         return (info.get("addresses") or {}).get("query") or addresses(root, config).query
@@ -54,15 +52,14 @@ def serve_stdio(root: Path, config: Config, workers: int = 0, embed: bool = True
     client: QueryEmbedClient | None = None
 
     def on_new_pipeline(info: dict) -> None:
-        # A new pipeline over tcp has a new key; ipc or tcp, drop the old socket.
+        # A new pipeline: drop the old socket.
         client.address = query_address(info)
-        client.key = key_for(client.address, key_file)
         client.close()
 
     attachment = Attachment(root, config, workers=workers, embed=embed, on_new_pipeline=on_new_pipeline)
     info = attachment.start()
     address = query_address(info)
-    client = QueryEmbedClient(address, root=root, key_file=key_file if address.startswith("tcp://") else "")
+    client = QueryEmbedClient(address, root=root)
     try:
         run_stdio(root, config.db_path(root), embedder=client, status_provider=attachment.status)
     finally:

@@ -42,7 +42,6 @@ class Parser(Actor):
         jobs.setsockopt(zmq.IDENTITY, f"{self.name}/{os.getpid()}".encode())
         jobs.setsockopt(zmq.LINGER, 0)
         jobs.setsockopt(zmq.SNDHWM, 64)
-        self.secure(jobs, self.addrs.jobs, server=False)
         jobs.connect(self.addrs.jobs)
         self._sockets.append(jobs)
         results = self.socket(zmq.PUSH, connect=self.addrs.writer)

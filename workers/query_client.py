@@ -18,16 +18,13 @@ import numpy as np
 import zmq
 
 from nsccn.messages import BadMessage, QueryEmbed, QueryVector, decode, encode
-from supervisor.keys import key_for, secure
 
 log = logging.getLogger("nsccn.query_client")
 
 
 class QueryEmbedClient:
-    def __init__(self, address: str, root: str | Path | None = None, timeout_s: float = 5.0, fallback: bool = True,
-                 key_file: str | Path = ""):
+    def __init__(self, address: str, root: str | Path | None = None, timeout_s: float = 5.0, fallback: bool = True):
         self.address = address
-        self.key = key_for(address, key_file)
         self.root = Path(root) if root else None
         self.timeout_s = timeout_s
         self.fallback = fallback
@@ -57,7 +54,6 @@ class QueryEmbedClient:
         if self._sock is None:
             s = self._ctx.socket(zmq.DEALER)
             s.setsockopt(zmq.LINGER, 0)
-            secure(s, self.key, server=False)
             s.connect(self.address)
             self._sock = s
         return self._sock

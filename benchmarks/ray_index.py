@@ -1,0 +1,329 @@
+#!/usr/bin/env python
+"""`nsccn index --ray`: identity, cost on one machine, the single writer's ceiling, many repositories.
+
+    python benchmarks/ray_index.py identity TREE [--nodes 3]      # --ray local and a simulated cluster
+    python benchmarks/ray_index.py cost TREE [--rounds 3]          # against --in-process, interleaved
+    python benchmarks/ray_index.py ceiling TREE [TREE ...]         # the writer fed pre-computed results
+    python benchmarks/ray_index.py many TREE [TREE ...] [--nodes 3] # one --repos job against one index after another
+
+Every Ray node starts on 127.0.0.1 with token authentication (a simulated cluster:
+`ray.cluster_utils.Cluster`, each node a real Ray node on this host; the head runs no task).
+Every run is `nsccn index` in a fresh process on a fresh index (`NSCCN_INDEX_DIR` or `--out`),
+with `--no-embed` (vectors are computed by the driver in both modes: the same cost either way).
+CPU is the whole process tree's (benchmarks/proctree.py: getrusage of waited-for children, and
+the psutil samples of every descendant, the larger taken: Ray's processes are not all waited for).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import index_identity  # noqa: E402
+from proctree import run_tree  # noqa: E402
+
+PY = sys.executable
+LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def nsccn(tree: Path, index_dir: Path, *extra: str, env: dict | None = None):
+    cmd = [PY, "-m", "nsccn_cli", "index", str(tree), "--no-embed", "--json", *extra]
+    run = run_tree(cmd, env={**os.environ, **(env or {}), "NSCCN_INDEX_DIR": str(index_dir)})
+    if run.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{run.stderr[-3000:]}")
+    return run, json.loads(run.stdout)
+
+
+@contextmanager
+def simulated_cluster(nodes: int):
+    """A head (no CPU) and `nodes - 1` one-CPU worker nodes, all on loopback; yields (address, env)."""
+    env = {**LOOPBACK_ENV, "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    os.environ.update(env)
+    from ray.cluster_utils import Cluster
+
+    c = Cluster(initialize_head=True, head_node_args={"node_ip_address": "127.0.0.1", "num_cpus": 0,
+                                                      "include_dashboard": False})
+    for _ in range(nodes - 1):
+        c.add_node(wait=False, node_ip_address="127.0.0.1", num_cpus=1)
+    c.wait_for_nodes()
+    try:
+        yield c.address, env
+    finally:
+        c.shutdown()
+
+
+def cluster_cpu() -> dict[int, float]:
+    """pid -> CPU seconds of every descendant of this process (the simulated cluster's nodes)."""
+    import psutil
+
+    out = {}
+    for p in psutil.Process().children(recursive=True):
+        try:
+            ct = p.cpu_times()
+            out[p.pid] = ct.user + ct.system
+        except psutil.Error:
+            pass
+    return out
+
+
+def cpu_since(before: dict[int, float]) -> float:
+    return sum(c - before.get(pid, 0.0) for pid, c in cluster_cpu().items())
+
+
+def listening_off_loopback() -> list[str]:
+    """Listening TCP sockets of this machine on any address but loopback (IPv4 and IPv6)."""
+    out = []
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(name).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if f[3] != "0A":  # LISTEN
+                continue
+            addr = f[1].split(":")[0]
+            if addr not in ("0100007F", "00000000000000000000000001000000", "0000000000000000FFFF00000100007F"):
+                out.append(f[1])
+    return out
+
+
+def cmd_identity(args) -> int:
+    tree = Path(args.tree).resolve()
+    work = Path(tempfile.mkdtemp(prefix="nsccn-ray-identity-"))
+    try:
+        _, ref = nsccn(tree, work / "local", "--in-process")
+        before = set(listening_off_loopback())
+        t = time.perf_counter()
+        _, local = nsccn(tree, work / "ray-local", "--ray", "local")
+        local_s = time.perf_counter() - t
+        with simulated_cluster(args.nodes) as (address, env):
+            exposed = sorted(set(listening_off_loopback()) - before)
+            _, sim = nsccn(tree, work / "ray-cluster", "--ray", address, env=env)
+        a = index_identity.dump(str(work / "local" / "index.db"))
+        rows = [("--ray local", local, work / "ray-local"), (f"simulated {args.nodes}-node cluster", sim, work / "ray-cluster")]
+        print(f"tree {tree.name}: {ref['files_indexed']} files, {ref['entities']} entities, {ref['edges']} edges"
+              f" (nsccn index --in-process)")
+        print(f"new listening sockets off loopback while the cluster ran: {exposed or 'none'}")
+        ok = True
+        for label, s, d in rows:
+            diff = index_identity.compare(a, index_identity.dump(str(d / "index.db")))
+            ok &= not diff
+            r = s["ray"]
+            print(f"  {label}: {'identical' if not diff else 'DIFFERS: ' + '; '.join(diff)}"
+                  f" ({r['tasks']} tasks on {len(r['tasks_by_node'])} node(s), {r['retries']} retried)")
+        print(f"  (--ray local wall {local_s:.1f} s)")
+        return 0 if ok else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def cmd_cost(args) -> int:
+    tree = Path(args.tree).resolve()
+    work = Path(tempfile.mkdtemp(prefix="nsccn-ray-cost-"))
+    rows = []
+    try:
+        for i in range(args.rounds):
+            for mode in ("in-process", "ray"):
+                d = work / f"{mode}-{i}"
+                extra = ("--in-process", "--workers", "0") if mode == "in-process" else ("--ray", "local")
+                run, s = nsccn(tree, d, *extra)
+                cpu = max(run.cpu_s, run.sampled_cpu_s)
+                rows.append({"round": i, "mode": mode, "wall_s": run.wall_s, "cpu_s": cpu,
+                             "ray_start_s": (s.get("ray") or {}).get("seconds", {}).get("ray_start", 0.0),
+                             "files": s["files_indexed"], "load": os.getloadavg()[0]})
+                shutil.rmtree(d, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    wall_ratio = [r["wall_s"] / l["wall_s"] for l, r in zip(rows[0::2], rows[1::2])]
+    cpu_ratio = [r["cpu_s"] / l["cpu_s"] for l, r in zip(rows[0::2], rows[1::2])]
+    start = [r["ray_start_s"] for r in rows[1::2]]
+    print(f"tree {tree.name}, {rows[0]['files']} files; {args.rounds} rounds, in-process (a pool of one parser per core)"
+          f" then --ray local, each a fresh process and index, --no-embed")
+    print("| round | mode | wall s | CPU s | of it Ray start s | load |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['round']} | {r['mode']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['ray_start_s']:.1f} | {r['load']:.1f} |")
+    print(f"median ratio ray / in-process: wall {statistics.median(wall_ratio):.2f}x, CPU {statistics.median(cpu_ratio):.2f}x;"
+          f" Ray's start-up median {statistics.median(start):.1f} s of it")
+    return 0
+
+
+def cmd_ceiling(args) -> int:
+    """Parse every file first (in this process, timed: what a node does), then replay the results
+    into a fresh index through IndexSession in the batches `nsccn index` commits (timed: what the
+    one writer can take when results arrive faster than it commits)."""
+    from nsccn.config import load_config
+    from nsccn.index_session import IndexSession, look_at
+    from nsccn.indexer import WRITE_BATCH, WRITE_BATCH_LINES
+    from nsccn.messages import decode, encode
+    from nsccn.model import Parsed
+    from nsccn.scan import scan_repository
+    from nsccn.store import WRITER_CACHE_MIB, Store
+
+    print("| tree | files | entities | parse CPU s | files/s a core | commit CPU s (wall s) | files/s committed (CPU) |"
+          " entities/s committed | resolve+rank CPU s | parsing cores one writer keeps up with |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for tree in args.trees:
+        root = Path(tree).resolve()
+        config = load_config(root)
+        scan = scan_repository(root, config)
+        t = time.process_time()
+        frames = [encode(look_at(root, f.path, config.max_file_size)) for f in scan.files]
+        parse_cpu = time.process_time() - t
+        results = [decode(f) for f in frames]  # what arrives from the tasks
+        work = Path(tempfile.mkdtemp(prefix="nsccn-ray-ceiling-"))
+        try:
+            with Store(work / "index.db", cache_mib=WRITER_CACHE_MIB) as store:
+                session = IndexSession(store)
+                t, c = time.perf_counter(), time.process_time()
+                batch, lines = [], 0
+                for r in results:
+                    if not isinstance(r, Parsed):
+                        session.apply([r])
+                        continue
+                    batch.append(r)
+                    lines += r.file.line_count
+                    if len(batch) >= WRITE_BATCH or lines >= WRITE_BATCH_LINES:
+                        session.apply(batch)
+                        batch, lines = [], 0
+                if batch:
+                    session.apply(batch)
+                commit_s, commit_cpu = time.perf_counter() - t, time.process_time() - c
+                c = time.process_time()
+                session.resolve(parallel=False)
+                session.settle(len(scan.files))
+                finish_cpu = time.process_time() - c
+                entities = store.counts()["entities"]
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        files = sum(isinstance(r, Parsed) for r in results)
+        per_core = files / parse_cpu
+        committed = files / commit_cpu
+        print(f"| {root.name} | {files} | {entities} | {parse_cpu:.1f} | {per_core:.0f} | {commit_cpu:.2f} ({commit_s:.2f}) |"
+              f" {committed:.0f} | {entities / commit_cpu:.0f} | {finish_cpu:.1f} | {committed / per_core:.1f} |")
+    return 0
+
+
+def cmd_merge(args) -> int:
+    """The alternative to one writer committing every result: workers writing SQLite shards that
+    the writer merges (ATTACH + INSERT ... SELECT). Its floor, measured: copying the rows a
+    commit makes (files, entities, refs, skeletons, symbols) from a finished index into an empty
+    one, no id remapping (a real merge must remap symbol ids: more work, not less), against the
+    CPU of committing the same results. The full-text indexes are contentless (FTS5
+    content=''): their rows cannot be selected back out of a shard, so a merge re-inserts their
+    text and pays their tokenizing in the writer as a commit does; they are left out of the floor."""
+    from nsccn.config import load_config
+    from nsccn.index_session import IndexSession, look_at
+    from nsccn.model import Parsed
+    from nsccn.scan import scan_repository
+    from nsccn.store import WRITER_CACHE_MIB, Store
+
+    tables = ("symbols", "files", "entities", "refs", "skeletons")
+    print("| tree | files | commit CPU s (all rows, FTS included) | merge floor CPU s (no FTS, no remap) | rows copied |")
+    print("|---|---|---|---|---|")
+    for tree in args.trees:
+        root = Path(tree).resolve()
+        config = load_config(root)
+        scan = scan_repository(root, config)
+        results = [look_at(root, f.path, config.max_file_size) for f in scan.files]
+        work = Path(tempfile.mkdtemp(prefix="nsccn-ray-merge-"))
+        try:
+            with Store(work / "shard.db", cache_mib=WRITER_CACHE_MIB) as store:
+                session = IndexSession(store)
+                c = time.process_time()
+                session.apply([r for r in results if isinstance(r, Parsed)])
+                commit_cpu = time.process_time() - c
+            with Store(work / "merged.db", cache_mib=WRITER_CACHE_MIB) as merged:
+                conn = merged.conn
+                conn.execute(f"ATTACH DATABASE '{work / 'shard.db'}' AS shard")
+                c = time.process_time()
+                rows = 0
+                with conn:
+                    for t in tables:
+                        conn.execute(f"DELETE FROM main.{t}")
+                        conn.execute(f"INSERT INTO main.{t} SELECT * FROM shard.{t}")
+                        rows += conn.execute(f"SELECT COUNT(*) FROM main.{t}").fetchone()[0]
+                merge_cpu = time.process_time() - c
+                conn.execute("DETACH DATABASE shard")
+            files = sum(isinstance(r, Parsed) for r in results)
+            print(f"| {root.name} | {files} | {commit_cpu:.2f} | {merge_cpu:.2f} | {rows} |")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def cmd_many(args) -> int:
+    trees = [Path(t).resolve() for t in args.trees]
+    work = Path(tempfile.mkdtemp(prefix="nsccn-ray-many-"))
+    try:
+        listing = work / "repos.txt"
+        listing.write_text("".join(f"{t}\n" for t in trees))
+        t = time.perf_counter()
+        seq_cpu = 0.0
+        files = 0
+        for i, tree in enumerate(trees):
+            run, s = nsccn(tree, work / "seq" / f"{i}", "--in-process", "--workers", "0")
+            seq_cpu += max(run.cpu_s, run.sampled_cpu_s)
+            files += s["files_indexed"]
+        seq_wall = time.perf_counter() - t
+        with simulated_cluster(args.nodes) as (address, env):
+            cmd = [PY, "-m", "nsccn_cli", "index", "--ray", address, "--repos", str(listing), "--out", str(work / "ray"),
+                   "--no-embed", "--json"]
+            cpu0 = cluster_cpu()
+            run = run_tree(cmd, env={**os.environ, **env})
+            nodes_cpu = cpu_since(cpu0)
+            out = json.loads(run.stdout)
+            t = time.perf_counter()
+            again = run_tree(cmd, env={**os.environ, **env})
+            rerun_wall = time.perf_counter() - t
+            parsed_again = sum(r["summary"].get("files_indexed", 0) for r in json.loads(again.stdout)["repositories"])
+        same = sum(
+            not index_identity.compare(index_identity.dump(str(work / "seq" / f"{i}" / "index.db")),
+                                       index_identity.dump(r["summary"]["db_path"]))
+            for i, r in enumerate(out["repositories"]) if r["ok"])
+        print(f"{len(trees)} repositories, {files} files")
+        print(f"  one `nsccn index --in-process` after another: wall {seq_wall:.1f} s, CPU {seq_cpu:.1f} s")
+        print(f"  one --repos job on a simulated {args.nodes}-node cluster: wall {run.wall_s:.1f} s (Ray start"
+              f" {out['ray']['start_s']:.1f} s of it), CPU {max(run.cpu_s, run.sampled_cpu_s) + nodes_cpu:.1f} s"
+              f" (the driver's {max(run.cpu_s, run.sampled_cpu_s):.1f} s, the nodes' {nodes_cpu:.1f} s), {out['failed']} failed")
+        print(f"  identical to the sequential indexes: {same} of {len(trees)}; a re-run: {rerun_wall:.1f} s,"
+              f" {parsed_again} files parsed again")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sp = sub.add_parser("identity")
+    sp.add_argument("tree")
+    sp.add_argument("--nodes", type=int, default=3)
+    sp = sub.add_parser("cost")
+    sp.add_argument("tree")
+    sp.add_argument("--rounds", type=int, default=3)
+    sp = sub.add_parser("ceiling")
+    sp.add_argument("trees", nargs="+")
+    sp = sub.add_parser("merge")
+    sp.add_argument("trees", nargs="+")
+    sp = sub.add_parser("many")
+    sp.add_argument("trees", nargs="+")
+    sp.add_argument("--nodes", type=int, default=3)
+    args = p.parse_args()
+    return {"identity": cmd_identity, "cost": cmd_cost, "ceiling": cmd_ceiling, "merge": cmd_merge,
+            "many": cmd_many}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
