@@ -26,8 +26,8 @@ sys.path.insert(0, str(_HERE.parent))
 from localize import aggregate, materialize_tree  # noqa: E402
 from train_ranker import HEADLINE, score_records  # noqa: E402
 
-from nsccn import history  # noqa: E402
-from nsccn.indexer import index_repository  # noqa: E402
+from nsccn.reading import history  # noqa: E402
+from nsccn.indexing.indexer import index_repository  # noqa: E402
 from nsccn.ranking.adapt import adapt, own_history_records  # noqa: E402
 from nsccn.ranking.train import fit, load_records  # noqa: E402
 from nsccn.store import Store  # noqa: E402

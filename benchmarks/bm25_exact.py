@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nsccn.query_analysis import analyze_query  # noqa: E402
-from nsccn.streams import BM25_WEIGHTS, FILE_WEIGHTS, any_of  # noqa: E402
+from nsccn.query.query_analysis import analyze_query  # noqa: E402
+from nsccn.query.streams import BM25_WEIGHTS, FILE_WEIGHTS, any_of  # noqa: E402
 from nsccn.store import Store  # noqa: E402
 
 WEIGHTINGS = {

@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from nsccn.indexer import index_repository
+from nsccn.indexing.indexer import index_repository
 from nsccn.store import Store
 
 

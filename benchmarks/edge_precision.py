@@ -37,7 +37,7 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from nsccn.indexer import index_repository
+from nsccn.indexing.indexer import index_repository
 from nsccn.store import Store
 
 BANDS = (("certain", 0.95, 1.01), ("high", 0.8, 0.95), ("guess", 0.5 + 1e-9, 0.8), ("low", 0.0, 0.5 + 1e-9))

@@ -4,7 +4,7 @@
         [--ceilings 32/1,32/2,32/2/nospin,8/2/nospin] [--max-chars 500,250]
         [--out-dir benchmarks/results/embed-throughput] [--label NAME]
 
-The texts are the tree's entity texts exactly as the index makes them (`nsccn.semantic.wanted_texts`
+The texts are the tree's entity texts exactly as the index makes them (`nsccn.vectors.semantic.wanted_texts`
 over an in-process index of TREE without vectors: name, path, signature, docstring, body head,
 cut at the model's `max_chars`), a fixed random sample of `--sample` of them (seed 0; 0 = all).
 Configurations, timed in interleaved rounds (each in this process, one after another, every
@@ -48,7 +48,7 @@ def entity_rows(tree: Path, cache: Path | None) -> list[list[str]]:
     """Every embeddable entity's text columns, in index order (rowid), as the writer sweeps them."""
     if cache and cache.exists():
         return json.loads(cache.read_text())["rows"]
-    from nsccn.indexer import index_repository
+    from nsccn.indexing.indexer import index_repository
     from nsccn.store import EMBEDDABLE_SQL, TEXT_COLUMNS
     from nsccn.store import Store
 
@@ -64,7 +64,7 @@ def entity_rows(tree: Path, cache: Path | None) -> list[list[str]]:
 
 
 def entity_texts(rows: list[list[str]], max_chars: int) -> list[str]:
-    from nsccn.semantic import texts_of_rows
+    from nsccn.vectors.semantic import texts_of_rows
 
     return list(texts_of_rows(rows, max_chars).values())
 
@@ -76,7 +76,7 @@ class RawOnnx:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        from nsccn.embed import BUNDLED_TOKENIZER_DIR, FALLBACK_MODEL, bundled_onnx_path
+        from nsccn.vectors.embed import BUNDLED_TOKENIZER_DIR, FALLBACK_MODEL, bundled_onnx_path
 
         self.tok = Tokenizer.from_file(str(BUNDLED_TOKENIZER_DIR / "tokenizer.json"))
         self.tok.enable_truncation(max_length=max_length)
@@ -119,7 +119,7 @@ def fastembed_bundled(threads: int | None = None, model_id: str | None = None):
     from fastembed import TextEmbedding
     from fastembed.common.model_description import ModelSource, PoolingType
 
-    from nsccn.embed import BUNDLED_TOKENIZER_DIR, FALLBACK_MODEL, bundled_onnx_path
+    from nsccn.vectors.embed import BUNDLED_TOKENIZER_DIR, FALLBACK_MODEL, bundled_onnx_path
 
     model_id = model_id or FALLBACK_MODEL
     name = f"reference/{model_id.split('/')[-1]}-through-fastembed"
@@ -133,7 +133,7 @@ def fastembed_bundled(threads: int | None = None, model_id: str | None = None):
 
 def fastembed_embedder():
     """The bundled model as it ran before, in an `Embedder` (which sorts a call's texts by characters)."""
-    from nsccn.embed import FALLBACK_MODEL, KNOWN_MODELS, Embedder
+    from nsccn.vectors.embed import FALLBACK_MODEL, KNOWN_MODELS, Embedder
 
     return Embedder(model_name=FALLBACK_MODEL, dim=384, spec=KNOWN_MODELS[FALLBACK_MODEL], backend=fastembed_bundled())
 
@@ -158,11 +158,11 @@ def main() -> int:
     ap.add_argument("--label", default=None)
     args = ap.parse_args()
 
-    from nsccn.embed import load_embedder
+    from nsccn.vectors.embed import load_embedder
     import msgspec
 
     from nsccn.messages import ActorSpec
-    from nsccn.semantic import EMBED_CHUNK
+    from nsccn.vectors.semantic import EMBED_CHUNK
     from workers.embedder import embed_in_calls
 
     emb = load_embedder("bundled")

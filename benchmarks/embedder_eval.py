@@ -13,7 +13,7 @@ function@5/@10 (all of the first k gold functions in the top k), per repository 
 One commit per repository keeps it to one embedding of each corpus per model; a query of an
 older base commit sees a slightly newer tree than it was written against, alike for every model.
 
-A model is a bundled model id (`nsccn.embed.BUNDLED_MODELS`) or a path to an ONNX file of
+A model is a bundled model id (`nsccn.vectors.embed.BUNDLED_MODELS`) or a path to an ONNX file of
 MiniLM's shape (what `train_embedder.py export` writes), run through the bundled tokenizer.
 """
 
@@ -31,10 +31,10 @@ import numpy as np
 
 _HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(_HERE.parent))
-from nsccn.embed import BUNDLED_MODELS, _BundledOnnx, embedding_text, register_onnx_model  # noqa: E402
+from nsccn.vectors.embed import BUNDLED_MODELS, _BundledOnnx, embedding_text, register_onnx_model  # noqa: E402
 from nsccn.languages.python import PythonExtractor  # noqa: E402
-from nsccn.static_embed import STATIC_MAX_CHARS, STATIC_MODEL, STATIC_MODEL_FILE, StaticModel  # noqa: E402
-from nsccn.testpaths import is_test_path  # noqa: E402
+from nsccn.vectors.static_embed import STATIC_MAX_CHARS, STATIC_MODEL, STATIC_MODEL_FILE, StaticModel  # noqa: E402
+from nsccn.reading.testpaths import is_test_path  # noqa: E402
 
 KEYS = ("file@1", "file@5", "function@5", "function@10")
 KINDS = ("func", "method", "class")

@@ -38,10 +38,10 @@ def dump(args) -> None:
     from nsccn.ranking import active_ranker, featurize
     from nsccn.ranking.features import candidates
     try:
-        from nsccn.query_analysis import analyze_query
-        from nsccn.testpaths import is_test_path
+        from nsccn.query.query_analysis import analyze_query
+        from nsccn.reading.testpaths import is_test_path
     except ImportError:  # a checkout from before search was split (issue 40)
-        from nsccn.search import analyze_query, is_test_path
+        from nsccn.query.search import analyze_query, is_test_path
     from nsccn.store import Store
 
     print(f"nsccn from {Path(nsccn.__file__).parent}", file=sys.stderr)

@@ -104,7 +104,7 @@ DOT_DIRS = [".github/workflows", ".github", ".circleci", ".config/tool", ".devco
 
 def bench_dotfiles(work: Path) -> dict:
     from nsccn.config import load_config
-    from nsccn.scan import scan_repository
+    from nsccn.reading.scan import scan_repository
 
     repo = work / "dot"
     (repo / "src").mkdir(parents=True)

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from parse_floor import python_files  # noqa: E402
 
 import nsccn.text as text  # noqa: E402
-from nsccn.extract import parse_file  # noqa: E402
+from nsccn.reading.extract import parse_file  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,10 +36,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from nsccn.diff import parse_diff  # noqa: E402
-from nsccn.indexer import index_repository  # noqa: E402
-from nsccn.navigator import Navigator  # noqa: E402
-from nsccn.testpaths import is_test_path  # noqa: E402
+from nsccn.reading.diff import parse_diff  # noqa: E402
+from nsccn.indexing.indexer import index_repository  # noqa: E402
+from nsccn.serving.navigator import Navigator  # noqa: E402
+from nsccn.reading.testpaths import is_test_path  # noqa: E402
 
 CONFIDENCE_FLOORS = (0.3, 0.6)  # the same answer's tests, cut at a path confidence: how recall trades for selection
 CONTEXTS = r"""

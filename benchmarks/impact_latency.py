@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from nsccn.changes import DIFF_ARGS  # noqa: E402
-from nsccn.git import git_command  # noqa: E402
-from nsccn.navigator import Navigator  # noqa: E402
+from nsccn.reading.changes import DIFF_ARGS  # noqa: E402
+from nsccn.reading.git import git_command  # noqa: E402
+from nsccn.serving.navigator import Navigator  # noqa: E402
 
 
 def main() -> int:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 CHILD = r"""
 import json, resource, sys, time
-from nsccn.indexer import index_repository
+from nsccn.indexing.indexer import index_repository
 s = index_repository(sys.argv[1], sys.argv[2], workers=int(sys.argv[3]))
 print(json.dumps({"seconds": s.seconds, "files": s.files_indexed, "unchanged": s.files_unchanged,
                   "lines": s.lines_indexed, "entities": s.entities, "edges": s.edges,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import apsw
 
-from nsccn.indexer import index_repository
+from nsccn.indexing.indexer import index_repository
 
 
 def db_bytes(db: Path) -> int:

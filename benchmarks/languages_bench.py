@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from nsccn.indexer import index_repository
+from nsccn.indexing.indexer import index_repository
 from nsccn.languages.tags import LANGUAGES as LONG_TAIL
 from nsccn.store import Store
 from nsccn.tokens import count_tokens

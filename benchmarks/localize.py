@@ -16,9 +16,9 @@ and a test of incremental indexing. For each instance:
 1. the source tree at `base_commit` is materialized in WORKDIR/{owner}+{name}/tree (only *.py),
    the first time from `git archive`, afterwards by applying `git diff --name-status` from the
    previous instance's commit (see `materialize_tree`);
-2. the index WORKDIR/{owner}+{name}/index.db is updated by `nsccn.indexer.index_repository`
+2. the index WORKDIR/{owner}+{name}/index.db is updated by `nsccn.indexing.indexer.index_repository`
    (incremental: unchanged files are skipped) and the update is timed;
-3. `nsccn.fusion.localize` is queried with `problem_statement` once per configuration
+3. `nsccn.query.fusion.localize` is queried with `problem_statement` once per configuration
    (a set of retrieval signals) and each query is timed;
 4. the rankings are scored against `gold_files` / `gold_functions`.
 
@@ -462,8 +462,9 @@ MODEL: Path | None = None  # --model: the `default` configuration's model instea
 
 def default_localize(db: Path, query: str, limit: int = TOP_N, signals: frozenset[str] | None = None) -> Any:
     """Localize as `nsccn localize` does (`signals` "learned": the active ranker; else the fusion)."""
-    from nsccn import ranking, search
-    from nsccn.fusion import localize
+    from nsccn import ranking
+    from nsccn.query import search
+    from nsccn.query.fusion import localize
     from nsccn.store import Store
 
     if signals is not None and "learned" not in signals:
@@ -502,7 +503,7 @@ def dump_features(db: Path, inst: dict, fh, expand: tuple[int, int] | None = Non
 
 def update_history(db: Path, gitdir: Path, commit: str) -> Any:
     """The index's git history, as of `commit` (only commits it descends from are seen)."""
-    from nsccn import history
+    from nsccn.reading import history
     from nsccn.store import Store
 
     with Store(db) as store:
@@ -517,16 +518,16 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
                   embedding_model: str | None = None) -> dict[str, Any]:
     """Run every instance under every configuration; write rankings.jsonl and metrics.json.
 
-    `index_fn` / `localize_fn` default to `nsccn.indexer.index_repository` (with `workers` parser
+    `index_fn` / `localize_fn` default to `nsccn.indexing.indexer.index_repository` (with `workers` parser
     processes, the `embed_test_files` setting and `embedding_model`, else the configured default)
-    / `nsccn.fusion.localize`.
+    / `nsccn.query.fusion.localize`.
     Returns the metrics dictionary (also written to OUTDIR/metrics.json).
     """
     if index_fn is None:
         from functools import partial
 
         from nsccn.config import Config
-        from nsccn.indexer import index_repository
+        from nsccn.indexing.indexer import index_repository
 
         # Built as `nsccn index` builds by default (the static vectors included), unless told otherwise.
         config = Config() if embed_test_files is None else Config(embed_test_files=embed_test_files)
@@ -620,7 +621,7 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
                 for cfg in configs:
                     err = None
                     if want_vectors:  # each configuration pays for embedding the report itself
-                        from nsccn.embed import forget_queries
+                        from nsccn.vectors.embed import forget_queries
 
                         forget_queries()
                     t0 = time.perf_counter()
@@ -843,16 +844,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "descends from, as `nsccn index` does in a git work tree)")
     ap.add_argument("--embed-max-chars", type=int,
                     help="embed at most this many characters per entity instead of the model's own max_chars "
-                         "(nsccn.embed.KNOWN_MODELS): what shorter texts cost in localization; use a workdir of "
+                         "(nsccn.vectors.embed.KNOWN_MODELS): what shorter texts cost in localization; use a workdir of "
                          "its own, the vectors of another length would be re-made")
     ap.add_argument("--embedding-onnx", type=Path, metavar="ONNX",
                     help="embed with this ONNX file of MiniLM's shape (a model being evaluated, e.g. "
                          "train_embedder.py export's) instead of the default model; its vectors carry an id "
-                         "of their own (nsccn.embed.register_onnx_model), so use a workdir of its own")
+                         "of their own (nsccn.vectors.embed.register_onnx_model), so use a workdir of its own")
     args = ap.parse_args(argv)
     embedding_model = None
     if args.embedding_onnx:
-        from nsccn.embed import ModelUnavailable, register_onnx_model
+        from nsccn.vectors.embed import ModelUnavailable, register_onnx_model
 
         try:
             embedding_model = register_onnx_model(args.embedding_onnx)
@@ -861,7 +862,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.embed_max_chars:
         import dataclasses
 
-        from nsccn import embed
+        from nsccn.vectors import embed
 
         for name, spec in list(embed.KNOWN_MODELS.items()):  # before any model is loaded
             embed.KNOWN_MODELS[name] = dataclasses.replace(spec, max_chars=args.embed_max_chars)

@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from localize import CONFIGS, _slug, aggregate, instance_metrics, load_instances, markdown_table  # noqa: E402
 
-from nsccn.fusion import localize  # noqa: E402
+from nsccn.query.fusion import localize  # noqa: E402
 
 
 def score(instances: Sequence[dict], workdir: Path, configs: Sequence[str]) -> dict:

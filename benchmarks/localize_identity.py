@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from nsccn.navigator import Navigator
+from nsccn.serving.navigator import Navigator
 
 
 def main() -> int:

@@ -36,7 +36,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from nsccn.testpaths import is_test_path  # noqa: E402
+from nsccn.reading.testpaths import is_test_path  # noqa: E402
 
 REPOSITORIES = (
     "pallets/click", "pallets/werkzeug", "pallets/jinja", "encode/httpx", "psf/black", "pydantic/pydantic",
@@ -135,7 +135,7 @@ def changed_lines(gitdir: Path, parent: str, sha: str, path: str) -> list[int]:
 def enclosing_functions(path: str, source: bytes, lines: Sequence[int]) -> list[str]:
     """`path:Qualname` of the outermost function or method enclosing each line; the innermost
     class where no function does; lines outside both count for nothing."""
-    from nsccn.extract import parse_file
+    from nsccn.reading.extract import parse_file
 
     entities = parse_file(path, source).entities
     funcs = [e for e in entities if e.kind in ("func", "method")]

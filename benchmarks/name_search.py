@@ -9,7 +9,7 @@ that name first (definition@1) or among the first three (definition@3).
 Each TREE is an indexed checkout (its index where `nsccn index` put it). The search is the one
 users get (`Navigator.search`, limit 10: vectors when the index has them, the learned ranker for
 queries of three or more terms); beside it ("without"), the same search's ranking before the
-definitions a query names are put first (`nsccn.name_query.names_first`): today's answer. Test code is never a target (`nsccn.testpaths`, and Rust's
+definitions a query names are put first (`nsccn.query.name_query.names_first`): today's answer. Test code is never a target (`nsccn.reading.testpaths`, and Rust's
 `mod tests`), nor a definition nested in a function.
 
 What counts as "a definition of exactly that name" is this script's own reading of the query,
@@ -35,9 +35,9 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(_HERE.parent))
 
-import nsccn.navigator  # noqa: E402
-from nsccn.navigator import Navigator  # noqa: E402
-from nsccn.testpaths import is_test_path  # noqa: E402
+import nsccn.serving.navigator  # noqa: E402
+from nsccn.serving.navigator import Navigator  # noqa: E402
+from nsccn.reading.testpaths import is_test_path  # noqa: E402
 
 FORMS = ("bare", "qualified", "dotted")
 KS = (1, 3)
@@ -88,14 +88,14 @@ def queries(defs: list[dict], sample: list[dict]) -> list[tuple[str, str, set[st
 
 
 class Observed:
-    """`Navigator.search` hands its ranking to `names_first` (nsccn.name_query), which lists the
+    """`Navigator.search` hands its ranking to `names_first` (nsccn.query.name_query), which lists the
     definitions a query names first: the ranking as it was before that step is today's answer
     without it. Seen here, so one search gives both sides (same index, same moment)."""
 
     def __init__(self):
-        self.real = nsccn.navigator.names_first
+        self.real = nsccn.serving.navigator.names_first
         self.before: list[str] = []
-        nsccn.navigator.names_first = self
+        nsccn.serving.navigator.names_first = self
 
     def __call__(self, store, query, hits, limit, kinds=None):
         self.before = [h.entity.id for h in hits[:limit]]
@@ -165,7 +165,7 @@ def main() -> int:
     args = ap.parse_args()
     # "without": the same search's ranking before the named definitions are put first (an nsccn
     # that has no name_query, e.g. a checkout before it, has none: only its own numbers are shown).
-    observed = Observed() if hasattr(nsccn.navigator, "names_first") else None
+    observed = Observed() if hasattr(nsccn.serving.navigator, "names_first") else None
     repos, everything, md = [], [], []
     for tree in args.trees:
         res = run_repo(tree, args.sample, args.seed, observed)

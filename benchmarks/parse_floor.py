@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 def python_files(tree: Path) -> list[tuple[str, bytes]]:
     """The .py files `nsccn index` parses (its scan: ignore rules, size limit), with their bytes."""
     from nsccn.config import load_config
-    from nsccn.scan import scan_repository
+    from nsccn.reading.scan import scan_repository
 
     scan = scan_repository(tree, load_config(tree))
     return [(f.path, (tree / f.path).read_bytes()) for f in scan.files if f.path.endswith(".py")]
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     import tree_sitter as ts
     import tree_sitter_python
 
-    from nsccn.extract import parse_file
+    from nsccn.reading.extract import parse_file
     from nsccn.languages.python import PythonExtractor
 
     files = python_files(args.tree)

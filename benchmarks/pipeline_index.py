@@ -3,7 +3,7 @@
     python benchmarks/pipeline_index.py [--repo /tmp/sympy] [--workers 2] [--rounds 1] [--out FILE]
 
 Each path indexes the tree from scratch into its own temporary index directory, in a fresh
-process: the library (`nsccn.indexer.index_repository`, with workers=1 and with the library's
+process: the library (`nsccn.indexing.indexer.index_repository`, with workers=1 and with the library's
 own process pool when --workers > 1), then the pipeline (`python -m supervisor index`, no
 embedding: the library path does not embed either). Reported: wall time (process start to exit),
 files/s, the ratio to the single-process library, peak resident memory of every process (the
@@ -25,7 +25,7 @@ from pathlib import Path
 
 LIB = """
 import json, resource, sys, time
-from nsccn.indexer import index_repository
+from nsccn.indexing.indexer import index_repository
 from supervisor.memory import peak_rss_kb
 t = time.perf_counter()
 s = index_repository(sys.argv[1], sys.argv[2], workers=int(sys.argv[3]))

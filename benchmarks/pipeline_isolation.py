@@ -6,7 +6,7 @@
 The index lives in --index-dir (default: a temporary directory; the repository is not written
 to). Steps: index the repository without vectors (`python -m supervisor index`); pick entities
 with outgoing calls and files with skeletons; time `trace` (downstream, depth 3) and `skeleton`
-through `nsccn.navigator.Navigator` on a read-only connection, as the MCP front serves them,
+through `nsccn.serving.navigator.Navigator` on a read-only connection, as the MCP front serves them,
 with nothing else running (idle); start `python -m supervisor serve --no-mcp`, whose embedder
 then embeds every entity (the bulk); time the same queries again while it runs; stop it.
 The ratio of the two p50s shows how well the embedder's process (at a lower CPU priority,
@@ -62,7 +62,7 @@ def main() -> int:
     if args.embedder_nice is not None:
         env["NSCCN_EMBEDDER_NICE"] = str(args.embedder_nice)
     os.environ["NSCCN_INDEX_DIR"] = str(idx)
-    from nsccn.navigator import Navigator
+    from nsccn.serving.navigator import Navigator
     from supervisor.control import query_status
 
     proc = None

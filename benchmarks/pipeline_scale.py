@@ -54,7 +54,7 @@ def index_once(root: Path, index_dir: Path, workers: int) -> dict:
     s = json.loads(run.stdout)
     self_mem = {k: v["peak_rss_mb"] for k, v in s["pipeline"]["actors"].items()}
     self_mem["supervisor"] = s["pipeline"]["supervisor_peak_rss_mb"]
-    # The writer's bulk resolution children (nsccn.resolve_partitions): not actors, sampled.
+    # The writer's bulk resolution children (nsccn.indexing.resolve_partitions): not actors, sampled.
     self_mem["resolve child"] = run.peak_rss_by_process_mb.get("resolve_partitions", 0.0)
     return {
         "indexed": s["files_indexed"], "seen": s["files_seen"], "entities": s["entities"], "edges": s["edges"],

@@ -35,7 +35,7 @@ from pathlib import Path
 import tree_sitter as ts
 
 import nsccn.languages.python as walker
-from nsccn.indexer import index_repository
+from nsccn.indexing.indexer import index_repository
 from nsccn.languages.queries import QueryExtractor, QueryLanguage, node_text
 from nsccn.store import Store
 

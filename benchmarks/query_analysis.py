@@ -4,7 +4,7 @@
     python benchmarks/query_analysis.py [--code CHECKOUT] [--dataset FILE] [--sizes 262144,1048576] [--repeat 3]
 
 Prints, per input, its size, the frames found and the best of `--repeat` timings of
-`nsccn.query_analysis.analyze_query` (the cache bypassed), and per trace language the time per MB at
+`nsccn.query.query_analysis.analyze_query` (the cache bypassed), and per trace language the time per MB at
 each size: equal per-MB times across sizes mean linear. `--code` imports nsccn from another
 checkout, to compare two versions (run both in turn on an idle machine, or as whole processes
 side by side).
@@ -68,7 +68,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     sys.path.insert(0, str(Path(args.code or Path(__file__).resolve().parents[1]).resolve()))
-    from nsccn import query_analysis
+    from nsccn.query import query_analysis
 
     analyze = query_analysis._analyze.__wrapped__  # no cache: every call analyzes
     print(f"nsccn from {Path(query_analysis.__file__).parent}")

@@ -35,7 +35,7 @@ def main() -> int:
 
     import onnxruntime as ort
 
-    from nsccn.embed import _BundledOnnx, session_options
+    from nsccn.vectors.embed import _BundledOnnx, session_options
 
     statements = [json.loads(line)["problem_statement"] for line in args.reports.open()]
     reports = statements[: args.n]

@@ -21,12 +21,12 @@ import sys
 import time
 from pathlib import Path
 
-from nsccn.graph import trace
-from nsccn.navigator import Navigator
-from nsccn import semantic
-from nsccn.fusion import search
-from nsccn.semantic import default_embedder, has_vectors
-from nsccn.vectors import VectorStore
+from nsccn.graph.trace import trace
+from nsccn.serving.navigator import Navigator
+from nsccn.vectors import semantic
+from nsccn.query.fusion import search
+from nsccn.vectors.semantic import default_embedder, has_vectors
+from nsccn.vectors.table import VectorStore
 from nsccn.tokens import count_tokens
 
 

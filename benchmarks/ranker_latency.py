@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nsccn import ranking  # noqa: E402
 from nsccn.ranking.features import LEXICAL_SIGNALS, candidates  # noqa: E402
-from nsccn.fusion import fusion_localize  # noqa: E402
+from nsccn.query.fusion import fusion_localize  # noqa: E402
 from nsccn.store import Store  # noqa: E402
 
 

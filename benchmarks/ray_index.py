@@ -164,11 +164,11 @@ def cmd_ceiling(args) -> int:
     into a fresh index through IndexSession in the batches `nsccn index` commits (timed: what the
     one writer can take when results arrive faster than it commits)."""
     from nsccn.config import load_config
-    from nsccn.index_session import IndexSession, look_at
-    from nsccn.indexer import WRITE_BATCH, WRITE_BATCH_LINES
+    from nsccn.indexing.index_session import IndexSession, look_at
+    from nsccn.indexing.indexer import WRITE_BATCH, WRITE_BATCH_LINES
     from nsccn.messages import decode, encode
     from nsccn.model import Parsed
-    from nsccn.scan import scan_repository
+    from nsccn.reading.scan import scan_repository
     from nsccn.store import WRITER_CACHE_MIB, Store
 
     print("| tree | files | entities | parse CPU s | files/s a core | commit CPU s (wall s) | files/s committed (CPU) |"
@@ -224,9 +224,9 @@ def cmd_merge(args) -> int:
     content=''): their rows cannot be selected back out of a shard, so a merge re-inserts their
     text and pays their tokenizing in the writer as a commit does; they are left out of the floor."""
     from nsccn.config import load_config
-    from nsccn.index_session import IndexSession, look_at
+    from nsccn.indexing.index_session import IndexSession, look_at
     from nsccn.model import Parsed
-    from nsccn.scan import scan_repository
+    from nsccn.reading.scan import scan_repository
     from nsccn.store import WRITER_CACHE_MIB, Store
 
     tables = ("symbols", "files", "entities", "refs", "skeletons")

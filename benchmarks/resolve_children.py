@@ -11,7 +11,7 @@ then every round resolves it again with each number of children, each run a fres
 the edges are deleted beforehand, outside the measurement). CPU is user + sys of the process
 and its children; memory the peak RSS of each process (sampled, `benchmarks/proctree.py`):
 `resolve_children.py` is the caller (the writer's share), `resolve_partitions` a child.
-What it decides: `nsccn.resolve_partitions.CHILDREN_FROM_REFS` and the default number of children.
+What it decides: `nsccn.indexing.resolve_partitions.CHILDREN_FROM_REFS` and the default number of children.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from proctree import run_tree  # noqa: E402
 
 
 def _resolve(db: str, children: int) -> None:
-    from nsccn.resolution import resolve_everything
+    from nsccn.indexing.resolution import resolve_everything
     from nsccn.store import WRITER_CACHE_MIB, Store
 
     with Store(db, cache_mib=WRITER_CACHE_MIB) as store:

@@ -30,7 +30,7 @@ from localize import _slug, entity_to_loc, load_instances  # noqa: E402
 from nsccn import ranking  # noqa: E402
 from nsccn.ranking.train import fit, load_records  # noqa: E402
 from nsccn.ranking.features import LEXICAL_SIGNALS  # noqa: E402
-from nsccn.fusion import search  # noqa: E402
+from nsccn.query.fusion import search  # noqa: E402
 from nsccn.store import Store  # noqa: E402
 
 KS = (1, 5, 10)

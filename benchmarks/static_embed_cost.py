@@ -34,10 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
     from nsccn.config import Config
-    from nsccn.embed import STATIC_MAX_CHARS
-    from nsccn.indexer import index_repository
-    from nsccn.semantic import wanted_texts
-    from nsccn.static_embed import StaticModel
+    from nsccn.vectors.embed import STATIC_MAX_CHARS
+    from nsccn.indexing.indexer import index_repository
+    from nsccn.vectors.semantic import wanted_texts
+    from nsccn.vectors.static_embed import StaticModel
     from nsccn.store import Store
 
     with tempfile.TemporaryDirectory(prefix="nsccn-static-cost-") as tmp:
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{min(per_entity):.3f} / {statistics.median(per_entity):.3f} / {max(per_entity):.3f} ms CPU an entity "
           f"(min / median / max of {args.rounds}); a query {statistics.median(queries):.0f} us CPU (median of 200)")
     if args.transformer_sample:
-        from nsccn.embed import FALLBACK_MODEL, _BundledOnnx
+        from nsccn.vectors.embed import FALLBACK_MODEL, _BundledOnnx
 
         onnx = _BundledOnnx(1, optimize=True, model_id=FALLBACK_MODEL)
         sample = [t[:750] for t in texts[:: max(1, len(texts) // args.transformer_sample)]][: args.transformer_sample]

@@ -29,7 +29,7 @@ import numpy as np
 
 _ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(_ROOT))
-from nsccn.embed import FALLBACK_MODEL, _BundledOnnx, bundled_onnx_path  # noqa: E402
+from nsccn.vectors.embed import FALLBACK_MODEL, _BundledOnnx, bundled_onnx_path  # noqa: E402
 
 
 def read_texts(path: Path) -> list[str]:

@@ -15,7 +15,7 @@ the bundled transformer on the CPU (hours for 220,000 texts on 2 cores), or PyTo
 there is one (`--device cuda`: under a minute; the same vectors, cosine 1.00000 on a check set).
 Steps of `build`, each cached in WORK where it is slow:
 
-1. **Vocabulary**: the tokens of `nsccn.static_embed.tokens` (identifier parts in lower case, and
+1. **Vocabulary**: the tokens of `nsccn.vectors.static_embed.tokens` (identifier parts in lower case, and
    identifiers of several parts whole: `getattr`, `setdefault`) that occur in the pairs of at least
    `--min-repos` repositories, then those in at least `--min-count` texts of the teacher's corpus,
    `--max-tokens` in all. A token outside it still counts at run time, as a fixed random direction
@@ -56,7 +56,7 @@ sys.path.insert(0, str(_HERE))
 sys.path.insert(0, str(_HERE.parent))
 from mine_history import HELD_OUT_REPOSITORIES  # noqa: E402
 
-from nsccn.static_embed import STATIC_MODEL, StaticModel, tokens  # noqa: E402
+from nsccn.vectors.static_embed import STATIC_MODEL, StaticModel, tokens  # noqa: E402
 from nsccn.text import split_identifier  # noqa: E402
 
 DEV_REPOSITORIES = ("sympy/sympy", "pytest-dev/pytest", "psf/requests", "pallets/flask")
@@ -126,7 +126,7 @@ class _AnyCompound:
 
 def teacher_rows(vocab: list[str], threads: int = 2) -> np.ndarray:
     """Each token embedded alone by the bundled transformer (384 dims, normalized)."""
-    from nsccn.embed import FALLBACK_MODEL, _BundledOnnx
+    from nsccn.vectors.embed import FALLBACK_MODEL, _BundledOnnx
 
     model = _BundledOnnx(threads, optimize=True, model_id=FALLBACK_MODEL)
     # A compound is embedded as its words (`getattr` as itself; `set_default` as "set default").
@@ -392,7 +392,7 @@ def cmd_corpus(args) -> int:
 
     from embedder_eval import corpus, mirror_of, newest_commit, text_of
 
-    from nsccn.static_embed import STATIC_MAX_CHARS
+    from nsccn.vectors.static_embed import STATIC_MAX_CHARS
 
     pairs = read_pairs(args.pairs)
     check_no_evaluation_data(pairs)

@@ -7,8 +7,8 @@
 
 1. Embedding throughput (entities/s) of the bundled fallback model (all-MiniLM-L6-v2 int8)
    on real code: functions and classes of the Python standard library, turned into entity
-   text by `nsccn.embed.embedding_text` exactly as the index does.
-2. k-NN over `nsccn.vectors.VectorStore` in a SQLite file: p50/p99 latency of exact search and
+   text by `nsccn.vectors.embed.embedding_text` exactly as the index does.
+2. k-NN over `nsccn.vectors.table.VectorStore` in a SQLite file: p50/p99 latency of exact search and
    of the binary-quantized path (hamming coarse pass over mean-centered sign bits,
    max(k*oversample, min_candidates) candidates, float re-rank),
    and recall@10 of the quantized path against exact search, for two distributions:
@@ -35,8 +35,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nsccn.embed import embedding_text, load_embedder  # noqa: E402
-from nsccn.vectors import VectorStore  # noqa: E402
+from nsccn.vectors.embed import embedding_text, load_embedder  # noqa: E402
+from nsccn.vectors.table import VectorStore  # noqa: E402
 
 
 def code_snippets(n: int, max_chars: int = 750) -> list[str]:

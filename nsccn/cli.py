@@ -1,7 +1,7 @@
 """`python -m nsccn.cli`: the `nsccn` command, for the scripts and benchmarks that start it so.
 
 The command line lives above the library, beside the processes it starts (`nsccn_cli`: index,
-serve, stop, worker, and the query commands built from nsccn.tools); the library imports
+serve, stop, worker, and the query commands built from nsccn.serving.tools); the library imports
 nothing from there, so this only hands the program over when run as one.
 """
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import msgspec
 
-from nsccn.static_file import STATIC_ALIASES, STATIC_MODEL, is_static_model  # noqa: F401  (read from here too)
+from nsccn.vectors.static_file import STATIC_ALIASES, STATIC_MODEL, is_static_model  # noqa: F401  (read from here too)
 
 INDEX_DIR = ".nsccn"
 CONFIG_FILE = "config.json"

@@ -38,7 +38,7 @@ HEADER = MAGIC + bytes([PROTOCOL_VERSION])
 
 
 # The base of every message, and what a parser says of one file (a library result too:
-# nsccn.index_session.look_at), live beside the parse's data.
+# nsccn.indexing.index_session.look_at), live beside the parse's data.
 from nsccn.model import Message, Parsed, Removed, Skipped, Unchanged  # noqa: E402,F401
 
 

@@ -80,7 +80,7 @@ class Message(msgspec.Struct, tag=True, tag_field="type", kw_only=True):
     """Base of every message between processes (nsccn.messages); the tag is the class name."""
 
 
-# What looking at one file found (nsccn.index_session.look_at): in the library's indexer and, as
+# What looking at one file found (nsccn.indexing.index_session.look_at): in the library's indexer and, as
 # messages from the parsers to the writer, in the pipeline. `seq` orders the pipeline's results.
 
 

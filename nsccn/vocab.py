@@ -1,6 +1,6 @@
 """The words and bounds every part shares: entity kinds, edge relations, trace directions and the
 tools' limits. Nothing here imports anything, so the command line can build its parser from the
-tools' table (nsccn.tools) without loading the query stack."""
+tools' table (nsccn.serving.tools) without loading the query stack."""
 
 # Entity kinds, in the id prefix: `{kind}:{path}:{qualname}`.
 KINDS = ("module", "class", "func", "method")

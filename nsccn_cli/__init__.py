@@ -1,6 +1,6 @@
 """The `nsccn` command: above the library (nsccn/), the actors (workers/) and their supervisor
 (supervisor/), so that it can start pipelines while the library never reaches up into them. The
-query commands are built from the tools' table (nsccn.tools).
+query commands are built from the tools' table (nsccn.serving.tools).
 
 Exit codes: 0 success, 1 the query failed (unknown id, bad path, nothing found), 2 bad usage,
 3 no index yet.
@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 from nsccn import __version__
 from nsccn.config import ConfigError
-from nsccn.escape import one_line
+from nsccn.serving.escape import one_line
 from nsccn.private import PrivatePathError
-from nsccn.tools import COMMANDS, EXIT_FAILED, EXIT_NO_INDEX, EXIT_OK, EXIT_USAGE
+from nsccn.serving.tools import COMMANDS, EXIT_FAILED, EXIT_NO_INDEX, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:  # the query stack (search, graph, ranking) is imported only by the commands that query
-    from nsccn.navigator import Navigator
+    from nsccn.serving.navigator import Navigator
 
 def _print_json(data) -> None:
     print(json.dumps(data, indent=2, default=str))
@@ -116,13 +116,13 @@ def cmd_index(args) -> int:
             print(f"nsccn: {busy_message(info)}", file=sys.stderr)
             return EXIT_FAILED
         if not in_process:  # a small job costs less in this process than the actors' start
-            from nsccn.indexer import PIPELINE_FROM_FILES, files_to_parse
-            from nsccn.scan import scan_repository
+            from nsccn.indexing.indexer import PIPELINE_FROM_FILES, files_to_parse
+            from nsccn.reading.scan import scan_repository
 
             scan = scan_repository(root.resolve(), config)
             in_process = files_to_parse(root.resolve(), config.db_path(root.resolve()), scan) < PIPELINE_FROM_FILES
     if in_process:
-        from nsccn.indexer import index_repository
+        from nsccn.indexing.indexer import index_repository
 
         try:
             summary = index_repository(root, config=config, workers=args.workers, progress=progress,
@@ -164,7 +164,7 @@ def print_index_summary(summary, as_json: bool) -> int:
     print(f"  files: {summary.files_seen} seen, {summary.files_indexed} parsed, {summary.files_unchanged} unchanged,"
           f" {summary.files_deleted} removed, {summary.files_with_syntax_errors} with syntax errors")
     if summary.files_with_syntax_errors:  # named, so they can be looked at
-        from nsccn.navigator import Navigator
+        from nsccn.serving.navigator import Navigator
 
         nav = Navigator(Path(summary.root))
         try:
@@ -222,7 +222,7 @@ def cmd_mcp(args) -> int:
     if not root.is_dir():
         print(f"nsccn: {root} is not a directory", file=sys.stderr)
         return EXIT_USAGE
-    from nsccn.mcp_server import run_stdio
+    from nsccn.serving.mcp_server import run_stdio
 
     run_stdio(find_root(root))
     return EXIT_OK
@@ -346,7 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("path", nargs="?", default=".", help="the repository, or a directory inside it")
     sp.set_defaults(func=cmd_stop, needs_nav=False)
 
-    for tool in COMMANDS:  # the query commands, declared once in nsccn.tools
+    for tool in COMMANDS:  # the query commands, declared once in nsccn.serving.tools
         sp = query_cmd(tool.command, tool.help, tool.run)
         sp.set_defaults(embeds_query=tool.embeds_query)
         for arg in tool.cli:
@@ -370,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not args.needs_nav:
             return args.func(args)
-        from nsccn.navigator import Navigator, NavigatorError, NoIndex
+        from nsccn.serving.navigator import Navigator, NavigatorError, NoIndex
 
         given = Path(args.root).resolve()
         if not given.is_dir():  # a typo, not a repository without an index

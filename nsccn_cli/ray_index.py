@@ -1,13 +1,13 @@
 """`nsccn index --ray ADDRESS`: one repository (PATH) or many (`--repos FILE`) parsed on a Ray
-cluster and written here (nsccn.ray_index, nsccn.ray_repos)."""
+cluster and written here (nsccn.indexing.ray_index, nsccn.indexing.ray_repos)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from nsccn.escape import one_line
-from nsccn.tools import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from nsccn.serving.escape import one_line
+from nsccn.serving.tools import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 
 def _say(text: str) -> None:
@@ -15,7 +15,7 @@ def _say(text: str) -> None:
 
 
 def cmd_index_ray(args) -> int:
-    from nsccn.ray_cluster import RayRefused, RayUnavailable, check_address, require_ray
+    from nsccn.indexing.ray_cluster import RayRefused, RayUnavailable, check_address, require_ray
 
     if not args.ray:
         _say("--repos and --out need --ray ADDRESS (local, auto, HOST:PORT or ray://HOST:PORT)")
@@ -51,8 +51,8 @@ def _starting(args) -> None:
 def _one(args) -> int:
     from nsccn.config import load_config
     from nsccn.errors import ResolveFailed
-    from nsccn.ray_cluster import ray_runtime
-    from nsccn.ray_index import RayTaskFailed, index_with_ray
+    from nsccn.indexing.ray_cluster import ray_runtime
+    from nsccn.indexing.ray_index import RayTaskFailed, index_with_ray
     from nsccn.store import is_disk_full
     from nsccn_cli import _Progress, _repository, print_index_summary
 
@@ -95,8 +95,8 @@ def _one(args) -> int:
 
 
 def _many(args) -> int:
-    from nsccn.ray_cluster import ray_runtime
-    from nsccn.ray_repos import ReposFileError, index_many, read_repos
+    from nsccn.indexing.ray_cluster import ray_runtime
+    from nsccn.indexing.ray_repos import ReposFileError, index_many, read_repos
     from nsccn_cli import _print_json
 
     try:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from nsccn.config import ConfigError, load_config
 from nsccn.private import PrivatePathError
-from nsccn.indexer import IndexSummary
+from nsccn.indexing.indexer import IndexSummary
 from nsccn.store import Store
 from supervisor.addresses import lock_path, running_pipeline
 from supervisor.main import PipelineBusy, Policy, Supervisor, process_alive

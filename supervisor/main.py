@@ -33,7 +33,7 @@ import msgspec
 import zmq
 
 from nsccn.config import Config, ensure_index_dir, index_dir, load_config
-from nsccn.static_file import model_problem, uses_static_model
+from nsccn.vectors.static_file import model_problem, uses_static_model
 from nsccn.messages import (
     ActorSpec,
     Attach,

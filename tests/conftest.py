@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nsccn.indexer import index_repository
+from nsccn.indexing.indexer import index_repository
 from nsccn.store import Store
 
 SHOP = {

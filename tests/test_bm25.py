@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from nsccn.indexer import index_repository
-from nsccn.streams import BM25_WEIGHTS, FILE_WEIGHTS, any_of, bm25_stream, file_bm25
+from nsccn.indexing.indexer import index_repository
+from nsccn.query.streams import BM25_WEIGHTS, FILE_WEIGHTS, any_of, bm25_stream, file_bm25
 from nsccn.store import Store
 
 PACKAGE = Path(__file__).resolve().parent.parent / "nsccn"

@@ -16,7 +16,7 @@ import pytest
 from conftest import stop_group
 
 from nsccn.config import STATIC_MODEL, Config
-from nsccn.indexer import index_repository
+from nsccn.indexing.indexer import index_repository
 from test_mcp_server import make_repo
 
 HEAVY = ("fastembed", "onnxruntime", "tokenizers", "lightgbm", "bpe_openai", "numpy", "zmq")
@@ -108,9 +108,9 @@ def test_search_asks_the_running_pipelines_embedder(repo_with_vectors):
 
 # What `nsccn index` must not import: the query stack, a process pool, the progress bar (stderr is
 # no terminal here: tqdm would disable itself), the pipeline's messages, vectors.
-NOT_FOR_INDEX = ("nsccn.navigator", "nsccn.search", "nsccn.fusion", "nsccn.graph", "multiprocessing", "concurrent.futures.process",
+NOT_FOR_INDEX = ("nsccn.serving.navigator", "nsccn.query.search", "nsccn.query.fusion", "nsccn.graph.trace", "multiprocessing", "concurrent.futures.process",
                  "tqdm", "nsccn.messages", "zmq")
-INDEX_PROBE = PROBE.replace(repr(HEAVY), repr(NOT_FOR_INDEX + ("numpy", "nsccn.resolve", "nsccn.extract")))
+INDEX_PROBE = PROBE.replace(repr(HEAVY), repr(NOT_FOR_INDEX + ("numpy", "nsccn.indexing.resolve", "nsccn.reading.extract")))
 
 
 def test_index_loads_only_what_the_index_run_needs(tmp_path):
@@ -129,5 +129,5 @@ def test_index_loads_only_what_the_index_run_needs(tmp_path):
     assert "0 parsed" in res["out"] and res["loaded"] == []
     (repo / "acme" / "auth.py").write_text((repo / "acme" / "auth.py").read_text() + "\ndef added():\n    return 1\n")
     res = index()  # one file: parsed and resolved here (and PageRank, a fifth of this small tree changed)
-    assert "1 parsed" in res["out"] and "nsccn.resolve" in res["loaded"]
-    assert not {"nsccn.navigator", "multiprocessing", "tqdm", "nsccn.messages", "zmq"} & set(res["loaded"])
+    assert "1 parsed" in res["out"] and "nsccn.indexing.resolve" in res["loaded"]
+    assert not {"nsccn.serving.navigator", "multiprocessing", "tqdm", "nsccn.messages", "zmq"} & set(res["loaded"])

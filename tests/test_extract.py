@@ -1,6 +1,6 @@
 import pytest
 
-from nsccn.extract import parse_file
+from nsccn.reading.extract import parse_file
 from nsccn.languages.python import module_name
 
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from nsccn.navigator import Navigator, NavigatorError
+from nsccn.serving.navigator import Navigator, NavigatorError
 
 
 def nsccn(*args, cwd=None):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from nsccn import history
-from nsccn.indexer import index_repository
+from nsccn.reading import history
+from nsccn.indexing.indexer import index_repository
 from nsccn.store import Store
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",

@@ -19,9 +19,9 @@ import apsw
 import pytest
 
 from conftest import write_repo
-from nsccn.extract import TOO_DEEP, parse_file
-from nsccn.indexer import index_repository
-from nsccn.navigator import Navigator, NavigatorError
+from nsccn.reading.extract import TOO_DEEP, parse_file
+from nsccn.indexing.indexer import index_repository
+from nsccn.serving.navigator import Navigator, NavigatorError
 from nsccn.store import IndexNotReady, Store
 from test_pipeline import Pipeline, alive, indexed_paths, quiet, settled, wait_for
 
@@ -225,7 +225,7 @@ def test_refs_limit_below_one_is_refused(shop_index):
 
 
 def test_read_bytes_refuses_all_but_regular_files_inside(tmp_path):
-    from nsccn.repofile import UnreadableFile, read_bytes, stat_file
+    from nsccn.reading.repofile import UnreadableFile, read_bytes, stat_file
 
     outside = write_repo(tmp_path / "out", {"secret.py": "SECRET = 1\n"})
     repo = write_repo(tmp_path / "r", {"a.py": "A = 1\n", "big.py": "x = 1\n" * 100})

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import write_repo
 from nsccn.config import load_config
-from nsccn.scan import scan_repository
+from nsccn.reading.scan import scan_repository
 from test_pipeline import Pipeline, alive, indexed_hash, indexed_paths, quiet, settled, wait_for
 
 PY = sys.executable
@@ -83,7 +83,7 @@ def test_live_edits_index_what_the_scan_indexes(tmp_path):
         # An edit under a dot-directory lands (it stayed stale, 3 of 3 runs).
         edited = b"name: second\non: pull_request\n"
         (repo / ".github/workflows/conf.yml").write_bytes(edited)
-        from nsccn.extract import content_hash
+        from nsccn.reading.extract import content_hash
         wait_for(lambda: indexed_hash(db, ".github/workflows/conf.yml") == content_hash(edited), 30,
                  "the edit under .github/ to be indexed")
         quiet(repo, p, after=0.5)
@@ -125,9 +125,9 @@ def test_escape_codes_and_newlines_in_names_are_escaped_in_text_and_exact_in_jso
 
     from fastmcp import Client
 
-    from nsccn.escape import block, one_line
-    from nsccn.indexer import index_repository
-    from nsccn.mcp_server import create_server
+    from nsccn.serving.escape import block, one_line
+    from nsccn.indexing.indexer import index_repository
+    from nsccn.serving.mcp_server import create_server
 
     assert one_line("a\nb\x1bc\td") == "a\\nb\\x1bc\\td" and block("a\n\tb\r\n\x1b\r") == "a\n\tb\r\n\\x1b\\r"
     repo = tmp_path / "r"
@@ -194,7 +194,7 @@ def test_escape_codes_and_newlines_in_names_are_escaped_in_text_and_exact_in_jso
 def test_a_huge_tsconfig_is_capped_and_each_resolve_tries_few_aliases(tmp_path):
     from nsccn.languages.naming import MAX_ALIAS_NAMES, MAX_ALIASES
     from nsccn.languages.project import CAPPED, MAX_PATH_ALIASES
-    from nsccn.resolve import Resolver
+    from nsccn.indexing.resolve import Resolver
     from nsccn.store import Store
 
     n_files, n_aliases = 200, 20_000

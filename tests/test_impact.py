@@ -15,9 +15,9 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from fastmcp.exceptions import ToolError
 
-from nsccn.diff import DiffError, apply_hunks, parse_diff
-from nsccn.indexer import index_repository
-from nsccn.navigator import Navigator
+from nsccn.reading.diff import DiffError, apply_hunks, parse_diff
+from nsccn.indexing.indexer import index_repository
+from nsccn.serving.navigator import Navigator
 
 NSCCN = Path(sys.executable).parent / "nsccn"
 

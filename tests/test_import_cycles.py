@@ -59,8 +59,8 @@ def test_the_library_has_no_import_cycle():
     library = {m: {d for d in deps if d.split(".")[0] == "nsccn"} for m, deps in GRAPH.items()
                if m.split(".")[0] == "nsccn"}
     # The scan sees imports at the top and inside functions (else it could pass by seeing nothing).
-    assert {"nsccn.fusion", "nsccn.ranking"} <= library["nsccn.search"]
-    assert "nsccn.semantic" in library["nsccn.streams"]  # a late import (onnxruntime only when asked)
+    assert {"nsccn.query.fusion", "nsccn.ranking"} <= library["nsccn.query.search"]
+    assert "nsccn.vectors.semantic" in library["nsccn.query.streams"]  # a late import (onnxruntime only when asked)
     try:
         order = list(TopologicalSorter(library).static_order())
     except CycleError as exc:

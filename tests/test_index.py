@@ -8,8 +8,8 @@ import pytest
 
 from conftest import SHOP, edges_of, write_repo
 from nsccn.config import Config
-from nsccn.indexer import index_repository
-from nsccn.scan import scan_repository
+from nsccn.indexing.indexer import index_repository
+from nsccn.reading.scan import scan_repository
 from nsccn.store import Store
 
 
@@ -132,7 +132,7 @@ def test_gitignore_nested_defaults_and_config(tmp_path):
 
 def test_write_is_atomic_per_batch(shop_repo, tmp_path):
     """A failure inside a write transaction leaves the previous rows intact."""
-    from nsccn.extract import parse_file
+    from nsccn.reading.extract import parse_file
 
     index_repository(shop_repo, workers=1)
     store = Store(shop_repo / ".nsccn" / "index.db")
@@ -207,8 +207,8 @@ def test_binary_files_are_skipped_by_name_and_a_no_change_run_reads_nothing(tmp_
     """An image is skipped when scanned (never read, never planned): before, a skipped file was
     not remembered, so every no-change run read it again to find it binary."""
     from nsccn.config import load_config
-    from nsccn.indexer import plan_changes
-    from nsccn.scan import scan_repository
+    from nsccn.indexing.indexer import plan_changes
+    from nsccn.reading.scan import scan_repository
 
     root = write_repo(tmp_path / "r", {"app.py": "def main():\n    return 1\n"})
     (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + bytes(64))

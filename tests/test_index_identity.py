@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from conftest import SHOP, write_repo
-from nsccn.indexer import index_repository
+from nsccn.indexing.indexer import index_repository
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import index_identity  # noqa: E402

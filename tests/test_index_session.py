@@ -1,4 +1,4 @@
-"""The one index session (nsccn.index_session): looking at a file, committing, resolving, PageRank,
+"""The one index session (nsccn.indexing.index_session): looking at a file, committing, resolving, PageRank,
 the crash marker; on real files and a real SQLite index. The writer actor and `nsccn index
 --in-process` both run it (tests/test_pipeline.py and tests/test_index.py run them whole)."""
 
@@ -7,7 +7,7 @@ import os
 import pytest
 
 from conftest import SHOP, edges_of, write_repo
-from nsccn.index_session import IndexSession, look_at, rank
+from nsccn.indexing.index_session import IndexSession, look_at, rank
 from nsccn.messages import Parsed, Removed, Skipped, Unchanged
 from nsccn.store import RESOLVE_PENDING, Store
 

@@ -12,9 +12,9 @@ import pytest
 
 from conftest import write_repo
 from nsccn.config import ConfigError, load_config
-from nsccn.indexer import index_repository
+from nsccn.indexing.indexer import index_repository
 from nsccn.languages import language_for, shebang_language
-from nsccn.navigator import Navigator
+from nsccn.serving.navigator import Navigator
 from nsccn.store import Store
 
 JS = {

@@ -7,11 +7,11 @@ import textwrap
 
 import pytest
 
-from nsccn.indexer import index_repository
+from nsccn.indexing.indexer import index_repository
 from nsccn.languages import language_for
 from nsccn.languages.tags import LANGUAGES
-from nsccn.navigator import Navigator
-from nsccn.streams import file_bm25
+from nsccn.serving.navigator import Navigator
+from nsccn.query.streams import file_bm25
 from nsccn.store import Store
 
 from conftest import write_repo

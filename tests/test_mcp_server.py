@@ -16,8 +16,8 @@ import pytest
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
-from nsccn.indexer import index_repository
-from nsccn.mcp_server import create_server, render_json
+from nsccn.indexing.indexer import index_repository
+from nsccn.serving.mcp_server import create_server, render_json
 from nsccn.tokens import count_tokens
 
 TOOLS = {
@@ -459,7 +459,7 @@ def test_following_the_continuation_yields_everything(capped):
         return pages, lines, refs, r["total"]
 
     pages, lines, refs, total = run(server, script)
-    from nsccn.navigator import Navigator
+    from nsccn.serving.navigator import Navigator
 
     nav = Navigator(repo)
     try:

@@ -17,7 +17,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from fastmcp.exceptions import ToolError
 
-from nsccn.indexer import index_repository
+from nsccn.indexing.indexer import index_repository
 from nsccn.tokens import count_tokens
 from test_mcp_server import TOOLS, make_repo, touch_later
 

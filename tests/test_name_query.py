@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from conftest import write_repo
-from nsccn.indexer import index_repository
-from nsccn.navigator import Navigator, NavigatorError
+from nsccn.indexing.indexer import index_repository
+from nsccn.serving.navigator import Navigator, NavigatorError
 
 REPO = {
     # Python: a class, a look-alike, a test named after it, a re-export, a method defined twice

@@ -21,8 +21,8 @@ import numpy as np
 import zmq
 
 from nsccn.config import Config, load_config
-from nsccn.extract import content_hash
-from nsccn.indexer import index_repository
+from nsccn.reading.extract import content_hash
+from nsccn.indexing.indexer import index_repository
 from nsccn.store import Store
 from nsccn.messages import (
     HEADER,
@@ -233,10 +233,10 @@ def test_kill_each_actor_type_during_bulk_index(tmp_path):
         assert summary["pipeline"]["actors"][name]["restarts"] >= 1
     assert_same_index(repo / ".nsccn" / "index.db", ref)
     # Every embeddable entity has a vector of its current text.
-    from nsccn.embed import text_hash
-    from nsccn.semantic import wanted_texts
+    from nsccn.vectors.embed import text_hash
+    from nsccn.vectors.semantic import wanted_texts
     from nsccn.store import Store
-    from nsccn.vectors import VectorStore
+    from nsccn.vectors.table import VectorStore
 
     with Store(repo / ".nsccn" / "index.db", readonly=True) as store:
         vs = VectorStore(store.conn)

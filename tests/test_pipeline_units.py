@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from nsccn.config import Config
-from nsccn.extract import parse_file
+from nsccn.reading.extract import parse_file
 from nsccn.messages import (
     HEADER,
     MESSAGES,

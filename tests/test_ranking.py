@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from nsccn import ranking
-from nsccn.indexer import index_repository
-from nsccn.navigator import Navigator
+from nsccn.indexing.indexer import index_repository
+from nsccn.serving.navigator import Navigator
 from nsccn.ranking import RankerError, Trees, load_ranker, save_ranker
 from nsccn.ranking.features import FILE_FEATURES, FUNCTION_FEATURES, candidates, row_of
 from nsccn.ranking.train import fit, rerank
@@ -473,8 +473,8 @@ def test_the_ranker_reads_vector_ranks_among_non_test_entities(ranked_repo):
     """Its training indexes embedded no test file, so an index that embeds them (the default)
     would push every other entity down the vector ranks: test entities are left out."""
     index_repository(ranked_repo, workers=1, embed=True)
-    from nsccn.streams import vector_stream
-    from nsccn.testpaths import is_test_path
+    from nsccn.query.streams import vector_stream
+    from nsccn.reading.testpaths import is_test_path
 
     query = "test that parse_config reads the settings file"
     with Store(ranked_repo / ".nsccn" / "index.db", readonly=True) as store:

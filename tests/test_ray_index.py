@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SHOP, write_repo
-from nsccn.indexer import index_repository
+from nsccn.indexing.indexer import index_repository
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import index_identity  # noqa: E402
@@ -94,8 +94,8 @@ def local_dump(tmp_path_factory) -> dict:
 
 
 def _on_ray(root: Path, address: str):
-    from nsccn.ray_cluster import ray_runtime
-    from nsccn.ray_index import index_with_ray
+    from nsccn.indexing.ray_cluster import ray_runtime
+    from nsccn.indexing.ray_index import index_with_ray
 
     with ray_runtime(address) as runtime:
         return index_with_ray(root, runtime, embed=False)
@@ -296,7 +296,7 @@ def _descendants() -> set[int]:
 def test_a_local_runtime_listens_on_loopback_only_with_a_token():
     """`--ray local`: every node on 127.0.0.1, every port its processes listen on is loopback,
     token authentication on (and a mode that turns it off refused)."""
-    from nsccn.ray_cluster import RayRefused, ray_runtime
+    from nsccn.indexing.ray_cluster import RayRefused, ray_runtime
 
     if importlib.util.find_spec("ray") is None:  # (not imported here: the runtime sets loopback first)
         pytest.skip("Ray is not installed (pip install 'nsccn[ray]')")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import write_repo
-from nsccn.indexer import index_repository
+from nsccn.indexing.indexer import index_repository
 from nsccn.store import Store
 
 FILES = {

@@ -4,10 +4,10 @@ import re
 
 import pytest
 
-from nsccn import repomap
-from nsccn.indexer import index_repository
-from nsccn.navigator import Navigator
-from nsccn.testpaths import is_test_path
+from nsccn.indexing import repomap
+from nsccn.indexing.indexer import index_repository
+from nsccn.serving.navigator import Navigator
+from nsccn.reading.testpaths import is_test_path
 
 from conftest import write_repo
 

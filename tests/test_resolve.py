@@ -77,7 +77,7 @@ def test_propagates_error(shop_index):
 
 def test_ambiguous_names_split_confidence(tmp_path):
     from conftest import write_repo
-    from nsccn.indexer import index_repository
+    from nsccn.indexing.indexer import index_repository
     from nsccn.store import Store
 
     repo = write_repo(tmp_path / "r", {
@@ -96,7 +96,7 @@ def test_ambiguous_names_split_confidence(tmp_path):
 
 def test_src_layout_canonical_module_names(tmp_path):
     from conftest import write_repo
-    from nsccn.indexer import index_repository
+    from nsccn.indexing.indexer import index_repository
     from nsccn.store import Store
 
     repo = write_repo(tmp_path / "r", {
@@ -113,7 +113,7 @@ def test_one_name_resolves_per_caller_and_every_use_keeps_its_line(tmp_path):
     """Resolution answers each distinct reference of a file once and reuses the answer: the same
     bare name from two callers in one file must still resolve by each caller's own scope."""
     from conftest import write_repo
-    from nsccn.indexer import index_repository
+    from nsccn.indexing.indexer import index_repository
     from nsccn.store import Store
 
     root = write_repo(tmp_path / "repo", {"pkg/__init__.py": "", "pkg/m.py": """
@@ -151,8 +151,8 @@ def test_a_first_build_writes_refs_without_their_indexes_and_resolution_makes_th
     import apsw
 
     from conftest import write_repo
-    from nsccn.indexer import index_repository
-    from nsccn.extract import parse_file
+    from nsccn.indexing.indexer import index_repository
+    from nsccn.reading.extract import parse_file
     from nsccn.store import Store
 
     def ref_indexes(db):
@@ -187,7 +187,7 @@ def test_the_symbol_table_holds_each_entity_once_and_no_empty_entries(shop_index
     a 100k-file tree made it 369 MB), so each entity's (id, kind) is one object that both lookups
     share, each path is one string object, and a file with no globals, imports or star imports
     has no entry (every reader asks `.get(path, ())`)."""
-    from nsccn.resolve import Resolver
+    from nsccn.indexing.resolve import Resolver
 
     _, store = shop_index
     r = Resolver(store)

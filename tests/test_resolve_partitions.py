@@ -1,4 +1,4 @@
-"""Bulk resolution by child processes (nsccn.resolve_partitions): the same edges as one process,
+"""Bulk resolution by child processes (nsccn.indexing.resolve_partitions): the same edges as one process,
 and a child that dies fails the resolution and leaves the index as it was."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from conftest import SHOP, write_repo
-from nsccn.indexer import index_repository
-from nsccn.resolution import resolve_everything
-from nsccn.resolve_partitions import DIE_AFTER_ENV, ResolveFailed, partitions
+from nsccn.indexing.indexer import index_repository
+from nsccn.indexing.resolution import resolve_everything
+from nsccn.indexing.resolve_partitions import DIE_AFTER_ENV, ResolveFailed, partitions
 from nsccn.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
@@ -84,7 +84,7 @@ def test_a_killed_child_fails_the_resolution_and_keeps_the_index(indexed, monkey
 
 
 def test_a_child_that_cannot_read_the_index_says_why(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "nsccn.resolve_partitions", str(tmp_path / "none.db"), "0", "10",
+    r = subprocess.run([sys.executable, "-m", "nsccn.indexing.resolve_partitions", str(tmp_path / "none.db"), "0", "10",
                         str(os.getpid())],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and r.stdout == ""

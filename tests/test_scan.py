@@ -14,7 +14,7 @@ import pytest
 
 from conftest import write_repo
 from nsccn.config import Config
-from nsccn.scan import IgnoreRules, Patterns, compile_patterns, scan_repository
+from nsccn.reading.scan import IgnoreRules, Patterns, compile_patterns, scan_repository
 
 TREE = {
     ".gitignore": "\n".join([

@@ -4,10 +4,10 @@ import pytest
 
 from conftest import write_repo
 from nsccn.config import Config
-from nsccn.embed import load_embedder
-from nsccn.indexer import index_repository
-from nsccn.fusion import fuse, localize, search
-from nsccn.query_analysis import analyze_query
+from nsccn.vectors.embed import load_embedder
+from nsccn.indexing.indexer import index_repository
+from nsccn.query.fusion import fuse, localize, search
+from nsccn.query.query_analysis import analyze_query
 from nsccn.store import Store
 
 BILLING = {
@@ -122,7 +122,7 @@ def test_localize_demotes_tests_and_ranks_files(billing):
     ("pkg/attestation.py", False), ("pkg/contest.py", False), ("src/_pytest/python.py", False),
 ])
 def test_is_test_path(path, is_test):
-    from nsccn.testpaths import is_test_path
+    from nsccn.reading.testpaths import is_test_path
 
     assert is_test_path(path) is is_test
 
@@ -130,7 +130,7 @@ def test_is_test_path(path, is_test):
 def test_plural_words_find_singular_names(billing):
     """A query's regular plurals also look for their singular: "reminders ... customers" finds a
     docstring that says "reminder ... customer", and "taxes" finds `apply_tax`."""
-    from nsccn.query_analysis import singular
+    from nsccn.query.query_analysis import singular
 
     assert [singular(w) for w in ("entries", "matches", "taxes", "series", "class", "axis")] == [
         "entry", "match", "tax", "series", "class", "axis"]
@@ -173,7 +173,7 @@ def test_semantic_only_query_with_bundled_model(tmp_path, model, query):
     static model, the bundled transformer tuned for code, and the plain MiniLM it was tuned from).
     The static model misses the harder paraphrase: "nag people who owe us money" puts `apply_tax`
     (its docstring says "money") before `send_reminder`."""
-    from nsccn.semantic import embed_index
+    from nsccn.vectors.semantic import embed_index
 
     repo = write_repo(tmp_path / "repo", BILLING)
     index_repository(repo, workers=1, embed=model == "default")
@@ -193,8 +193,8 @@ def test_an_index_embedded_by_the_plain_minilm_answers_with_it_until_re_embedded
     """Vectors made by the plain MiniLM (the bundled model before the code-tuned one) are queried
     with that model, not the configured one: no error, no mixed spaces. The next embedding with
     another configured model (here the tuned transformer) replaces them."""
-    from nsccn.embed import FALLBACK_MODEL, PLAIN_MINILM
-    from nsccn.semantic import embed_index, nearest_rowids
+    from nsccn.vectors.embed import FALLBACK_MODEL, PLAIN_MINILM
+    from nsccn.vectors.semantic import embed_index, nearest_rowids
 
     repo = write_repo(tmp_path / "repo", BILLING)
     index_repository(repo, workers=1, embed=False)
@@ -220,8 +220,8 @@ def test_an_index_embedded_by_a_registered_onnx_file_is_queried_with_it(tmp_path
     compared with its vectors, and a missing file is a clear error."""
     import shutil
 
-    from nsccn.embed import PLAIN_MINILM, ModelUnavailable, bundled_onnx_path, register_onnx_model
-    from nsccn.semantic import nearest_rowids
+    from nsccn.vectors.embed import PLAIN_MINILM, ModelUnavailable, bundled_onnx_path, register_onnx_model
+    from nsccn.vectors.semantic import nearest_rowids
 
     candidate = tmp_path / "candidate.onnx"
     shutil.copyfile(bundled_onnx_path(PLAIN_MINILM), candidate)
@@ -244,7 +244,7 @@ def test_embed_without_test_files(tmp_path):
     the skipped ones as missing; turning it back on fills them in."""
     import json
 
-    from nsccn.semantic import vector_status
+    from nsccn.vectors.semantic import vector_status
 
     repo = write_repo(tmp_path / "repo", BILLING)
     (repo / ".nsccn").mkdir(exist_ok=True)
@@ -296,7 +296,7 @@ NESTED = {
 
 
 def test_exact_name_defined_in_many_places_weighs_less(tmp_path):
-    from nsccn.streams import exact_stream
+    from nsccn.query.streams import exact_stream
 
     repo = write_repo(tmp_path / "repo", NESTED)
     index_repository(repo, workers=1)
@@ -363,8 +363,8 @@ def test_mmr_arithmetic_with_vectors(billing):
     a less relevant but different hit; with diversity 0 the order is the plain one."""
     import numpy as np
 
-    from nsccn.fusion import diversify
-    from nsccn.streams import Hit
+    from nsccn.query.fusion import diversify
+    from nsccn.query.streams import Hit
 
     _, store = billing
     rows = store.entity_at_rowids([r for (r,) in store.conn.execute("SELECT rowid FROM entities LIMIT 3")])
@@ -380,7 +380,7 @@ def test_mmr_arithmetic_with_vectors(billing):
 
 def test_huge_traceback_is_analyzed_within_caps_and_says_so(billing):
     from conftest import pathological_traceback
-    from nsccn.query_analysis import MAX_FRAMES, MAX_IDENTIFIERS, capped_note
+    from nsccn.query.query_analysis import MAX_FRAMES, MAX_IDENTIFIERS, capped_note
 
     _, store = billing
     query = pathological_traceback(1 << 20)
@@ -415,7 +415,7 @@ def test_a_50kb_path_and_a_5000_digit_line_number_give_clean_answers(billing):
 
 
 def test_paths_match_their_longest_indexed_suffix(billing):
-    from nsccn.streams import indexed_suffix_matches
+    from nsccn.query.streams import indexed_suffix_matches
 
     _, store = billing
     assert indexed_suffix_matches(store, "/usr/lib/python3/site-packages/billing/tax.py") == ["billing/tax.py"]

@@ -4,9 +4,9 @@ frames as a Python traceback, their paths and scoped names, identifier splitting
 import pytest
 
 from conftest import write_repo
-from nsccn.indexer import index_repository
-from nsccn.fusion import search
-from nsccn.query_analysis import MAX_FRAMES, analyze_query
+from nsccn.indexing.indexer import index_repository
+from nsccn.query.fusion import search
+from nsccn.query.query_analysis import MAX_FRAMES, analyze_query
 from nsccn.store import Store
 from nsccn.text import index_terms, split_identifier
 
@@ -210,7 +210,7 @@ def test_identifier_splitting_in_every_style(ident, parts):
     ("pkg/contest.go", False), ("web/src/cart.ts", False), ("Shop/Cart.cs", False), ("lib/rspec/core.rb", False),
 ])
 def test_test_files_of_every_language(path, is_test):
-    from nsccn.testpaths import is_test_path
+    from nsccn.reading.testpaths import is_test_path
 
     assert is_test_path(path) is is_test
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsccn.static_embed import STATIC_MODEL, STATIC_MODEL_FILE, ModelUnavailable, StaticModel, load_static_model, tokens
+from nsccn.vectors.static_embed import STATIC_MODEL, STATIC_MODEL_FILE, ModelUnavailable, StaticModel, load_static_model, tokens
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "benchmarks"))
@@ -73,7 +73,7 @@ def test_a_model_file_of_another_format_version_is_refused_in_one_line(tmp_path)
     with pytest.raises(ModelUnavailable, match="missing"):
         StaticModel.load(tmp_path / "absent.npz")
     # The same verdicts from the header alone (what the supervisor checks, without numpy).
-    from nsccn.static_file import file_problem
+    from nsccn.vectors.static_file import file_problem
 
     assert "v99" in file_problem(path) and "missing" in file_problem(tmp_path / "absent.npz")
     (tmp_path / "junk.npz").write_bytes(b"not a zip")

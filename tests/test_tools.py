@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from nsccn.navigator import Navigator, NavigatorError
-from nsccn.window import PathOutsideRepository, safe_path
+from nsccn.serving.navigator import Navigator, NavigatorError
+from nsccn.serving.window import PathOutsideRepository, safe_path
 
 
 @pytest.fixture
@@ -94,7 +94,7 @@ def test_trace_directions_depth_and_validation(nav):
 
 def test_trace_terminates_on_cycles(tmp_path):
     from conftest import write_repo
-    from nsccn.indexer import index_repository
+    from nsccn.indexing.indexer import index_repository
 
     repo = write_repo(tmp_path / "r", {"cyc.py": "def a():\n    b()\n\ndef b():\n    c()\n\ndef c():\n    a()\n"})
     index_repository(repo, workers=1)

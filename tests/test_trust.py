@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from nsccn.config import load_config, load_settings
-from nsccn.indexer import index_repository
+from nsccn.indexing.indexer import index_repository
 from nsccn.private import PrivatePathError
 from supervisor.addresses import addresses, prepare_run_dir, run_dir, shared_base
 from test_pipeline import Pipeline, make_repo, settled, wait_for

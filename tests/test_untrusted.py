@@ -220,7 +220,7 @@ def stored_changes(db: Path) -> set[tuple[str, str]]:
 
 
 def test_a_commit_message_cannot_forge_a_change_and_is_capped(tmp_path):
-    from nsccn.history import MAX_MESSAGE
+    from nsccn.reading.history import MAX_MESSAGE
 
     two_hunks = "def first():\n    return 1\n" + "\n" * 30 + "def second():\n    return 2\n"
     root = git_repo(tmp_path / "repo", [
@@ -280,8 +280,8 @@ def minified(n_bytes: int, sep: str = "") -> str:
 
 
 def test_a_one_line_minified_file_grows_the_index_linearly(tmp_path):
-    from nsccn.entity_bounds import MAX_BODY_HEAD, MAX_SIGNATURE
-    from nsccn.indexer import index_repository
+    from nsccn.reading.entity_bounds import MAX_BODY_HEAD, MAX_SIGNATURE
+    from nsccn.indexing.indexer import index_repository
 
     sizes = {}
     for name, n, sep in (("one-line", 40_000, ""), ("one-line-2x", 80_000, ""), ("lines", 40_000, "\n")):
@@ -422,7 +422,7 @@ def test_the_pinned_vector_schema_is_what_sqlite_vec_makes():
     extension load); it must be exactly what the installed sqlite-vec makes, and what an index of
     ours holds once vectors are stored."""
     from nsccn.store import trust
-    from nsccn.vectors import VectorStore
+    from nsccn.vectors.table import VectorStore
 
     assert trust.expected_objects(256) == trust.expected_objects(256, pinned=False)
     conn = apsw.Connection(":memory:")

@@ -6,8 +6,8 @@ import apsw
 import numpy as np
 import pytest
 
-from nsccn.embed import embedding_text, load_embedder, text_hash
-from nsccn.vectors import CENTER_FIRST_AT, VectorStore, quantize
+from nsccn.vectors.embed import embedding_text, load_embedder, text_hash
+from nsccn.vectors.table import CENTER_FIRST_AT, VectorStore, quantize
 
 
 def unit(x: np.ndarray) -> np.ndarray:

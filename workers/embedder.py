@@ -17,8 +17,8 @@ import numpy as np
 import zmq
 
 from nsccn.config import load_config
-from nsccn.static_embed import ModelUnavailable
-from nsccn.static_file import configured_model
+from nsccn.vectors.static_embed import ModelUnavailable
+from nsccn.vectors.static_file import configured_model
 from nsccn.messages import EmbedJob, Hello, ModelInfo, QueryEmbed, QueryVector, Vectors, encode
 from workers.base import Actor, actor_main
 
@@ -69,7 +69,7 @@ def embed_in_calls(model, texts: list[str], step: int, between_calls=None) -> np
 
 def load_model(root):
     """The configured model (fastembed), or the bundled fallback when it is not cached."""
-    from nsccn.embed import load_embedder
+    from nsccn.vectors.embed import load_embedder
 
     config = load_config(root)
     model = configured_model(config)

@@ -42,7 +42,7 @@ def serve(root: str | Path, workers: int = 0, embed: bool = True, overrides: dic
 def serve_stdio(root: Path, config: Config, workers: int = 0, embed: bool = True) -> None:
     """Attach to (or start) the repository's pipeline and serve MCP on stdio until the client
     goes away; the pipeline then lingers for the next session."""
-    from nsccn.mcp_server import run_stdio
+    from nsccn.serving.mcp_server import run_stdio
 
     root = Path(root)
 

@@ -4,7 +4,7 @@ It asks for work: `Ready` credits go to the watcher's ROUTER (`prefetch` at star
 job done), so a parser never holds more than `prefetch` jobs, the pool is balanced however long
 each file takes, and a crashed parser loses at most `prefetch` jobs (the watcher resends them).
 
-It looks at the file as it is *now*, as every parser does (nsccn.index_session.look_at): gone ->
+It looks at the file as it is *now*, as every parser does (nsccn.indexing.index_session.look_at): gone ->
 Removed, unreadable/binary/too large/not a regular file/a symlink out of the repository -> Skipped,
 same content as the index -> Unchanged, else Parsed.
 """
@@ -17,7 +17,7 @@ import time
 import zmq
 
 from nsccn.config import load_config
-from nsccn.index_session import EXTRACTION_FAILED, look_at
+from nsccn.indexing.index_session import EXTRACTION_FAILED, look_at
 from nsccn.messages import Hello, ParseJob, Parsed, Ready, Removed, Skipped, Unchanged, encode
 from workers.base import Actor, actor_main, release_free_memory
 

@@ -30,7 +30,7 @@ import zmq
 from nsccn.config import load_config
 from nsccn.languages import enabled
 from nsccn.messages import BulkDone, BulkStart, Committed, Hello, ParseJob, Ready, encode
-from nsccn.scan import IgnoreRules, bad_name, file_by_name, scan_repository, shown_name
+from nsccn.reading.scan import IgnoreRules, bad_name, file_by_name, scan_repository, shown_name
 from nsccn.store import Store
 from workers.base import Actor, actor_main
 from workers.debounce import Debouncer, Dispatcher

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import zmq
 
-from nsccn.index_session import Changes, IndexSession, ResolveFailed, path_of, rank
+from nsccn.indexing.index_session import Changes, IndexSession, ResolveFailed, path_of, rank
 from nsccn.messages import (
     BulkDone,
     BulkStart,
@@ -45,7 +45,7 @@ from nsccn.store import EMBEDDABLE_SQL as _EMBEDDABLE, TEXT_COLUMNS, WRITER_CACH
 from workers.base import Actor, ActorFailed, actor_main
 
 if TYPE_CHECKING:  # numpy and the vector table: imported once a model is known (an index run without
-    from nsccn.vectors import VectorStore  # vectors, most of them, starts without them)
+    from nsccn.vectors.table import VectorStore  # vectors, most of them, starts without them)
 
 BULK_BATCH = 256  # files per transaction during the initial scan...
 BULK_BATCH_LINES = 20_000  # ...or this many lines parsed: what a batch holds in memory, whatever the files' size
@@ -68,7 +68,7 @@ class Writer(Actor):
     def run(self) -> None:
         spec = self.spec
         self.warmed = False  # PageRank's imports: see BulkStart
-        self.history_read = None  # a bulk's history, being read by git (nsccn.history.start_update)
+        self.history_read = None  # a bulk's history, being read by git (nsccn.reading.history.start_update)
         self.disk_full: str | None = None  # the error while the file system is full: writes held, retried
         self.disk_retry = 0.0
         while True:
@@ -358,7 +358,7 @@ class Writer(Actor):
             self.ranks_due = time.monotonic() + LIVE_RANKS_DELAY_S  # PageRank waits for a pause in the edits
 
     def _commit(self, changes: Changes) -> None:
-        """One transaction (nsccn.index_session): the files, their deletions, the resolve marker,
+        """One transaction (nsccn.indexing.index_session): the files, their deletions, the resolve marker,
         stale vectors; then the embedding sweep is to find the new rows."""
         max_rowid = self._count("SELECT COALESCE(MAX(rowid), 0) FROM entities")
         self.session.commit(changes, vectors=self.vs)
@@ -372,14 +372,14 @@ class Writer(Actor):
         self.session.tally.skipped["write failed"] += 1
 
     def _resolve(self) -> None:
-        """As the library indexer (nsccn.index_session): everything on a first build or after an
+        """As the library indexer (nsccn.indexing.index_session): everything on a first build or after an
         interrupted one, the affected references otherwise; PageRank once enough changed, now
         for a bulk, off the loop once live edits pause."""
         full, paths = self.session.full, len(self.session.paths)
         with self.busy("resolving"):
             if _RESOLVE_DELAY:
                 time.sleep(_RESOLVE_DELAY)
-            try:  # a full pass in child processes (nsccn.resolve_partitions), a few files here
+            try:  # a full pass in child processes (nsccn.indexing.resolve_partitions), a few files here
                 self.session.resolve(parallel=True)
             except ResolveFailed as exc:
                 if is_disk_full(exc):
@@ -465,7 +465,7 @@ class Writer(Actor):
     def _start_history(self) -> None:
         """Let git read the history while this process resolves the bulk's references: resolution
         runs on one core, git (its own process) on the other."""
-        from nsccn.history import start_update
+        from nsccn.reading.history import start_update
 
         config = self._history_config()
         if config is not None:
@@ -473,7 +473,7 @@ class Writer(Actor):
 
     def _update_history(self) -> None:
         """The repository's git history, as the library indexer keeps it (only new commits)."""
-        from nsccn.history import update_for_root
+        from nsccn.reading.history import update_for_root
 
         finish, self.history_read = self.history_read, None
         config = self._history_config()
@@ -506,7 +506,7 @@ class Writer(Actor):
                 self.outstanding.clear()
             self.model = info
             return
-        from nsccn.vectors import VectorStore
+        from nsccn.vectors.table import VectorStore
 
         with self.busy("checking vectors"):
             self.vs = VectorStore(self.store.conn)
@@ -531,7 +531,7 @@ class Writer(Actor):
 
     def _load_local_model(self) -> None:
         """The static model, in this process: a job is embedded the moment it is made."""
-        from nsccn.embed import ModelUnavailable, static_embedder
+        from nsccn.vectors.embed import ModelUnavailable, static_embedder
 
         with self.busy("loading model"):
             try:
@@ -554,8 +554,8 @@ class Writer(Actor):
                 self.dirty[eid] = None
 
     def _texts(self, ids: list[str]) -> dict[str, str]:
-        """entity id -> the text to embed (as nsccn.semantic.wanted_texts), for existing ids."""
-        from nsccn.semantic import texts_of_rows
+        """entity id -> the text to embed (as nsccn.vectors.semantic.wanted_texts), for existing ids."""
+        from nsccn.vectors.semantic import texts_of_rows
 
         out = {}
         for i in range(0, len(ids), 500):
@@ -576,14 +576,14 @@ class Writer(Actor):
             return {}
         self.sweep = rows[-1][0]
         self.swept += len(rows)
-        from nsccn.semantic import texts_of_rows
+        from nsccn.vectors.semantic import texts_of_rows
 
         return texts_of_rows((r[1:] for r in rows), self.model.max_chars)
 
     def _dispatch_embeds(self) -> None:
         """Fill the embedder's window: check entities against the cache (which serves an
         unchanged text without the model), send the rest in jobs of `embed_batch`."""
-        from nsccn.embed import text_hash
+        from nsccn.vectors.embed import text_hash
 
         batch = self.spec.embed_batch
         rounds = 0
@@ -631,7 +631,7 @@ class Writer(Actor):
     def _store_vectors(self, msg: Vectors) -> None:
         import numpy as np
 
-        from nsccn.embed import text_hash
+        from nsccn.vectors.embed import text_hash
 
         entry = self.outstanding.pop(msg.job, None)
         if self.model is None or msg.model_id != self.model.model_id or msg.dim != self.model.dim:
@@ -690,7 +690,7 @@ class Writer(Actor):
 
 
 def _warm_imports() -> None:
-    import nsccn.repomap  # noqa: F401
+    import nsccn.indexing.repomap  # noqa: F401
 
 
 def main(argv=None) -> int:

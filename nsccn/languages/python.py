@@ -2,7 +2,7 @@
 
 One recursive walk over the concrete syntax tree collects everything; references are kept as
 written ("self.save", "os.path.join") and resolved against the whole repository later
-(`nsccn.resolve`), because a single file cannot know what its names point to.
+(`nsccn.indexing.resolve`), because a single file cannot know what its names point to.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from functools import lru_cache
 import tree_sitter as ts
 import tree_sitter_python
 
-from nsccn.entity_bounds import head_lines
+from nsccn.reading.entity_bounds import head_lines
 from nsccn.languages.receivers import CALLED_RANK, DECLARED_RANK, Bindings, type_name
 from nsccn.model import Entity, Ref, entity_id
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import tree_sitter as ts
 
-from nsccn.entity_bounds import head_lines
+from nsccn.reading.entity_bounds import head_lines
 from nsccn.languages.receivers import CALLED_RANK, CONSTRUCTED_RANK, DECLARED_RANK, IMPL_OF, Bindings, type_name
 from nsccn.model import Entity, Ref, entity_id
 

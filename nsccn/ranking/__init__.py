@@ -22,11 +22,11 @@ import numpy as np
 from nsccn.ranking.features import (
     FEATURE_VERSION, FILE_FEATURES, FUNCTION_FEATURES, GROUPS, LEXICAL_SIGNALS, Candidates, candidates,
 )
-from nsccn.fusion import RRF_K, Fusion, Localization, fusion_localize
+from nsccn.query.fusion import RRF_K, Fusion, Localization, fusion_localize
 from nsccn.model import split_entity_id
 from nsccn.store import Store
-from nsccn.streams import STREAM_DEPTH, Hit, vector_stream
-from nsccn.testpaths import is_test_path
+from nsccn.query.streams import STREAM_DEPTH, Hit, vector_stream
+from nsccn.reading.testpaths import is_test_path
 
 SHIPPED_MODEL = Path(__file__).resolve().parent.parent / "models" / "ranker" / "ranker.npz"
 USER_MODEL_NAME = "ranker.npz"  # in the index directory: `nsccn train-ranker` writes it there
@@ -311,7 +311,7 @@ def vector_ranks(store: Store, query: str, embedder=None) -> list[int] | None:
 
 def _has_vectors(store: Store) -> bool:
     try:
-        from nsccn.semantic import has_vectors
+        from nsccn.vectors.semantic import has_vectors
     except ImportError:
         return False
     return has_vectors(store)
@@ -321,7 +321,7 @@ def localize(store: Store, query: str, ranker: Ranker, limit: int = 50, embedder
              rrf_k: int = RRF_K, use_vectors: bool = True) -> Localization:
     """Localization by the learned ranker over every signal the index has and the model reads (the
     vector stream only for a model whose trees split on vector features). Without a model the
-    query path (`nsccn.search`) asks the hand-tuned fusion instead."""
+    query path (`nsccn.query.search`) asks the hand-tuned fusion instead."""
     started = time.perf_counter()
     fusion, vector = featurize(store, query, embedder=embedder, use_vectors=use_vectors and ranker.reads("vectors"),
                                rrf_k=rrf_k)

@@ -17,7 +17,7 @@ from nsccn.model import split_entity_id
 from nsccn.ranking import Ranker, Trees, featurize
 from nsccn.ranking.features import FILE_FEATURES, FUNCTION_FEATURES, candidates
 from nsccn.ranking.train import PARAMS, training_matrix
-from nsccn.testpaths import is_test_path
+from nsccn.reading.testpaths import is_test_path
 from nsccn.store import Store
 
 MAX_FILES = 5

@@ -8,13 +8,13 @@ its path or dotted module), overlap of the query's terms with its name and path,
 best match, the share of the query's idf a candidate holds, the same for the title alone and for
 the query's code alone: the terms of the identifiers it writes), size, depth, kind, test-ness,
 graph degree, PageRank, closeness to what the query names, raise sites of the errors the query
-names (PROPAGATES_ERROR edges), and the repository's history (`nsccn.history`: past changes,
+names (PROPAGATES_ERROR edges), and the repository's history (`nsccn.reading.history`: past changes,
 fixes, and past commit messages like the query and like its title).
 
 No feature reads a language's syntax: they come from the index's tables and the query's text, so
 one ranker serves every language the index holds. What differs between languages is data: how a
 report writes a scoped name (`_SCOPE_SEPARATORS`, by extension), which files are tests
-(`nsccn.testpaths`). On Python every value is what the shipped model was trained on
+(`nsccn.reading.testpaths`). On Python every value is what the shipped model was trained on
 (`benchmarks/features_identity.py` checks it bit for bit). Missing evidence is NaN (an index without
 vectors or history), never a made-up zero.
 """
@@ -28,14 +28,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from nsccn import history
-from nsccn.fusion import Fusion
+from nsccn.reading import history
+from nsccn.query.fusion import Fusion
 from nsccn.model import split_entity_id
-from nsccn.query_analysis import QueryAnalysis, analyze_query
+from nsccn.query.query_analysis import QueryAnalysis, analyze_query
 from nsccn.store import Store
-from nsccn.streams import (BM25_WEIGHTS, FILE_WEIGHTS, column_bm25, file_bm25_scores, indexed_suffix_matches,
+from nsccn.query.streams import (BM25_WEIGHTS, FILE_WEIGHTS, column_bm25, file_bm25_scores, indexed_suffix_matches,
                            outermost_functions)
-from nsccn.testpaths import is_test_path
+from nsccn.reading.testpaths import is_test_path
 from nsccn.text import split_identifier
 
 FEATURE_VERSION = 3  # bump with any change to what a feature means; models record it

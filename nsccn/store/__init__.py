@@ -35,7 +35,7 @@ COUNTS_KEY = "counts"  # meta: Store.counts() as JSON, deleted by every write th
 WRITER_CACHE_MIB = 16
 ENTITY_COLUMNS = "id, kind, path, qualname, name, start_line, end_line, signature, docstring, decorators, parent"
 # Which entities get a vector, as SQL over `entities`: a module without a docstring has nothing
-# its members don't say better (nsccn.semantic and the pipeline's writer select with it).
+# its members don't say better (nsccn.vectors.semantic and the pipeline's writer select with it).
 EMBEDDABLE_SQL = "(kind IN ('func', 'method', 'class') OR (kind = 'module' AND docstring != ''))"
 TEXT_COLUMNS = "id, path, qualname, signature, docstring, body_head"  # what an entity's embedded text is made of
 
@@ -523,7 +523,7 @@ class Store:
     def add_edge_columns(self, source: Sequence[str], target: Sequence[str], relation: Sequence[str],
                          confidence: Sequence[float], resolution: Sequence[str], line: Sequence[int],
                          ref: Sequence[int]) -> None:
-        """`add_edges` given column by column (as nsccn.resolve_partitions' children send them);
+        """`add_edges` given column by column (as nsccn.indexing.resolve_partitions' children send them);
         a ref's edges come together, in the order resolution found them."""
         self._counts_changed()
         sym = self.intern(set(source).union(target, relation, resolution))

@@ -126,7 +126,7 @@ INDEX_SCHEMA = """
     );
 """
 
-# The repository's git history (nsccn/history.py): commits, the files and functions each changed,
+# The repository's git history (nsccn/reading/history.py): commits, the files and functions each changed,
 # and its message for BM25 against a query. Kept when an older index is rebuilt.
 HISTORY_SCHEMA = """
     CREATE TABLE IF NOT EXISTS commits(
@@ -189,7 +189,7 @@ def migrate(conn: apsw.Connection, where: str = "", identity: Callable[[], dict[
     return SCHEMA_VERSION
 
 
-# The vector tables (nsccn.vectors), made by the first embedding run; vec_index is sqlite-vec's.
+# The vector tables (nsccn.vectors.table), made by the first embedding run; vec_index is sqlite-vec's.
 VECTOR_TABLES = """
                 CREATE TABLE IF NOT EXISTS vec_meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
                 CREATE TABLE IF NOT EXISTS vec_ids (

@@ -145,7 +145,7 @@ def expected_objects(vec_dim: int | None, pinned: bool = True) -> frozenset[tupl
         conn.execute(VECTOR_TABLES)
         if pinned:
             return frozenset(_catalogue(conn) | VEC0_SHADOW | {("table", "vec_index", "vec_index", vec_index_sql(vec_dim))})
-        from nsccn.vectors import load_sqlite_vec
+        from nsccn.vectors.table import load_sqlite_vec
 
         load_sqlite_vec(conn)
         conn.execute(vec_index_sql(vec_dim))

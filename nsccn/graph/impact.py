@@ -1,0 +1,446 @@
+"""Change impact: what a diff touches (`changed`), what depends on it (`impacted`), which tests
+reach it (`tests`, with a command to run them), and a short risk summary.
+
+`changed` maps each hunk's lines onto the entities of the side they belong to: removed lines onto
+the file as it was, added lines onto the file as it is, both parsed on the spot (so an entity that
+was deleted is found as it was, and the index need not be current). An entity found on both sides
+changed its signature (signature or decorators differ), only its docstring (every touched line lies
+in it: nothing is walked from it), or its body.
+
+`impacted` walks the graph upstream from the changed entities: callers (CALLS), subclasses
+(INHERITS) and methods of subclasses that override a changed method, the callers of the method a
+changed override overrides (dynamic dispatch: `self.m()` written in the base runs the override), importers (IMPORTS, not
+followed further: an import alone runs nothing), the readers of what a changed entity MUTATES
+(state coupling), the class a changed method belongs to (those who construct or subclass it may
+call it), the function a changed nested function or class is defined in, and tests a pytest fixture is injected into (`nsccn.graph.fixtures`). Each entity keeps the
+shortest path that reaches it (the most confident among the shortest), its distance and the
+path's confidence (the product of its edges').
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from nsccn.graph import fixtures
+from nsccn.reading.changes import Change
+from nsccn.reading.diff import FileDiff
+from nsccn.store import EntityRow, Store
+from nsccn.reading.testpaths import is_test_path
+from nsccn.graph.testrun import is_test, is_test_file_unit, js_runner, run_command
+
+DEFAULT_DEPTH = 3  # hops listed under `impacted` (as `trace`)
+TEST_DEPTH = 8  # hops a test may be from a changed entity
+MAX_NODES = 4_000  # entities one walk reaches at most
+MAX_CHANGED = 2_000  # changed entities mapped at most
+MEMBER_CONFIDENCE = 0.5  # a method's class: whoever builds or subclasses it may call the method
+DISPATCH_CONFIDENCE = 0.8  # a caller of the overridden method runs this override when self is the subclass
+NESTED_CONFIDENCE = 0.8  # a nested function's enclosing one: it defines it, and mostly calls or registers it
+STATE_RELATIONS = ("READS_CONFIG",)  # who reads what a changed entity MUTATES
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# a docstring's or doc comment's delimiters around a line's text: r'''...''', /** ... */, /// ...
+_DOC_MARKS = re.compile(r"^[rRuUbB]{0,2}(?=[\"\'])")
+_DOC_EDGE = " \t\"'/*#!"
+
+
+@dataclass
+class Side:
+    """The entities of one side of a file: parsed from its text, or, without it, the index's."""
+
+    entities: list
+    globals_: set[str]
+    parsed: bool
+
+
+def _side(store: Store, path: str | None, data: bytes | None) -> Side:
+    if path is None:
+        return Side([], set(), True)
+    if data is not None:
+        from nsccn.reading.extract import parse_file
+
+        pf = parse_file(path, data)
+        return Side(list(pf.entities), set(pf.module_globals), True)
+    return Side(store.entities_in_file(path), set(), False)
+
+
+def _innermost(entities: list, line: int):
+    best = None
+    for e in entities:
+        if e.start_line <= line <= e.end_line and (best is None or e.end_line - e.start_line < best.end_line - best.start_line):
+            best = e
+    return best
+
+
+def _touched(fd: FileDiff, side: Side, old: bool) -> dict[str, tuple[object, list[int], list[str]]]:
+    """Entity id -> (entity, the lines of this side the change touches in it, their text)."""
+    out: dict[str, tuple[object, list[int], list[str]]] = {}
+    for h in fd.hunks:
+        line = h.old_start if old else h.new_start
+        mark, skip = ("-", "+") if old else ("+", "-")
+        for body in h.lines:
+            m = body[:1]
+            if m == skip:
+                continue
+            if m == mark and body[1:].strip():  # a blank line changes nothing
+                e = _innermost(side.entities, line)
+                if e is not None:
+                    item = out.setdefault(e.id, (e, [], []))
+                    item[1].append(line)
+                    item[2].append(body[1:])
+            line += 1
+    return out
+
+
+def changed_entities(store: Store, change: Change, files: list[dict]) -> tuple[list[dict], list[str]]:
+    """The entities the change touches, and the module globals whose defining lines it touches
+    (`var:path:NAME`, whose readers are impacted)."""
+    changed: list[dict] = []
+    globals_touched: list[str] = []
+    for fd, info in zip(change.diff.files, files):
+        if fd.binary or len(changed) >= MAX_CHANGED:
+            continue
+        old_data = change.old(fd) if fd.old_path else None
+        new_data = change.new(fd) if fd.new_path else None
+        old_side = _side(store, fd.old_path, old_data)
+        new_side = _side(store, fd.new_path, new_data)
+        if not (old_side.parsed and new_side.parsed):
+            info["mapped_on"] = "the index (the file's text on that side could not be read)"
+        if fd.old_path is None:  # a new file: all of it is added
+            old_t, new_t = {}, {e.id: (e, [e.start_line], []) for e in new_side.entities}
+        elif fd.new_path is None:
+            old_t, new_t = {e.id: (e, [e.start_line], []) for e in old_side.entities}, {}
+        else:
+            old_t, new_t = _touched(fd, old_side, True), _touched(fd, new_side, False)
+        old_by_key = {(e.kind, e.qualname): e for e in old_side.entities}
+        new_by_key = {(e.kind, e.qualname): e for e in new_side.entities}
+        seen: set[tuple[str, str]] = set()
+        for touched, other, is_old in ((new_t, old_by_key, False), (old_t, new_by_key, True)):
+            for eid, (e, lines, texts) in touched.items():
+                key = (e.kind, e.qualname)
+                if key in seen:
+                    continue
+                seen.add(key)
+                counterpart = other.get(key)
+                if fd.old_path is None or (not is_old and counterpart is None):
+                    what = "added"
+                elif fd.new_path is None or (is_old and counterpart is None):
+                    what = "deleted"
+                else:
+                    before, after = (e, counterpart) if is_old else (counterpart, e)
+                    sig_changed = (" ".join(before.signature.split()) != " ".join(after.signature.split())
+                                   or list(before.decorators) != list(after.decorators))
+                    what = "signature" if sig_changed and e.kind != "module" else "body"
+                    if what == "body" and _docstring_only(before, after, old_t, new_t):
+                        what = "docstring"
+                now = e if not is_old else (counterpart or e)
+                was = e if is_old else (counterpart or e)
+                item = {"id": now.id, "kind": e.kind, "change": what, "file": now.path, "line": now.start_line}
+                if was.id != now.id:
+                    item["was"] = was.id
+                changed.append(item)
+        for touched, side in ((old_t, old_side), (new_t, new_side)):  # module-level lines: the globals they set
+            for e, _lines, texts in touched.values():
+                if e.kind == "module" and side.globals_:
+                    names = set().union(*(set(_IDENT.findall(t)) for t in texts)) & side.globals_
+                    globals_touched += [f"var:{e.path}:{g}" for g in sorted(names)]
+        if fd.status == "renamed" and not fd.hunks:
+            rows = [e for e in old_side.entities if e.kind == "module"] or [e for e in new_side.entities if e.kind == "module"]
+            for e in rows[:1]:
+                changed.append({"id": f"module:{fd.new_path}:{e.qualname}", "kind": "module", "change": "moved",
+                                "file": fd.new_path, "line": 1, "was": e.id})
+    return changed, list(dict.fromkeys(globals_touched))
+
+
+def _docstring_only(before, after, old_t: dict, new_t: dict) -> bool:
+    """Whether every line the change touches in an entity lies in its docstring (on each side)."""
+    sides = ((before, old_t.get(before.id)), (after, new_t.get(after.id)))
+    texts = [(e, _DOC_MARKS.sub("", t.strip()).strip(_DOC_EDGE)) for e, hit in sides if hit for t in hit[2]]
+    return bool(texts) and all(e.docstring and t in e.docstring for e, t in texts)
+
+
+# -- the walk upstream -------------------------------------------------------------------------------
+
+
+@dataclass
+class Reach:
+    distance: int
+    confidence: float
+    path: list  # [id, (relation, confidence, id), ...]: from the changed entity to this one
+
+
+class Dependents:
+    """What depends on an entity, one step upstream, with the step's relation and confidence."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self._rows: dict[str, EntityRow | None] = {}
+        self._subs: dict[str, list[tuple[str, float]]] = {}
+
+    def row(self, eid: str) -> EntityRow | None:
+        if eid not in self._rows:
+            self._rows[eid] = self.store.entity(eid)
+        return self._rows[eid]
+
+    def of(self, node: str) -> list[tuple[str, str, float]]:
+        store = self.store
+        out: list[tuple[str, str, float]] = []
+        for e in store.edges_to(node, ("CALLS", "INHERITS", "IMPORTS", "READS_CONFIG")):
+            if e.source != node:
+                out.append((e.source, e.relation, e.confidence))
+        if node.startswith(("var:", "attr:")):
+            return out
+        for e in store.edges_from(node, ("MUTATES",)):  # state coupling: who reads what it writes
+            for r in store.edges_to(e.target, STATE_RELATIONS):
+                if r.source != node:
+                    out.append((r.source, f"READS({e.target})", e.confidence * r.confidence))
+        row = self.row(node)
+        if row is None:
+            return out
+        if row.parent and row.parent.startswith(("func:", "method:")):
+            # a function or class defined inside a function (a view, a callback registered by a decorator,
+            # a stand-in class): no call names it, but the enclosing function defines it each time it runs
+            out.append((row.parent, "DEFINES", NESTED_CONFIDENCE))
+        if row.kind == "method" and row.parent and row.parent.startswith("class:"):
+            out.append((row.parent, "HAS_MEMBER", MEMBER_CONFIDENCE))
+            for base, conf in self._bases(row.parent):  # dynamic dispatch: `self.m()` written in a base runs this m
+                over = self.row(base)
+                if over is not None:
+                    inherited = f"method:{over.path}:{over.qualname}.{row.name}"
+                    if self.row(inherited) is not None:
+                        out.append((inherited, "DISPATCHES_TO", conf * DISPATCH_CONFIDENCE))
+                        break  # the nearest base that defines it: its callers are the ones that dispatch
+            for sub, conf in self._subclasses(row.parent):
+                sub_row = self.row(sub)
+                if sub_row is not None:
+                    over = f"method:{sub_row.path}:{sub_row.qualname}.{row.name}"
+                    if self.row(over) is not None:
+                        out.append((over, "OVERRIDES", conf))
+        for r in fixtures.consumers(store, row):
+            out.append((r.id, "USES_FIXTURE", fixtures.CONFIDENCE))
+        return out
+
+    def _bases(self, cls: str, depth: int = 4) -> list[tuple[str, float]]:
+        """The classes `cls` inherits from, nearest first (breadth-first), with the path's confidence."""
+        out, frontier, seen = [], [(cls, 1.0)], {cls}
+        for _ in range(depth):
+            nxt = []
+            for c, conf in frontier:
+                for e in self.store.edges_from(c, ("INHERITS",)):
+                    if e.target not in seen and e.target.startswith("class:"):
+                        seen.add(e.target)
+                        nxt.append((e.target, conf * e.confidence))
+            out += nxt
+            frontier = nxt
+        return out
+
+    def _subclasses(self, cls: str, depth: int = 4) -> list[tuple[str, float]]:
+        if cls in self._subs:
+            return self._subs[cls]
+        out, frontier, seen = [], [(cls, 1.0)], {cls}
+        for _ in range(depth):
+            nxt = []
+            for c, conf in frontier:
+                for e in self.store.edges_to(c, ("INHERITS",)):
+                    if e.source not in seen:
+                        seen.add(e.source)
+                        nxt.append((e.source, conf * e.confidence))
+            out += nxt
+            frontier = nxt
+        self._subs[cls] = out
+        return out
+
+    def by_name(self, name: str, path: str) -> list[tuple[str, str, float]]:
+        """Who referred to an entity the index no longer holds (deleted, index updated since): the
+        raw references whose last identifier is its name."""
+        out = []
+        for _rowid, _p, source, relation, target, _line, _scope in self.store.refs(names=[name]):
+            if relation in ("CALLS", "INHERITS", "IMPORTS") and re.split(r"[.:]", target)[-1] == name:
+                out.append((source, f"{relation}(by name)", 0.5 if _p != path else 0.8))
+        return out
+
+
+def walk(store: Store, seeds: dict[str, list[tuple[str, str, float]] | None], depth: int, min_confidence: float,
+         max_nodes: int = MAX_NODES) -> tuple[dict[str, Reach], bool]:
+    """Breadth-first upstream from the seeds (id -> None, or the steps to use instead of the
+    graph's, for an entity the index lacks); each entity keeps its most confident shortest path."""
+    deps = Dependents(store)
+    best: dict[str, Reach] = {s: Reach(0, 1.0, [s]) for s in seeds}
+    frontier = list(seeds)
+    truncated = False
+    for d in range(1, depth + 1):
+        nxt: dict[str, Reach] = {}
+        for node in frontier:
+            if _last_relation(best[node]) == "IMPORTS":
+                continue  # an importer: the import alone runs nothing further
+            steps = seeds.get(node) if d == 1 and seeds.get(node) is not None else deps.of(node)
+            here = best[node]
+            for other, relation, conf in steps:
+                if conf < min_confidence or other in best:
+                    continue
+                c = here.confidence * conf
+                if other not in nxt or c > nxt[other].confidence:
+                    nxt[other] = Reach(d, c, here.path + [(relation, round(conf, 3), other)])
+        if len(best) + len(nxt) > max_nodes:
+            keep = sorted(nxt.items(), key=lambda kv: -kv[1].confidence)[: max(0, max_nodes - len(best))]
+            nxt = dict(keep)
+            truncated = True
+        best.update(nxt)
+        frontier = list(nxt)
+        if not frontier or truncated:
+            break
+    return best, truncated
+
+
+def _last_relation(r: Reach) -> str | None:
+    return r.path[-1][0] if len(r.path) > 1 else None
+
+
+def render_path(r: Reach) -> str:
+    """`test -CALLS(1.0)-> helper -CALLS(0.5)-> changed`: read from the dependent to the change."""
+    parts = [r.path[0]]
+    for relation, conf, other in r.path[1:]:
+        parts.append(f"-{relation}({conf:g})->")
+        parts.append(other)
+    # written from the change outward; read it the other way: who depends on whom
+    out = [parts[-1]]
+    for i in range(len(parts) - 2, 0, -2):
+        out += [parts[i], parts[i - 1]]
+    return " ".join(out)
+
+
+# -- the answer --------------------------------------------------------------------------------------
+
+
+def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH, min_confidence: float = 0.0,
+            test_depth: int = TEST_DEPTH) -> dict:
+    files = []
+    outside = []
+    for fd in change.diff.files:
+        info = {"path": fd.path, "status": fd.status}
+        if fd.old_path and fd.new_path and fd.old_path != fd.new_path:
+            info["from"] = fd.old_path
+        if fd.binary:
+            info["binary"] = True
+        indexed = any(store.file(p) is not None for p in (fd.new_path, fd.old_path) if p)
+        if not indexed:
+            outside.append(fd.path)
+        files.append(info)
+    changed, globals_touched = changed_entities(store, change, files)
+    deps = Dependents(store)
+    seeds: dict[str, list | None] = {}
+    for c in changed:
+        for eid in (c["id"], c.get("was")):
+            if eid and deps.row(eid) is not None:
+                c["in_index"] = eid
+                if c["change"] != "docstring":  # documentation alone runs nothing (doctests aside)
+                    seeds.setdefault(eid, None)
+                break
+        else:
+            c["in_index"] = None
+            if c["change"] == "deleted":  # the index was updated since: its callers by name
+                name = c["id"].rsplit(":", 1)[-1].rsplit(".", 1)[-1]
+                seeds[c["id"]] = deps.by_name(name, c["file"])
+    for g in globals_touched:
+        seeds.setdefault(g, None)
+    reached, truncated = walk(store, seeds, max(depth, test_depth), min_confidence)
+    changed_ids = {c["in_index"] or c["id"] for c in changed}
+    rows = store.entities(reached)
+    impacted = []
+    for eid, r in reached.items():
+        if r.distance == 0 or r.distance > depth or eid in changed_ids:
+            continue
+        row = rows.get(eid)
+        relation, prev = r.path[-1][0], r.path[-2]
+        item = {"id": eid, "distance": r.distance, "confidence": round(r.confidence, 3),
+                "via": f"{relation} {prev if isinstance(prev, str) else prev[2]}", "path": render_path(r)}
+        if row is not None:
+            item["file"], item["line"] = row.path, row.start_line
+        impacted.append(item)
+    impacted.sort(key=lambda x: (-x["confidence"], x["distance"], x["id"]))
+    tests, tested = _tests(reached, rows, changed)
+    out = {
+        "source": change.source,
+        "files": files,
+        "changed": changed,
+        "impacted": impacted,
+        "tests": tests,
+        "run": run_command([{"file": t["file"], "qualname": t.get("qualname")} for t in tests],
+                           js_runner(_read(root, "package.json"))),
+        "risk": _risk(changed, impacted, tested),
+        "depth": depth,
+        "test_depth": test_depth,
+        "min_confidence": min_confidence,
+    }
+    if outside:
+        out["outside_index"] = outside
+    if change.diff.refused:
+        out["refused"] = change.diff.refused
+    notes = list(change.notes)
+    if change.diff.capped:
+        notes.append(change.diff.capped)
+    if truncated:
+        notes.append(f"the walk stopped at {MAX_NODES} entities: raise min_confidence or lower depth")
+    if notes:
+        out["notes"] = notes
+    return out
+
+
+def _read(root: Path, rel: str) -> bytes | None:
+    from nsccn.reading.repofile import UnreadableFile
+    from nsccn.serving.window import read_source
+
+    try:
+        return read_source(root, rel, 1 << 20)[0]
+    except UnreadableFile:
+        return None
+
+
+def _tests(reached: dict[str, Reach], rows: dict[str, EntityRow], changed: list[dict]) -> tuple[list[dict], set[str]]:
+    """The tests to run, best first, and the changed entities (index ids) some test reaches."""
+    out: dict[tuple[str, str | None], dict] = {}
+    tested: set[str] = set()
+    for eid, r in reached.items():
+        row = rows.get(eid)
+        if row is None:
+            continue
+        if is_test(row.kind, row.path, row.name, row.decorators):
+            key = (row.path, row.qualname)
+        elif is_test_file_unit(row.path):
+            key = (row.path, None)
+        else:
+            continue
+        item = {"id": eid if key[1] else f"file:{row.path}", "file": row.path, "qualname": key[1],
+                "distance": r.distance, "confidence": round(r.confidence, 3),
+                "reason": "changed itself" if r.distance == 0 else render_path(r)}
+        tested.add(r.path[0])
+        kept = out.get(key)
+        if kept is None or (item["confidence"], -item["distance"]) > (kept["confidence"], -kept["distance"]):
+            out[key] = item
+    for c in changed:  # a test added or edited by the change is one to run (new ones are not in the index yet)
+        if c["kind"] in ("func", "method") and c["change"] != "deleted":
+            name = c["id"].rsplit(":", 1)[-1]
+            if is_test(c["kind"], c["file"], name.rsplit(".", 1)[-1], []) and (c["file"], name) not in out:
+                out[(c["file"], name)] = {"id": c["id"], "file": c["file"], "qualname": name, "distance": 0,
+                                          "confidence": 1.0, "reason": "changed itself"}
+    tests = sorted(out.values(), key=lambda t: (-t["confidence"], t["distance"], t["id"]))
+    return tests, tested
+
+
+def _risk(changed: list[dict], impacted: list[dict], tested: set[str]) -> dict:
+    by_distance: dict[int, int] = {}
+    for i in impacted:
+        by_distance[i["distance"]] = by_distance.get(i["distance"], 0) + 1
+    code = [c for c in changed if not is_test_path(c["file"]) and c["kind"] != "module"]
+    public = [c["id"] for c in code if not c["id"].rsplit(":", 1)[-1].rsplit(".", 1)[-1].startswith("_")]
+    untested = [c["id"] for c in code if c["change"] not in ("added", "docstring")
+                and (c["in_index"] or c["id"]) not in tested]
+    signature = [c["id"] for c in code if c["change"] in ("signature", "deleted")]
+    level = "low"
+    if signature and by_distance.get(1, 0) or len(impacted) > 50 or (untested and by_distance.get(1, 0) > 5):
+        level = "high"
+    elif impacted or untested:
+        level = "medium"
+    return {"level": level, "impacted_by_distance": {str(k): v for k, v in sorted(by_distance.items())},
+            "public_api_changed": public[:20], "signature_or_removal": signature[:20],
+            "untested_changes": untested[:20]}

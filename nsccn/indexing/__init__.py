@@ -1,0 +1,1 @@
+"""Indexing: looking at files, writing them, resolving references into edges, PageRank."""

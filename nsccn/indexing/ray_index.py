@@ -1,0 +1,238 @@
+"""`nsccn index PATH --ray ADDRESS`: the files to parse looked at by Ray tasks, the results
+written here by the one writer.
+
+    driver (this process)                           Ray tasks (any node)
+    scan, plan (nsccn.indexing.indexer)
+    read a batch's bytes (repofile.read_bytes) ──ray.put──► look_at_batch: look_at_bytes per file
+    IndexSession: sort, commit ◄──── results as they come ─┘ (msgpack frames, nsccn.messages)
+    resolve, PageRank, history, vectors (as `nsccn index --in-process`)
+
+The bytes travel through Ray's object store, so a node needs no checkout and no shared disk, only
+nsccn installed (the same version: a result from another is refused). Files are batched by size
+(runs of the scan's order of about equal bytes), at most `WINDOW_PER_CPU` batches per CPU ahead of
+the writer: the driver's memory stays bounded and no worker waits. Results are written in the
+scan's order, as `nsccn index --in-process` writes them: the same input makes the same index
+whichever task ends first. A task whose worker process or node dies
+is run again by Ray (`MAX_RETRIES`); the writer commits whole batches in transactions, so a
+killed driver leaves committed files that the next run counts as done.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nsccn.indexing.ray_cluster import Runtime, ray_runtime
+
+if TYPE_CHECKING:
+    from nsccn.config import Config
+    from nsccn.indexing.index_session import FileResult
+    from nsccn.indexing.indexer import IndexSummary
+    from nsccn.reading.scan import FileInfo, ScanResult
+
+BATCH_BYTES = 2 << 20  # a task's bytes at most (a single larger file goes alone)...
+BATCH_FILES = 128  # ...and files: a task's overhead (~1 ms) stays small beside its parse
+BATCHES_PER_CPU = 4  # at least this many batches per CPU, so the last ones end close together
+WINDOW_PER_CPU = 2  # batches in flight per CPU of the cluster
+MAX_RETRIES = 3  # a task lost with its worker or node is run again this many times
+
+
+class RayTaskFailed(RuntimeError):
+    """A batch that failed on the cluster after Ray's retries, or came from another nsccn."""
+
+
+@dataclass
+class RayStats:
+    """What ran where: the `ray` section of `nsccn index --json`."""
+
+    address: str = ""
+    nodes: int = 0
+    cpus: int = 0
+    tasks: int = 0
+    retries: int = 0  # task attempts beyond the first (a worker or node lost)
+    files_shipped: int = 0
+    bytes_shipped: int = 0
+    tasks_by_node: Counter = field(default_factory=Counter)  # 'address node-id' -> tasks
+    seconds: dict = field(default_factory=dict)  # stage -> seconds
+
+    def as_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["tasks_by_node"] = dict(self.tasks_by_node)
+        d["seconds"] = {k: round(v, 3) for k, v in self.seconds.items()}
+        return d
+
+
+def balanced_batches(sizes: list[int], cpus: int) -> list[list[int]]:
+    """Indexes into `sizes`, cut in order into runs of about equal bytes: as many batches as the
+    bytes (`BATCH_BYTES`), the file count (`BATCH_FILES`) and the CPUs (`BATCHES_PER_CPU`) ask
+    for. Runs in order, not a bin packing: the results are written in the scan's order, as
+    `nsccn index --in-process` writes them (the index must not depend on which task ended first)."""
+    if not sizes:
+        return []
+    total = sum(sizes)
+    n = max(-(-total // BATCH_BYTES), -(-len(sizes) // BATCH_FILES), min(len(sizes), cpus * BATCHES_PER_CPU), 1)
+    target, cap = total / n, -(-len(sizes) // n)
+    batches: list[list[int]] = [[]]
+    load = 0
+    for i, size in enumerate(sizes):
+        if batches[-1] and (load + size / 2 > target or len(batches[-1]) >= cap):
+            batches.append([])
+            load = 0
+        batches[-1].append(i)
+        load += size
+    return batches
+
+
+def look_at_batch(items: list[tuple[str, bytes, int, float, str | None]]) -> tuple[str, dict, list[bytes]]:
+    """A Ray task: each (path, bytes, size, mtime, indexed hash) looked at as a local parser looks
+    at it (nsccn.indexing.index_session.look_at_bytes). Returns nsccn's version, where it ran, and each
+    result as a message frame."""
+    import os
+
+    from nsccn import __version__
+    from nsccn.indexing.index_session import look_at_bytes
+    from nsccn.messages import encode
+
+    started = time.perf_counter()
+    frames = [encode(look_at_bytes(path, data, size, mtime, known)) for path, data, size, mtime, known in items]
+    where = {"node": _node_address(), "pid": os.getpid(), "attempt": _attempt(), "seconds": time.perf_counter() - started}
+    return __version__, where, frames
+
+
+def _node_address() -> str:
+    """This node: its address and the head of its id (nodes on one host share the address)."""
+    import ray
+
+    return f"{ray.util.get_node_ip_address()} {ray.get_runtime_context().get_node_id()[:8]}"
+
+
+def _attempt() -> int:
+    """This task's attempt (0 the first): Ray tells it only through its core worker."""
+    try:
+        import ray
+
+        return int(ray._private.worker.global_worker.core_worker.get_current_task_attempt_number())
+    except Exception:  # a Ray without it: retries go uncounted, nothing else changes
+        return 0
+
+
+_remote = None
+
+
+def _task():
+    global _remote
+    if _remote is None:
+        import ray
+
+        _remote = ray.remote(max_retries=MAX_RETRIES, retry_exceptions=False, num_cpus=1)(look_at_batch)
+    return _remote
+
+
+def parse_on_ray(root: Path, todo: list[FileInfo], config: Config, known: dict, stats: RayStats) -> Iterator[FileResult]:
+    """Every file of `todo` looked at on the cluster, yielded in `todo`'s order (a batch that ends
+    early waits, at most `WINDOW_PER_CPU` batches per CPU ahead). A file this process cannot read
+    is answered here (Removed or Skipped), never shipped."""
+    import ray
+
+    from nsccn import __version__
+    from nsccn.indexing.index_session import unreadable
+    from nsccn.messages import decode
+    from nsccn.reading.repofile import UnreadableFile, read_bytes
+
+    task = _task()
+    batches = balanced_batches([f.size for f in todo], stats.cpus or 1)
+    window = max(2, (stats.cpus or 1) * WINDOW_PER_CPU)
+    pending: dict = {}  # ObjectRef -> batch number
+    local: dict[int, dict[int, FileResult]] = {}  # batch -> {file: result answered here}
+    ready: dict[int, list[bytes]] = {}  # batch -> frames, back before an earlier batch
+    started = time.perf_counter()
+    waiting = 0.0
+    nxt = 0  # the next batch to send
+    out = 0  # the next batch to yield
+
+    def send(b: int) -> None:
+        items, here = [], {}
+        for i in batches[b]:
+            f = todo[i]
+            try:
+                data, st = read_bytes(root, f.path, config.max_file_size)
+            except UnreadableFile as exc:
+                here[i] = unreadable(f.path, exc.reason)
+                continue
+            items.append((f.path, data, st.st_size, st.st_mtime, known.get(f.path, (None,))[0]))
+            stats.bytes_shipped += len(data)
+        local[b] = here
+        if items:
+            stats.files_shipped += len(items)
+            pending[task.remote(ray.put(items))] = b
+        else:
+            ready[b] = []
+
+    while out < len(batches):
+        while nxt < len(batches) and nxt - out < window:
+            send(nxt)
+            nxt += 1
+        if out in ready:
+            frames = iter(ready.pop(out))
+            here = local.pop(out)
+            for i in batches[out]:
+                yield here[i] if i in here else decode(next(frames))
+            out += 1
+            continue
+        t = time.perf_counter()
+        done, _ = ray.wait(list(pending), num_returns=1)
+        waiting += time.perf_counter() - t
+        b = pending.pop(done[0])
+        try:
+            version, where, frames = ray.get(done[0])
+        except ray.exceptions.RayError as exc:
+            raise RayTaskFailed(f"a parse task failed on the Ray cluster after {MAX_RETRIES} retries: "
+                                f"{' '.join(str(exc).split())[:300]}") from None
+        if version != __version__:
+            raise RayTaskFailed(f"a Ray node runs nsccn {version}, this one {__version__}: install the same nsccn on"
+                                " every node (the index must not mix two extractors)")
+        stats.tasks += 1
+        stats.retries += where["attempt"]
+        stats.tasks_by_node[where["node"]] += 1
+        ready[b] = frames
+    stats.seconds["parse"] = time.perf_counter() - started
+    stats.seconds["waiting_for_results"] = waiting
+
+
+def index_with_ray(
+    root: str | Path,
+    runtime: Runtime,
+    config: Config | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    embed: bool = True,
+    embed_progress: Callable[[int, int], None] | None = None,
+    scan: ScanResult | None = None,
+) -> IndexSummary:
+    """`nsccn.indexing.indexer.index_repository` with the files parsed on the Ray runtime `runtime`
+    (joined by `ray_runtime`); the summary's `ray` says what ran where."""
+    from nsccn.indexing.indexer import index_repository
+
+    stats = RayStats(runtime.address, len(runtime.nodes), runtime.cpus)
+    stats.seconds["ray_start"] = runtime.started_s
+
+    def parse(root_: Path, todo: list, config_: Config, known: dict) -> Iterator[FileResult]:
+        return parse_on_ray(root_, todo, config_, known, stats)
+
+    started = time.perf_counter()
+    summary = index_repository(root, config=config, workers=0, progress=progress, embed=embed,
+                               embed_progress=embed_progress, scan=scan, parse=parse)
+    total = time.perf_counter() - started
+    stats.seconds["index"] = total
+    stats.seconds["after_parse"] = max(0.0, total - stats.seconds.get("parse", 0.0))  # scan, resolve, ranks, vectors
+    summary.ray = stats.as_dict()
+    return summary
+
+
+def index_on_ray(root: str | Path, address: str, **kwargs) -> IndexSummary:
+    """One repository on the Ray runtime at `address` (nsccn.indexing.ray_cluster.ray_runtime)."""
+    with ray_runtime(address) as runtime:
+        return index_with_ray(root, runtime, **kwargs)

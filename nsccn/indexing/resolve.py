@@ -1,0 +1,569 @@
+"""Raw references -> edges between entity ids, each with a confidence and how it was resolved.
+
+Resolutions, strongest first:
+  structural      CONTAINS from the syntax tree                                   1.0
+  same_scope      a nested def visible from the caller                            1.0
+  same_module     a top-level def or global of the same file                      1.0
+  same_package    a top-level definition of another file of the package (Go, Java)  1.0
+  import          through the file's imports (re-exports and relative imports)    1.0
+  self+MRO        self./cls. through the enclosing class and its bases            1.0 own, 0.9 inherited
+  super+MRO       super().m through the bases                                     1.0
+  star_import     a name that only a `from m import *` can provide                0.9
+  external        into a module outside the repository (stdlib, third party)      1.0, target `ext:dotted`
+  builtin         a builtin exception or base class                               1.0, target `ext:builtins.X`
+  environment     os.environ / os.getenv                                          1.0, target `env:NAME`
+  config_access   settings.X / config["x"]                                        1.0, target `config:...`
+  unique_name     the only definition with that name in the repository            0.7 (0.5 for obj.m())
+  ambiguous       one of k definitions with that name                             1/k (0.5/k for obj.m())
+  typed           `obj.m()` on a receiver of a type the source states, through the type's
+                  bases: declared (a typed parameter, local or field)            1.0
+                  inferred from a constructor (`x = new T()`)                    0.9
+                  the type itself found by a unique name only                    0.75
+  receiver_unknown  `obj.attr = v` on an object of unknown type                   0.5
+
+A name guess never leaves the caller's language family, and `obj.m()` with an unknown receiver
+counts interface and trait declarations only where nothing implements the name.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import re
+import sys
+from collections import defaultdict
+
+from nsccn.languages import query_language
+from nsccn.languages.receivers import CONSTRUCTED, DECLARED, IMPL_OF, PREFIXES, PYTHON_RETURN_TYPE, type_name
+from nsccn.languages.naming import Project, package_groups
+from nsccn.model import split_entity_id
+from nsccn.store import Store
+
+MAX_AMBIGUOUS = 8  # a name defined more often than this says nothing about the target
+MAX_AMBIGUOUS_METHOD = 4  # obj.m() with an unknown receiver: stricter
+_BUILTINS = frozenset(dir(builtins))
+PROJECT_LANGUAGES = frozenset(("go.mod", "tsconfig", "cargo"))  # files of facts, not code
+# Languages whose files call each other's definitions by name (a guess stays inside its family).
+FAMILIES = {"typescript": "javascript", "tsx": "javascript", "cpp": "c"}
+TYPED_GUESSED_TYPE = 0.75  # the receiver's type named by a unique class name, not an import
+_ABSTRACT = re.compile(r"(?:^|\s)(?:interface|trait|protocol)\b")  # a type whose methods declare, not implement
+# obj.items(), obj.append(): with an unknown receiver these are almost always builtin containers.
+_BUILTIN_METHODS = frozenset(
+    name for t in (dict, list, str, set, bytes, tuple, int, float, frozenset) for name in dir(t)
+) | {"read", "write", "close", "open", "flush", "seek", "get", "put", "send", "recv", "join", "split"}
+
+
+class Resolver:
+    """The repository's symbol table, loaded once from the store, and the rules that use it."""
+
+    def __init__(self, store: Store, stored_bases: bool = True):
+        """`stored_bases`: load the class hierarchy from the INHERITS edges (False: the caller
+        resolves it from the references, `add_bases`)."""
+        c = store.conn
+        self.modules: dict[str, str] = {}  # dotted name (full and canonical) -> path
+        self.imports: dict[str, dict[str, str]] = {}
+        self.globals: dict[str, set[str]] = {}
+        self.module_entity: dict[str, str] = {}
+        rows = c.execute("SELECT path, module, imports, module_globals, language FROM files").fetchall()
+        packages = {p.rsplit("/", 1)[0] if "/" in p else "" for p, *_ in rows if p.endswith("/__init__.py")}
+        self.language: dict[str, str] = {}
+        project_rows = []
+        # The table's memory grows with the repository (a 100k-file tree: ~370 MB), so it holds
+        # each path, kind and name once, one (id, kind) per entity, and no empty set or list:
+        # every reader asks `.get(path, ())`.
+        paths: dict[str, str] = {}
+        for path, module, imports, globals_, language in rows:
+            paths[path] = path
+            bound = json.loads(imports)
+            if bound:
+                self.imports[path] = bound
+            names = json.loads(globals_)
+            if names:
+                self.globals[path] = set(names)
+            self.language[path] = sys.intern(language)
+            if language in PROJECT_LANGUAGES:
+                project_rows.append((path, language, bound))
+                continue
+            self.modules.setdefault(module, path)
+            canonical = _canonical_module(path, module, packages) if language == "python" else module
+            if canonical != module:
+                self.modules.setdefault(canonical, path)
+        self.project = Project(project_rows)
+        self._language_names(rows, self.project)
+        self.by_key: dict[tuple[str, str], tuple[str, str]] = {}  # (path, qualname) -> (id, kind)
+        self.by_name: dict[str, list[tuple[str, str]]] = defaultdict(list)  # name -> [(id, kind)]
+        kinds: dict[str, str] = {}
+        for eid, kind, path, qualname, name in c.execute("SELECT id, kind, path, qualname, name FROM entities"):
+            path = paths.get(path, path)
+            if kind == "module":
+                self.module_entity[path] = eid
+                continue
+            entry = (eid, kinds.setdefault(kind, kind))
+            self.by_key[(path, qualname)] = entry
+            self.by_name[qualname if name == qualname else name].append(entry)
+        stars = ((p, [v for k, v in imp.items() if k.startswith("*")]) for p, imp in self.imports.items())
+        self.stars = {p: found for p, found in stars if found}
+        self._dotted_cache: dict[str, list[str] | None] = {}
+        self.bases: dict[str, list[str]] = defaultdict(list)
+        self._mro_cache: dict[str, list[str]] = {}  # cleared whenever bases change
+        for source, target in store.inherits() if stored_bases else ():
+            self.bases[source].append(target)
+        self._conn = c  # signatures, read for the few functions whose return type a call needs
+        self._returns: dict[str, str | None] = {}
+        self._return_patterns: dict[str, re.Pattern | None] = {}
+        self._property_patterns: dict[str, re.Pattern | None] = {}
+        # Methods declared by interfaces and traits: a name guess takes them only when nothing
+        # else defines the name.
+        # A signature ending in `;` is a declaration too (a C prototype, an abstract or trait method).
+        abstract = {eid for eid, sig in c.execute("SELECT id, signature FROM entities WHERE kind='class'")
+                    if _ABSTRACT.search(sig)}
+        self.declared_only = frozenset(
+            eid for eid, parent, sig in c.execute("SELECT id, parent, signature FROM entities WHERE kind IN ('method', 'func')")
+            if parent in abstract or sig.endswith(";"))
+
+    def _language_names(self, rows: list[tuple], project: Project) -> None:
+        """The names other languages' imports give files (go.mod paths, tsconfig aliases, crate
+        names) and the files that share a package (Go, Java)."""
+        for path, module, _, _, language in rows:
+            if language != "python" and language not in PROJECT_LANGUAGES:
+                for name in project.names(path, language, module):
+                    self.modules.setdefault(name, path)
+        self.siblings = package_groups([(p, lang, m) for p, m, _, _, lang in rows])
+        self._builtins: dict[str, frozenset[str]] = {"python": _BUILTINS}
+
+    def in_package(self, path: str, qualname: str) -> tuple[str, str] | None:
+        """(id, kind) of `qualname` in the file, or in another file of its package (Go, Java)."""
+        hit = self.by_key.get((path, qualname))
+        if hit is None and path in self.siblings:
+            for other in self.siblings[path]:
+                hit = self.by_key.get((other, qualname))
+                if hit is not None:
+                    break
+        return hit
+
+    def builtins(self, path: str) -> frozenset[str]:
+        language = self.language.get(path, "python")
+        found = self._builtins.get(language)
+        if found is None:
+            try:
+                found = query_language(language).builtins
+            except KeyError:
+                found = frozenset()
+            self._builtins[language] = found
+        return found
+
+    def _constructor(self, class_id: str) -> tuple[str, bool] | None:
+        """What `new X()` runs in the other languages: `constructor` (JS/TS), or a method named as
+        the class (Java)."""
+        _, path, qualname = split_entity_id(class_id)
+        if self.language.get(path, "python") == "python":
+            return None
+        return self.member(class_id, "constructor") or self.member(class_id, qualname.rsplit(".", 1)[-1])
+
+    # -- lookups -----------------------------------------------------------------------------
+
+    def mro(self, class_id: str) -> list[str]:
+        cached = self._mro_cache.get(class_id)
+        if cached is None:
+            cached = self._mro_cache[class_id] = self._mro(class_id)
+        return cached
+
+    def _mro(self, class_id: str) -> list[str]:
+        order: list[str] = []
+        stack = [class_id]
+        while stack and len(order) < 50:
+            cid = stack.pop(0)
+            if cid in order or not cid.startswith("class:"):
+                continue
+            order.append(cid)
+            stack.extend(self.bases.get(cid, ()))
+        return order
+
+    def member(self, class_id: str, name: str, skip_own: bool = False) -> tuple[str, bool] | None:
+        """(entity id, defined on the class itself) of `name` looked up through the MRO."""
+        for i, cid in enumerate(self.mro(class_id)):
+            if skip_own and i == 0:
+                continue
+            _, path, qualname = split_entity_id(cid)
+            hit = self.in_package(path, f"{qualname}.{name}")
+            if hit:
+                return hit[0], i == 0
+        return None
+
+    def dotted(self, dotted: str, depth: int = 0) -> list[str] | None:
+        """Entity ids a dotted name points to; None when it lies outside the repository."""
+        if dotted in self._dotted_cache:
+            return self._dotted_cache[dotted]
+        found = self._dotted(dotted, depth)
+        if depth == 0:  # deeper answers may be cut short by the depth limit
+            self._dotted_cache[dotted] = found
+        return found
+
+    def _dotted(self, dotted: str, depth: int) -> list[str] | None:
+        parts = dotted.split(".")
+        for i in range(len(parts), 0, -1):
+            path = self.modules.get(".".join(parts[:i]))
+            if path is not None:
+                rest = parts[i:]
+                break
+        else:
+            return None
+        if not rest:  # a package of several files (Go, Java) is each of its files
+            mods = (self.module_entity.get(p) for p in self.siblings.get(path, (path,)))
+            return [m for m in mods if m]
+        hit = self.in_package(path, ".".join(rest))
+        if hit:
+            return [hit[0]]
+        cls = self.in_package(path, rest[0])
+        if cls and cls[1] == "class" and len(rest) == 2:
+            m = self.member(cls[0], rest[1])
+            return [m[0]] if m else []
+        if depth < 6:
+            imports = self.imports.get(path, {})
+            if rest[0] in imports and imports[rest[0]] != dotted:
+                found = self.dotted(".".join([imports[rest[0]], *rest[1:]]), depth + 1)
+                if found:
+                    return found
+            for star in self.stars.get(path, ()):
+                found = self.dotted(".".join([star, *rest]), depth + 1)
+                if found:
+                    return found
+        if len(rest) == 1 and rest[0] in self.globals.get(path, ()):
+            return [f"var:{path}:{rest[0]}"]
+        return []
+
+    # -- rules -------------------------------------------------------------------------------
+
+    def resolve(self, path: str, source: str, relation: str, target: str, scope: str) -> list[tuple[str, float, str]]:
+        if relation == "CONTAINS":
+            return [(target, 1.0, "structural")]
+        if relation == "IMPORTS":
+            found = self.dotted(target)
+            if found is None:
+                return [(f"ext:{target}", 1.0, "external")]
+            return [(t, 1.0, "import") for t in found]
+        if relation == "READS_CONFIG":
+            if target.startswith("env:"):
+                return [(target, 1.0, "environment")]
+            if target.startswith("config:"):
+                return [(target, 1.0, "config_access")]
+            # A constant of ours; constants of other packages (re.IGNORECASE) are no configuration.
+            return [r for r in self.name(path, source, target, scope, relation) if not r[0].startswith("ext:")]
+        if relation == "MUTATES":
+            parts = target.split(".")
+            if parts[0] in ("self", "cls") and scope:
+                return [(f"attr:{path}:{scope}.{parts[1]}", 1.0, "self")]
+            if len(parts) == 1:
+                return [(f"var:{path}:{target}", 1.0, "global")]
+            return [(f"attr:{path}:{target}", 0.5, "receiver_unknown")]
+        if relation == "CALLS" and target.startswith(PREFIXES):
+            return self.typed(path, source, target, scope)
+        results = self.name(path, source, target, scope, relation)
+        if relation == "CALLS":
+            extra = []
+            for tid, conf, how in results:
+                if tid.startswith("class:"):
+                    init = self.member(tid, "__init__") or self._constructor(tid)
+                    if init:
+                        extra.append((init[0], conf, how + "+constructor"))
+            results += extra
+        return results
+
+    def typed(self, path: str, source: str, target: str, scope: str = "") -> list[tuple[str, float, str]]:
+        """`typed:T.m` / `typednew:T.m`: the method m of the type T, through its bases; for
+        `typednew:f.m` with f a function of ours (`x = f()`), the type f declares it returns. A
+        type outside the repository gives no edge; a type not found leaves the call a name guess."""
+        declared = target.startswith(DECLARED)
+        receiver, _, rest = target[len(DECLARED if declared else CONSTRUCTED):].partition(":")
+        typ, _, method = rest.rpartition(".")
+        written = f"{receiver.replace('/', '.')}.{method}"  # the call as written: what a type not found leaves
+        found = self.name(path, source, typ, scope, "INHERITS")
+        if any(t.startswith("ext:") for t, _, _ in found):
+            # a type outside the repository: no edge, unless the call as written is certain (a
+            # module bound by a call, `np = import_module("numpy")`, and imported as well)
+            return [r for r in self.name(path, source, written, scope, "CALLS") if r[1] >= 1.0]
+        classes = [(t, conf) for t, conf, _ in found if t.startswith("class:")]
+        if not classes and not declared:
+            returned = self._returned(path, source, typ, scope)
+            if returned is not None:
+                classes = [(returned, 1.0)]
+        if len(classes) > 1 and any(conf < 1.0 for _, conf in classes):
+            classes = []  # several types of that name, none imported: no type known
+        out = []
+        for cid, conf in classes:
+            m = self.member(cid, method)
+            if m is not None:
+                sure = (1.0 if declared else 0.9) if conf >= 1.0 else TYPED_GUESSED_TYPE
+                out.append((m[0], sure, "typed"))
+        if out:
+            return out
+        if any(b.startswith("ext:") for cid, _ in classes for c in self.mro(cid) for b in self.bases.get(c, ())):
+            return []  # the method comes from a base outside the repository
+        return self.name(path, source, written, scope, "CALLS")
+
+    def _returned(self, path: str, source: str, callee: str, scope: str) -> str | None:
+        """The class a function of ours declares it returns, one level deep: `x = make()` with
+        `def make() -> Cart` (`fn new() -> Self`, `func NewCart() *Cart`, `make(): Cart`)."""
+        found = [t for t, conf, _ in self.name(path, source, callee, scope, "CALLS")
+                 if conf >= 1.0 and t.startswith(("func:", "method:"))]
+        if len(found) != 1:
+            return None
+        fid = found[0]
+        if fid not in self._returns:
+            self._returns[fid] = self._return_class(fid)
+        return self._returns[fid]
+
+    def _return_class(self, fid: str) -> str | None:
+        _, fpath, qualname = split_entity_id(fid)
+        pattern = self.return_pattern(fpath)
+        row = self._conn.execute("SELECT signature FROM entities WHERE id=?", (fid,)).fetchone() if pattern else None
+        m = pattern.search(row[0]) if row else None
+        typ = type_name(m.group(1)) if m else None
+        if not typ:
+            return None
+        owner = qualname.rsplit(".", 1)[0] if "." in qualname else ""
+        if typ in ("Self", "self", "this") and owner:
+            hit = self.in_package(fpath, owner)
+            return hit[0] if hit and hit[1] == "class" else None
+        # the type as the function's own file names it
+        cands = [t for t, conf, _ in self.name(fpath, fid, typ, owner, "INHERITS") if conf >= 1.0 and t.startswith("class:")]
+        return cands[0] if len(cands) == 1 else None
+
+    def return_pattern(self, path: str):
+        language = self.language.get(path, "python")
+        if language not in self._return_patterns:
+            if language == "python":
+                text = PYTHON_RETURN_TYPE
+            else:
+                try:
+                    text = query_language(language).return_type
+                except KeyError:
+                    text = ""
+            self._return_patterns[language] = re.compile(text) if text else None
+        return self._return_patterns[language]
+
+    def name(self, path: str, source: str, expr: str, scope: str, relation: str) -> list[tuple[str, float, str]]:
+        parts = expr.split(".")
+        head = parts[0]
+        class_hit = self.in_package(path, scope) if scope else None
+        if head == "super()":
+            if class_hit and len(parts) == 2:
+                m = self.member(class_hit[0], parts[1], skip_own=True)
+                return [(m[0], 1.0, "super+MRO")] if m else []
+            return []
+        if head in ("self", "cls") and len(parts) == 2 and class_hit:
+            m = self.member(class_hit[0], parts[1])
+            if m:
+                return [(m[0], 1.0 if m[1] else 0.9, "self+MRO")]
+            return self._by_name(parts[1], relation, method=True, path=path, source=source)
+        if len(parts) == 1:
+            return self._bare(path, source, head, relation)
+        imports = self.imports.get(path, {})
+        if head in imports:
+            dotted = ".".join([imports[head], *parts[1:]])
+            found = self.dotted(dotted)
+            if found is None:
+                return [(f"ext:{dotted}", 1.0, "external")]
+            if found:
+                return [(t, 1.0, "import") for t in found]
+            return []
+        local = self.by_key.get((path, head))
+        if local is None and head in self.builtins(path) and relation == "CALLS" and not self.in_package(path, head):
+            return []  # `Object.create()`, `Math.max()`, `str.join()`: a method of a builtin, not ours
+        if local and local[1] == "class" and len(parts) == 2:
+            m = self.member(local[0], parts[1])
+            return [(m[0], 1.0, "same_module+MRO")] if m else []
+        if head in self.modules and len(parts) >= 2:  # a fully qualified name without import
+            found = self.dotted(expr)
+            if found:
+                return [(t, 0.9, "qualified_name") for t in found]
+        if (head in ("self", "cls") or relation == "CALLS") and parts[-1] not in _BUILTIN_METHODS:
+            return self._by_name(parts[-1], relation, method=True, path=path, source=source)
+        return []
+
+    def _bare(self, path: str, source: str, name: str, relation: str) -> list[tuple[str, float, str]]:
+        _, _, qualname = split_entity_id(source)
+        if not source.startswith("module:"):
+            prefix = qualname
+            while prefix:
+                hit = self.by_key.get((path, f"{prefix}.{name}"))
+                if hit and hit[1] != "method":
+                    return [(hit[0], 1.0, "same_scope")]
+                prefix = prefix.rpartition(".")[0]
+        imports = self.imports.get(path, {})
+        hit = self.by_key.get((path, name))
+        property_only = bool(hit and (name in imports or name in self.builtins(path)) and self._property(hit[0]))
+        if property_only:
+            hit = None  # `req.accepts = function`, `{ vary () {} }`: no local name; the import (or global) is meant
+        if hit and hit[0] in self.declared_only and relation == "CALLS":
+            hit = self._body_of(path, name) or hit
+        if hit:
+            return [(hit[0], 1.0, "same_module")]
+        hit = None if property_only else self.in_package(path, name)
+        if hit:
+            return [(hit[0], 1.0, "same_package")]
+        if name in imports:
+            found = self.dotted(imports[name])
+            if found is None:
+                return [(f"ext:{imports[name]}", 1.0, "external")]
+            if found:
+                return [(t, 1.0, "import") for t in found]
+        if name in self.globals.get(path, ()):
+            return [(f"var:{path}:{name}", 1.0, "same_module")]
+        for other in self.siblings.get(path, ()) if relation == "PROPAGATES_ERROR" else ():
+            if name in self.globals.get(other, ()):
+                return [(f"var:{other}:{name}", 1.0, "same_package")]
+        for star in self.stars.get(path, ()):
+            found = self.dotted(f"{star}.{name}")
+            if found:
+                return [(t, 0.9, "star_import") for t in found]
+        if name in self.builtins(path):
+            if relation == "CALLS":
+                return []  # len(), print(): every function calls them, no agent asks
+            return [(f"ext:builtins.{name}", 1.0, "builtin")]
+        return self._by_name(name, relation, method=False, path=path, source=source)
+
+    def _property(self, eid: str) -> bool:
+        """Whether a definition binds no name in its file (a property, an object literal's method:
+        its language's `property_definition` pattern over its signature)."""
+        language = self.language.get(split_entity_id(eid)[1], "python")
+        if language not in self._property_patterns:
+            try:
+                text = query_language(language).property_definition
+            except KeyError:
+                text = ""
+            self._property_patterns[language] = re.compile(text) if text else None
+        pattern = self._property_patterns[language]
+        if pattern is None:
+            return False
+        row = self._conn.execute("SELECT signature FROM entities WHERE id=?", (eid,)).fetchone()
+        return bool(row and pattern.search(row[0]))
+
+    def _body_of(self, path: str, qualname: str) -> tuple[str, str] | None:
+        """The definition with a body of a name first declared without one in the same file
+        (a C prototype, then the function: ids `f` and `f#2`)."""
+        for n in range(2, 6):
+            hit = self.by_key.get((path, f"{qualname}#{n}"))
+            if hit is None:
+                return None
+            if hit[0] not in self.declared_only:
+                return hit
+        return None
+
+    def impl_owner(self, path: str, source: str, scope: str) -> str | None:
+        """The type an `impl Trait for Type` of another file's type attaches to (scope `impl Type`)."""
+        found = self.name(path, source, scope[len(IMPL_OF):], "", "INHERITS")
+        classes = [t for t, conf, _ in found if t.startswith("class:") and conf >= 1.0]
+        return classes[0] if len(classes) == 1 else None
+
+    def family(self, path: str) -> str:
+        language = self.language.get(path, "python")
+        return FAMILIES.get(language, language)
+
+    def _by_name(self, name: str, relation: str, method: bool, path: str = "", source: str = "") -> list[tuple[str, float, str]]:
+        if name.startswith("__") and name.endswith("__"):
+            return []
+        kinds = ("class",) if relation in ("INHERITS", "PROPAGATES_ERROR") else ("func", "class", "method")
+        cands = [eid for eid, kind in self.by_name.get(name, ()) if kind in kinds]
+        if path and cands:  # a guess never leaves the caller's language
+            family = self.family(path)
+            cands = [eid for eid in cands if self.family(split_entity_id(eid)[1]) == family]
+        if method and relation == "CALLS":
+            cands = [eid for eid in cands if eid.startswith("method:")] or cands
+            cands = [eid for eid in cands if eid != source]  # `obj.m()` inside m: another object's m
+        if relation == "CALLS":
+            cands = [eid for eid in cands if eid not in self.declared_only] or cands
+        k = len(cands)
+        limit = MAX_AMBIGUOUS_METHOD if method else MAX_AMBIGUOUS
+        if k == 0 or k > limit:
+            return []
+        scale = 0.5 if method else 1.0
+        if k == 1:
+            return [(cands[0], 0.7 * scale, "unique_name")]
+        return [(c, round(scale / k, 4), f"ambiguous:{k}") for c in cands]
+
+
+def _canonical_module(path: str, module: str, packages: set[str]) -> str:
+    """The import name of a module: from the outermost package directory down, so
+    `src/pkg/mod.py` (with `src/pkg/__init__.py`, no `src/__init__.py`) imports as `pkg.mod`."""
+    parts = path.split("/")
+    dirs = parts[:-1]
+    start = len(dirs)
+    while start > 0 and "/".join(dirs[:start]) in packages:
+        start -= 1
+    dotted = module.split(".")
+    return ".".join(dotted[start:]) if start < len(dotted) else module
+
+
+def resolve_edges(store: Store, refs: list[tuple], resolver: Resolver | None = None) -> list[tuple]:
+    resolver = resolver or Resolver(store)
+    # Bases first: self.m() through the MRO needs them.
+    add_bases(resolver, [r for r in refs if r[3] == "INHERITS"])
+    return edges_of(resolver, refs)
+
+
+def add_bases(resolver: Resolver, inherits: list[tuple]) -> None:
+    for ref in inherits:
+        rowid, path, source, relation, target, line, scope = ref
+        if scope.startswith(IMPL_OF):
+            source = resolver.impl_owner(path, source, scope)
+            if source is None:
+                continue
+        for tid, conf, how in resolver.resolve(path, source, relation, target, scope):
+            resolver.bases[source].append(tid)
+    resolver._mro_cache.clear()
+
+
+def edges_of(resolver: Resolver, refs: list[tuple]) -> list[tuple]:
+    edges: list[tuple] = []
+    # A function names the same thing many times (sympy: 668k references, 169k distinct within
+    # their file). With the bases fixed, resolving is a pure function of the reference, so each
+    # distinct one is resolved once; the memo holds one file's (refs come ordered by file).
+    memo: dict[tuple, list[tuple[str, float, str]]] = {}
+    memo_path = None
+    for ref in refs:
+        rowid, path, source, relation, target, line, scope = ref
+        if path != memo_path:
+            memo.clear()
+            memo_path = path
+        if relation == "INHERITS" and scope.startswith(IMPL_OF):
+            source = resolver.impl_owner(path, source, scope)
+            if source is None:
+                continue
+        key = (source, relation, target, scope)
+        targets = memo.get(key)
+        if targets is None:
+            targets = memo[key] = _targets(resolver, path, source, relation, target, scope)
+        for tid, conf, how in targets:
+            edges.append((source, tid, relation, conf, how, line, path, rowid))
+    return edges
+
+
+def _targets(resolver: Resolver, path: str, source: str, relation: str, target: str, scope: str) -> list[tuple]:
+    """(target id, confidence, resolution) of one reference's edges: no self-edge but a call, no repeat."""
+    out, seen = [], set()
+    for tid, conf, how in resolver.resolve(path, source, relation, target, scope):
+        if tid == source and relation != "CALLS" or tid in seen:
+            continue
+        seen.add(tid)
+        out.append((tid, conf, how))
+    return out
+
+
+def resolve_all(store: Store) -> int:
+    """Recompute every edge in this process, in one transaction. Used after a bulk index.
+    References are read and resolved a chunk at a time: memory holds the symbol table, never
+    every reference. (`nsccn.indexing.resolution` chooses between this and child processes.)"""
+    n = 0
+    with store.conn:
+        store.ref_indexes()
+        store.delete_edges(relation="INHERITS")
+        resolver = Resolver(store)
+        for chunk in store.ref_chunks(relation="INHERITS"):
+            add_bases(resolver, chunk)
+        with store.edges_replaced():
+            for chunk in store.ref_chunks():
+                edges = edges_of(resolver, chunk)
+                store.add_edges(edges)
+                n += len(edges)
+    return n

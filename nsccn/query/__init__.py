@@ -1,0 +1,1 @@
+"""Answering a query: analysis, retrieval streams, fusion, and which ranking answers."""

@@ -1,0 +1,1 @@
+"""Serving: the Navigator, the tools declared once, the MCP server and text output."""

@@ -1,0 +1,1 @@
+"""Vectors: the embeddings, the vector table and its nearest-neighbour search."""

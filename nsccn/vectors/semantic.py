@@ -1,0 +1,162 @@
+"""Vectors for the index: which entities to embed, with what text, and the nearest-neighbour stream.
+
+The embedder (nsccn.vectors.embed) and the vector table (nsccn.vectors.table) know nothing of entities; this
+module joins them to the store. An entity whose embedded text is unchanged is never embedded
+again: vectors are cached by the hash of that text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+
+from nsccn.vectors.embed import FALLBACK_MODEL, STATIC_MODEL, embedding_text, is_bundled, load_bundled_query_embedder, load_embedder, text_hash
+from nsccn.model import split_entity_id
+from nsccn.store import EMBEDDABLE_SQL, TEXT_COLUMNS, VECTORS_COMPLETE, Store
+from nsccn.reading.testpaths import is_test_path
+from nsccn.vectors.table import VectorStore
+
+# Texts per embed_documents call of `embed_index` (vectors are written after each).
+EMBED_CHUNK = 256
+
+
+_query_embeddings = 0
+_query_model: dict[tuple[str, bool], object] = {}  # (model id, optimized?) -> the one embedder kept
+
+
+def bundled_query_embedder(model_id: str = FALLBACK_MODEL):
+    """A bundled model (the index's own: `embed.is_bundled`) for a query. The first query of a
+    process gets the model that loads in ~30 ms; a process that asks again is one that embeds many
+    (a server without the embedder actor, a benchmark): from then on the optimized graph,
+    ~0.15-0.2 s more to load once, then a third less per query (`benchmarks/query_embed.py`).
+    The vectors agree to < 1e-6."""
+    global _query_embeddings
+    _query_embeddings += 1
+    key = (model_id, _query_embeddings > 1 and model_id != STATIC_MODEL)
+    if key not in _query_model:
+        _query_model.clear()  # the plain graph (or another model's) is not needed again
+        _query_model[key] = load_bundled_query_embedder(optimize=key[1], model_id=model_id)
+    return _query_model[key]
+
+
+@lru_cache(maxsize=4)
+def default_embedder(model: str | None = None, dim: int | None = None):
+    return load_embedder(model, dim)
+
+
+def texts_of_rows(rows, max_chars: int, include_tests: bool = True) -> dict[str, str]:
+    """Rows of `SELECT {TEXT_COLUMNS}` -> entity id -> the text to embed for it."""
+    return {
+        eid: embedding_text(qualname, sig, doc, head, path=path, max_chars=max_chars)
+        for eid, path, qualname, sig, doc, head in rows
+        if include_tests or not is_test_path(path)
+    }
+
+
+def wanted_texts(store: Store, max_chars: int, include_tests: bool = True) -> dict[str, str]:
+    """entity id -> the text to embed for it; without `include_tests`, entities of test and
+    documentation files (`testpaths.is_test_path`) get no vector."""
+    rows = store.conn.execute(f"SELECT {TEXT_COLUMNS} FROM entities WHERE {EMBEDDABLE_SQL}")
+    return texts_of_rows(rows, max_chars, include_tests)
+
+
+def embed_index(
+    store: Store,
+    embedder=None,
+    progress: Callable[[int, int], None] | None = None,
+    batch: int = EMBED_CHUNK,
+    include_tests: bool = True,
+) -> dict:
+    """Bring the vectors of a (writable) store up to date with its entities (see `wanted_texts`
+    for `include_tests`)."""
+    embedder = embedder or default_embedder()
+    store.conn.execute("DELETE FROM meta WHERE key=?", (VECTORS_COMPLETE,))
+    vs = VectorStore(store.conn)
+    remodel = vs.ensure_model(embedder.model_id, embedder.dim)
+    texts = wanted_texts(store, embedder.max_chars, include_tests)
+    wanted = {eid: text_hash(t) for eid, t in texts.items()}
+    gone = [eid for eid in vs.hashes() if eid not in wanted]
+    if gone:
+        vs.delete(gone)
+    todo = vs.fill_from_cache(wanted)  # the ones the cache could not serve
+    done = 0
+    for i in range(0, len(todo), batch):
+        ids = todo[i : i + batch]
+        vectors = embedder.embed_documents([texts[e] for e in ids])
+        vs.upsert((e, wanted[e], v) for e, v in zip(ids, vectors))
+        done += len(ids)
+        if progress:
+            progress(done, len(todo))
+    store.set_meta("embedding_model", embedder.model_id)
+    store.set_meta("embedding_skips_tests", "0" if include_tests else "1")
+    store.set_meta(VECTORS_COMPLETE, embedder.model_id)
+    info = embedder.info() if hasattr(embedder, "info") else {}
+    if info.get("fallback"):
+        store.set_meta("embedding_fallback", str(info.get("fallback_reason", "")))
+    return {"embedded": done, "from_cache": len(wanted) - len(todo), "removed": len(gone), "remodeled": remodel,
+            "model": embedder.model_id}
+
+
+def has_vectors(store: Store) -> bool:
+    row = store.conn.execute("SELECT 1 FROM sqlite_master WHERE name='vec_ids'").fetchone()
+    return bool(row) and store.conn.execute("SELECT EXISTS(SELECT 1 FROM vec_ids)").fetchone()[0] == 1
+
+
+def entity_vectors(store: Store, entity_ids: list[str]) -> dict:
+    """entity id -> its stored vector, for those of `entity_ids` that have one."""
+    if not has_vectors(store):
+        return {}
+    return VectorStore(store.conn).vectors(entity_ids)
+
+
+def vector_status(store: Store) -> dict:
+    if not has_vectors(store):
+        return {"vectors": 0, "model": None, "note": "no vectors yet: search runs lexical + graph only"}
+    vs = VectorStore(store.conn)
+    n = vs.count()
+    # Modules without a docstring are never embedded (wanted_texts): they are not missing.
+    skips_tests = store.get_meta("embedding_skips_tests") == "1"
+    if skips_tests:
+        paths = store.conn.execute(f"SELECT path FROM entities WHERE {EMBEDDABLE_SQL}")
+        total = sum(1 for (p,) in paths if not is_test_path(p))
+    else:
+        total = store.conn.execute(f"SELECT COUNT(*) FROM entities WHERE {EMBEDDABLE_SQL}").fetchone()[0]
+    out = {"vectors": n, "entities_without_vectors": max(0, total - n), "model": vs.model_id, "dim": vs.dim}
+    if skips_tests:
+        out["note"] = "entities of test and documentation files are not embedded (embed_test_files: false)"
+    fallback = store.get_meta("embedding_fallback")
+    if fallback:
+        out["fallback"] = fallback
+    return out
+
+
+def _recorded_model(vs: VectorStore) -> tuple[str | None, int | None]:
+    """The configuration that most likely made the stored vectors, to load the same for queries."""
+    if vs.model_id and vs.model_id.startswith("nsccn/"):
+        return None, None  # the bundled fallback: loading the default falls back to it again
+    return (vs.model_id.split("@")[0], vs.dim) if vs.model_id else (None, None)
+
+
+def nearest_rowids(store: Store, query: str, limit: int, embedder=None,
+                   skip_path: Callable[[str], bool] | None = None) -> list[int]:
+    """Entity rowids nearest to the query; [] when the index has no vectors. `skip_path`: entities
+    of the paths it is true for are left out (the entity id carries the path: no row read for it)."""
+    if not has_vectors(store):
+        return []
+    vs = VectorStore(store.conn)
+    if vs.model_id == STATIC_MODEL:  # microseconds here: never a round trip to another process's model
+        embedder = bundled_query_embedder(STATIC_MODEL)
+    if embedder is None and is_bundled(vs.model_id):
+        embedder = bundled_query_embedder(vs.model_id)  # the vectors' own model, without fastembed's imports
+    embedder = embedder or default_embedder(*_recorded_model(vs))
+    if vs.model_id != embedder.model_id:
+        raise RuntimeError(
+            f"the index holds vectors of {vs.model_id}, the query embedder is {embedder.model_id}: re-embed the index"
+        )
+    q = embedder.embed_query(query)
+    hits = vs.knn(q, k=limit)
+    ids = [eid for eid, _ in hits if skip_path is None or not skip_path(split_entity_id(eid)[1])]
+    rows = dict(store.conn.execute(
+        f"SELECT id, rowid FROM entities WHERE id IN ({','.join('?' * len(ids))})", ids
+    ).fetchall()) if ids else {}
+    return [rows[e] for e in ids if e in rows]

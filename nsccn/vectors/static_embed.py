@@ -1,0 +1,267 @@
+"""The static code embedding: a token table trained for localization, on by default.
+
+A text's vector is the sum of its tokens' rows, L2-normalized (the rows' norms carry how much
+each token weighs). Tokens are the identifier parts the lexical index uses (`nsccn.text`:
+``getHTTPResponse`` -> ``get``, ``http``, ``response``), in lower case, plus a whole identifier of
+several parts when the vocabulary knows it (``getattr``, ``setdefault``); a token the vocabulary
+does not know adds nothing (BM25 and the exact-name streams see it). No tokenizer library and no
+ONNX Runtime: the table is a numpy array, so a query costs microseconds and a process that embeds
+one query loads the model in milliseconds.
+
+The model file (``model.npz``, uncompressed) holds the vocabulary (one token a line), the table as
+int8 with one float scale per row, and a JSON header naming its format and model id; one of another
+format is refused (`ModelUnavailable`) with one line saying why. It is rebuilt from mined data by
+``benchmarks/train_static_embedder.py`` (docs/semantic-search.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import threading
+from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from nsccn.vectors.static_file import FORMAT, FORMAT_VERSION, STATIC_MODEL, STATIC_MODEL_FILE, model_file
+from nsccn.text import split_identifier
+# The static model reads the whole text the index stores for an entity (name, path, signature,
+# docstring, body head) at a cost linear in its length, so it gets more of it than a transformer.
+STATIC_MAX_CHARS = 2000
+
+# Words, identifiers and numbers; an identifier of several parts also counts whole.
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
+_MAX_NUMBER_DIGITS = 4  # 404, 2038, 1e9's parts; longer digit runs are ids and hashes
+_BANK_SCALE = np.float32(1 / 127.0)  # the bank's rows are random unit-scale values, stored as int8
+_CACHE_ENTRIES = 1 << 16  # identifiers (and tokens) whose rows are remembered: bounded, as nsccn.text's
+
+
+class ModelUnavailable(RuntimeError):
+    """The model file is missing, unreadable, or of another format or version."""
+
+
+def tokens(text: str, compounds: frozenset[str] | set[str] | dict | None = None) -> list[str]:
+    """The tokens of `text`, in order: each identifier's parts in lower case, preceded by the whole
+    identifier (lower case, underscores kept) when it has several parts and `compounds` holds it."""
+    out: list[str] = []
+    for ident in _TOKEN.findall(text):
+        if ident[0].isdigit():
+            if len(ident) <= _MAX_NUMBER_DIGITS:
+                out.append(ident)
+            continue
+        parts = split_identifier(ident)
+        if len(parts) > 1 and compounds is not None:
+            whole = ident.lower()
+            if whole in compounds:
+                out.append(whole)
+        out.extend(p for p in parts if not p.isdigit() or len(p) <= _MAX_NUMBER_DIGITS)
+    return out
+
+
+class StaticModel:
+    """A loaded token table: `embed(texts)` -> (n, dim) float32, rows L2-normalized."""
+
+    def __init__(self, vocab: list[str], table: np.ndarray | None, model_id: str = STATIC_MODEL, source: str = "",
+                 header: dict | None = None, bank: np.ndarray | None = None,
+                 quantized: tuple[np.ndarray, np.ndarray] | None = None, compound: np.ndarray | None = None):
+        """`table`: the vocabulary's float rows (training), or None with `quantized` = (int8 rows of
+        the vocabulary, a float scale per row) and `bank` its int8 rows (scale 1/127), as loaded from
+        a model file: rows are
+        turned back into floats only when gathered, so a process that embeds one query loads the
+        model in milliseconds. `compound`: which tokens are identifiers of several parts (stored in
+        the file; computed when absent)."""
+        self.vocab = vocab
+        n = len(vocab)
+        if quantized is not None:
+            # Kept apart, as read: joining them would hold a second copy while it is made.
+            self._q, self._scale = quantized
+            self._bank_q = np.zeros((0, self._q.shape[1] if self._q.ndim == 2 else 0), np.int8) if bank is None else bank
+            if self._q.ndim != 2 or len(self._q) != n or len(self._scale) != n or self._bank_q.ndim != 2 \
+                    or self._bank_q.shape[1] != self._q.shape[1]:
+                raise ModelUnavailable(f"the static model's rows have shape {self._q.shape} (bank "
+                                       f"{self._bank_q.shape}) for {n} tokens")
+            self.dim = int(self._q.shape[1])
+            self._table = None
+            self.bank_rows = len(self._bank_q)
+        else:
+            if table is None or table.ndim != 2 or table.shape[0] != n:
+                raise ModelUnavailable(f"the static model's table has shape {getattr(table, 'shape', None)} for {n} tokens")
+            if bank is not None and (bank.ndim != 2 or bank.shape[1] != table.shape[1]):
+                raise ModelUnavailable(f"the static model's bank has shape {bank.shape} beside a table of {table.shape}")
+            self.dim = int(table.shape[1])
+            # An unknown token (a code base's own names) still counts: its vector is two fixed random
+            # rows of the bank chosen by a hash of the token, nearly orthogonal to every other token's,
+            # so texts sharing a rare name are closer (what BM25 sees), at `oov_weight`.
+            bank = np.zeros((0, self.dim), np.float32) if bank is None else np.asarray(bank, np.float32)
+            self._table = np.ascontiguousarray(np.vstack([table, bank]), dtype=np.float32)
+            self._q = None
+            self.bank_rows = len(bank)
+        self.index = {t: i for i, t in enumerate(vocab)}
+        # Compounds are vocabulary entries of several parts (`tokens` tries them whole).
+        if compound is None:
+            compound = np.fromiter((len(split_identifier(t)) > 1 for t in vocab), dtype=bool, count=n)
+        self.compound = np.asarray(compound, dtype=bool)
+        self.compounds = frozenset(t for t, c in zip(vocab, self.compound.tolist()) if c)
+        self.model_id = model_id
+        self.source = source
+        self.header = header or {}
+        self.tf = self.header.get("tf", "log")
+        self.oov_weight = float(self.header.get("oov_weight", 0.0)) if self.bank_rows else 0.0
+        self._ident_tokens: dict[str, tuple[str, ...]] = {}
+        self._token_rows: dict[str, tuple[tuple[int, float], ...]] = {}
+
+    @property
+    def table(self) -> np.ndarray:
+        """Every row (the vocabulary's, then the bank's) as float32."""
+        if self._table is None:
+            self._table = np.vstack([self._q.astype(np.float32) * self._scale[:, None],
+                                     self._bank_q.astype(np.float32) * _BANK_SCALE])
+        return self._table
+
+    @property
+    def bank(self) -> np.ndarray:
+        return self.table[len(self.vocab):]
+
+    def rows(self, ids: np.ndarray) -> np.ndarray:
+        if self._table is not None:
+            return self._table[ids]
+        n = len(self._q)
+        if not self.bank_rows or ids.size == 0 or ids.max() < n:
+            return self._q[ids].astype(np.float32) * self._scale[ids, None]
+        out = np.empty((len(ids), self.dim), np.float32)
+        known = ids < n
+        out[known] = self._q[ids[known]].astype(np.float32) * self._scale[ids[known], None]
+        out[~known] = self._bank_q[ids[~known] - n].astype(np.float32) * _BANK_SCALE
+        return out
+
+    @classmethod
+    def load(cls, path: str | Path = STATIC_MODEL_FILE) -> StaticModel:
+        path = Path(path)
+        if not path.is_file():
+            raise ModelUnavailable(f"the static embedding model is missing: {path}")
+        try:
+            with np.load(path, allow_pickle=False) as npz:
+                header = json.loads(bytes(npz["header"]).decode("utf-8"))
+                if header.get("format") != FORMAT or header.get("format_version") != FORMAT_VERSION:
+                    raise ModelUnavailable(
+                        f"{path} is not a static embedding model of format {FORMAT} v{FORMAT_VERSION} "
+                        f"(it says {header.get('format')!r} v{header.get('format_version')!r})")
+                vocab = bytes(npz["vocab"]).decode("utf-8").split("\n")
+                q, scale = npz["table"], npz["scale"].astype(np.float32)
+                bank = npz["bank"] if "bank" in npz.files else None
+                compound = npz["compound"] if "compound" in npz.files else None
+        except ModelUnavailable:
+            raise
+        except (OSError, KeyError, ValueError, UnicodeDecodeError) as exc:
+            raise ModelUnavailable(f"the static embedding model {path} cannot be read: {exc}") from None
+        return cls(vocab, None, header.get("model_id", STATIC_MODEL), str(path.resolve()), header,
+                   quantized=(q, scale), bank=bank, compound=compound)
+
+    def save(self, path: str | Path, header: dict | None = None) -> None:
+        """Write the table as int8 with a float32 scale per row (the shipped form)."""
+        rows = self.table[: len(self.vocab)]
+        scale = np.abs(rows).max(axis=1) / 127.0
+        scale[scale == 0] = 1.0
+        q = np.clip(np.rint(rows / scale[:, None]), -127, 127).astype(np.int8)
+        bank = {"bank": np.clip(np.rint(self.bank / _BANK_SCALE), -127, 127).astype(np.int8)} if self.bank_rows else {}
+        head = {**self.header, "format": FORMAT, "format_version": FORMAT_VERSION, "model_id": self.model_id,
+                "dim": self.dim, "tokens": len(self.vocab), "tf": self.tf, "oov_weight": self.oov_weight,
+                "bank_rows": self.bank_rows, **(header or {})}
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as f:
+            np.savez(f, header=np.frombuffer(json.dumps(head, sort_keys=True).encode(), dtype=np.uint8),
+                     vocab=np.frombuffer("\n".join(self.vocab).encode("utf-8"), dtype=np.uint8),
+                     table=q, scale=scale.astype(np.float32), compound=self.compound, **bank)
+
+    def bag(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """Row ids of `text` (its known tokens, and two bank rows per unknown one) and their
+        weights: 1 + log(count) ("log" term frequency: a word a long body repeats counts, but not
+        linearly) or the count ("raw"), times the bank's signed weight for an unknown token."""
+        # Code repeats its identifiers: each one's tokens, and each token's rows, are worked out once.
+        idents, rows_of = self._ident_tokens, self._token_rows
+        counts: dict[str, int] = {}
+        for ident in _TOKEN.findall(text):
+            toks = idents.get(ident)
+            if toks is None:
+                if len(idents) >= _CACHE_ENTRIES:
+                    idents.clear()
+                toks = idents[ident] = tuple(tokens(ident, self.compounds))
+            for t in toks:
+                counts[t] = counts.get(t, 0) + 1
+        ids: list[int] = []
+        weights: list[float] = []
+        log_tf = self.tf == "log"
+        for t, c in counts.items():
+            rows = rows_of.get(t)
+            if rows is None:
+                if len(rows_of) >= _CACHE_ENTRIES:
+                    rows_of.clear()
+                rows = rows_of[t] = self._rows_of(t)
+            w = 1.0 + math.log(c) if log_tf else float(c)
+            for row, sign in rows:
+                ids.append(row)
+                weights.append(sign * w)
+        return np.asarray(ids, dtype=np.intp), np.asarray(weights, dtype=np.float32)
+
+    def _rows_of(self, token: str) -> tuple[tuple[int, float], ...]:
+        i = self.index.get(token)
+        if i is not None:
+            return ((i, 1.0),)
+        if not self.oov_weight:
+            return ()
+        return tuple((row, sign * self.oov_weight) for row, sign in self._bank_rows(token))
+
+    def _bank_rows(self, token: str) -> tuple[tuple[int, float], tuple[int, float]]:
+        return _bank_rows(token, len(self.vocab), self.bank_rows)
+
+    def embed(self, texts: Iterable[str], batch_size: int = 0) -> np.ndarray:  # batch_size: the backends' signature
+        texts = list(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        ids: list[np.ndarray] = []
+        weights: list[np.ndarray] = []
+        starts: list[int] = []  # where each text with tokens begins in the gathered rows
+        rows: list[int] = []
+        size = 0
+        for row, text in enumerate(texts):
+            found, w = self.bag(text)
+            if len(found):
+                rows.append(row)
+                starts.append(size)
+                ids.append(found)
+                weights.append(w)
+                size += len(found)
+        if size:  # the weighted rows of each text summed in one pass over the gathered rows
+            gathered = self.rows(np.concatenate(ids)) * np.concatenate(weights)[:, None]
+            out[rows] = np.add.reduceat(gathered, starts, axis=0)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.maximum(norms, 1e-12)
+
+
+@lru_cache(maxsize=1 << 16)
+def _bank_rows(token: str, offset: int, size: int) -> tuple[tuple[int, float], tuple[int, float]]:
+    """Two signed rows of the bank for `token`, from a stable hash (Python's `hash` is salted)."""
+    h = int.from_bytes(hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest(), "little")
+    a, b = h & 0xFFFFFF, (h >> 24) & 0xFFFFFF
+    scale = 1.0 / math.sqrt(2.0)
+    return ((offset + a % size, scale if (h >> 48) & 1 else -scale),
+            (offset + b % size, scale if (h >> 49) & 1 else -scale))
+
+
+_LOADED: dict[str, StaticModel] = {}
+_LOCK = threading.Lock()
+
+
+def load_static_model(path: str | Path | None = None) -> StaticModel:
+    """The model at `path` (default `model_file()`), loaded once per process."""
+    path = model_file() if path is None else path
+    key = str(path)
+    with _LOCK:
+        model = _LOADED.get(key)
+        if model is None:
+            model = _LOADED[key] = StaticModel.load(path)
+        return model

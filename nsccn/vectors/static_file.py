@@ -1,0 +1,74 @@
+"""The static model's file, checked without loading it: no numpy, no table, so a process that
+only asks whether vectors can be made (the supervisor, `nsccn index` before it starts actors)
+stays small. The model itself is `nsccn.vectors.static_embed`."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+# The default embedding model (nsccn.vectors.static_embed) and the names that ask for it (lowercased).
+# Here, not in nsccn.config, so the model loads without the configuration's dependencies.
+STATIC_MODEL = "nsccn/static-code-v1"
+STATIC_ALIASES = frozenset({STATIC_MODEL, "static", "static-code", "static-code-v1"})
+
+
+def is_static_model(name: str) -> bool:
+    return name.lower() in STATIC_ALIASES
+
+
+FORMAT = "nsccn-static-embedding"
+FORMAT_VERSION = 1
+STATIC_MODEL_FILE = Path(__file__).resolve().parent.parent / "models" / "static-code-v1" / "model.npz"
+
+
+def model_file() -> Path:
+    """The shipped model file, or the one `NSCCN_STATIC_MODEL` names (a model being evaluated)."""
+    return Path(os.environ.get("NSCCN_STATIC_MODEL") or STATIC_MODEL_FILE)
+
+
+def file_problem(path: str | Path | None = None) -> str | None:
+    """Why the model file cannot be used, or None, from its header alone: no numpy, no table
+    (a process that only checks, such as the supervisor, stays small). The `.npy` inside the zip
+    is read as its format says: magic, version, header length, header, then the raw bytes."""
+    import ast
+    import zipfile
+
+    path = model_file() if path is None else Path(path)
+    if not path.is_file():
+        return f"the static embedding model is missing: {path}"
+    try:
+        with zipfile.ZipFile(path) as z, z.open("header.npy") as f:
+            head = f.read(10)
+            if head[:6] != b"\x93NUMPY":
+                raise ValueError("not an .npy header")
+            size = int.from_bytes(head[8:10], "little") if head[6] == 1 else int.from_bytes(head[8:10] + f.read(2), "little")
+            meta = ast.literal_eval(f.read(size).decode("latin-1"))
+            header = json.loads(f.read(int(meta["shape"][0])).decode("utf-8"))
+    except (OSError, KeyError, ValueError, SyntaxError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
+        return f"the static embedding model {path} cannot be read: {exc}"
+    if header.get("format") != FORMAT or header.get("format_version") != FORMAT_VERSION:
+        return (f"{path} is not a static embedding model of format {FORMAT} v{FORMAT_VERSION} "
+                f"(it says {header.get('format')!r} v{header.get('format_version')!r})")
+    if header.get("model_id") != STATIC_MODEL:
+        return f"the static model file {path} holds {header.get('model_id')}, not {STATIC_MODEL}"
+    return None
+
+
+
+
+def configured_model(config) -> str:
+    """The embedding model asked for: `NSCCN_EMBED_MODEL` (tests, a model being evaluated), else
+    the configuration's."""
+    return os.environ.get("NSCCN_EMBED_MODEL") or config.embedding_model
+
+
+def uses_static_model(config) -> bool:
+    return is_static_model(configured_model(config))
+
+
+def model_problem(config) -> str | None:
+    """Why the configured model cannot make vectors here, or None. Only the static model is
+    checked (a transformer that is not cached falls back to the bundled one: `embed.load_embedder`)."""
+    return file_problem() if uses_static_model(config) else None
