@@ -67,7 +67,7 @@ def test_scores_are_fts5s_own_before_and_after_incremental_updates(package_repo:
         before = reader.bm25_matches("entities_fts", ["postings"])
         # Rows deleted, changed and added: FTS5 keeps tombstones and new segments side by side.
         (package_repo / "nsccn" / "store" / "bm25.py").unlink()
-        search = package_repo / "nsccn" / "search.py"
+        search = package_repo / "nsccn" / "query" / "streams.py"
         search.write_text(search.read_text().replace("def bm25_stream", "def postings_stream_renamed"))
         (package_repo / "nsccn" / "added.py").write_text("def postings_again(store):\n    return store\n")
         index_repository(package_repo, workers=1)
