@@ -165,7 +165,7 @@ def cmd_ceiling(args) -> int:
     one writer can take when results arrive faster than it commits)."""
     from nsccn.config import load_config
     from nsccn.indexing.index_session import IndexSession, look_at
-    from nsccn.indexing.indexer import WRITE_BATCH, WRITE_BATCH_LINES
+    from nsccn.indexing.indexer import write_in_batches
     from nsccn.messages import decode, encode
     from nsccn.model import Parsed
     from nsccn.reading.scan import scan_repository
@@ -187,18 +187,7 @@ def cmd_ceiling(args) -> int:
             with Store(work / "index.db", cache_mib=WRITER_CACHE_MIB) as store:
                 session = IndexSession(store)
                 t, c = time.perf_counter(), time.process_time()
-                batch, lines = [], 0
-                for r in results:
-                    if not isinstance(r, Parsed):
-                        session.apply([r])
-                        continue
-                    batch.append(r)
-                    lines += r.file.line_count
-                    if len(batch) >= WRITE_BATCH or lines >= WRITE_BATCH_LINES:
-                        session.apply(batch)
-                        batch, lines = [], 0
-                if batch:
-                    session.apply(batch)
+                write_in_batches(session, results)
                 commit_s, commit_cpu = time.perf_counter() - t, time.process_time() - c
                 c = time.process_time()
                 session.resolve(parallel=False)

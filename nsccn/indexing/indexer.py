@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -141,24 +141,9 @@ def index_repository(
         plan = plan_changes(root, store, scan.files, known)
         if plan.to_delete:
             session.apply([Removed(seq=0, path=p) for p in plan.to_delete])
-        batch: list[Parsed] = []  # parse results are written a batch at a time; skips and touches at once
-        batch_lines = 0
-        done = 0
         parse = parse or (lambda *args: _parse_all(*args, workers))
-        for result in parse(root, plan.to_parse, config, known):
-            done += 1
-            if progress:
-                progress(done, len(plan.to_parse))
-            if not isinstance(result, Parsed):
-                session.apply([result])
-                continue
-            batch.append(result)
-            batch_lines += result.file.line_count
-            if len(batch) >= WRITE_BATCH or batch_lines >= WRITE_BATCH_LINES:
-                session.apply(batch)
-                batch, batch_lines = [], 0
-        if batch:
-            session.apply(batch)
+        write_in_batches(session, parse(root, plan.to_parse, config, known),
+                         (lambda done: progress(done, len(plan.to_parse))) if progress else None)
         tally = session.tally
         summary.files_unchanged = plan.unchanged + tally.unchanged
         summary.files_deleted = tally.removed
@@ -202,6 +187,26 @@ def index_repository(
     summary.files_with_syntax_errors = counts["files_with_syntax_errors"]
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def write_in_batches(session, results: Iterable[FileResult], on_result: Callable[[int], None] | None = None) -> None:
+    """Parse results into an `IndexSession`: parsed files a batch at a time (WRITE_BATCH files or
+    WRITE_BATCH_LINES lines), skips, touches and removals at once. `on_result(n)` after the n-th."""
+    batch: list[Parsed] = []
+    lines = 0
+    for done, result in enumerate(results, 1):
+        if on_result:
+            on_result(done)
+        if not isinstance(result, Parsed):
+            session.apply([result])
+            continue
+        batch.append(result)
+        lines += result.file.line_count
+        if len(batch) >= WRITE_BATCH or lines >= WRITE_BATCH_LINES:
+            session.apply(batch)
+            batch, lines = [], 0
+    if batch:
+        session.apply(batch)
 
 
 def _vectors_current(store: Store, config: Config) -> bool:
