@@ -422,6 +422,28 @@ def cmd_corpus(args) -> int:
     return 0
 
 
+def without_texts_of(texts: list[str], targets: np.ndarray, repos: set[str], pairs: list[dict],
+                     args) -> tuple[list[str], np.ndarray]:
+    """The corpus less what would tell the model about `repos`' commits: their pairs' texts (messages
+    and changed functions) and their commit messages (as `corpus` added them). Their code stays: it
+    carries no message -> function label. Used to cross-fit models whose vectors feature training
+    records of repositories they never trained on."""
+    from embedder_eval import mirror_of, newest_commit
+
+    if not (args.mined and args.mirrors):
+        raise SystemExit("--hold-out needs --mined and --mirrors (to find the held-out repositories' messages)")
+    drop = {t for p in pairs if p["repo"] in repos for t in texts_of(p)}
+    by_repo: dict[str, set[str]] = defaultdict(set)
+    for r in (json.loads(line) for line in args.mined.read_text().splitlines() if line.strip()):
+        by_repo[r["repo"]].add(r["base_commit"])
+    for repo in sorted(repos):
+        gitdir = mirror_of(args.mirrors, repo)
+        drop.update(commit_messages(gitdir, newest_commit(gitdir, by_repo[repo]), args.messages))
+    keep = [i for i, t in enumerate(texts) if t not in drop]
+    print(f"held out {sorted(repos)}: {len(texts) - len(keep)} of {len(texts)} corpus texts dropped", file=sys.stderr)
+    return [texts[i] for i in keep], targets[keep]
+
+
 def cmd_build(args) -> int:
     from static_teacher import load_teacher, read_texts
 
@@ -430,15 +452,18 @@ def cmd_build(args) -> int:
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
     valid_repos = set(args.valid_repos)
-    train = [p for p in pairs if p["repo"] not in valid_repos]
+    held_out = set(args.hold_out)
+    train = [p for p in pairs if p["repo"] not in valid_repos | held_out]
     valid = [p for p in pairs if p["repo"] in valid_repos]
     texts = read_texts(args.texts)
     targets = load_teacher(args.teacher)
     if len(texts) != len(targets):
         raise SystemExit(f"{args.teacher} holds {len(targets)} vectors for {len(texts)} texts of {args.texts}")
+    if held_out:
+        texts, targets = without_texts_of(texts, targets, held_out, pairs, args)
     key = hashlib.blake2b(json.dumps([sorted(valid_repos), args.min_repos, args.min_count, args.max_tokens,
                                       len(texts)]).encode(), digest_size=6).hexdigest()
-    vocab_file = work / f"vocab-{key}.json"
+    vocab_file = args.vocab or work / f"vocab-{key}.json"
     if vocab_file.exists():
         saved = json.loads(vocab_file.read_text())
         vocab, freq = saved["vocab"], np.array(saved["freq"])
@@ -498,6 +523,12 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--work", type=Path, required=True, help="a directory for the cached vocabulary and teacher rows")
     b.add_argument("--out", type=Path, required=True)
     b.add_argument("--valid-repos", nargs="*", default=[], help="repositories left out of training and scored")
+    b.add_argument("--hold-out", nargs="*", default=[],
+                   help="repositories left out of training and of the corpus's messages (cross-fitted models)")
+    b.add_argument("--mined", type=Path, help="mine_history.py's output (for --hold-out)")
+    b.add_argument("--mirrors", type=Path, help="bare clones (for --hold-out)")
+    b.add_argument("--messages", type=int, default=3000, help="the corpus's --messages (for --hold-out)")
+    b.add_argument("--vocab", type=Path, help="a vocabulary file of an earlier build (its teacher rows beside it)")
     b.add_argument("--min-repos", type=int, default=2)
     b.add_argument("--max-tokens", type=int, default=80000)
     b.add_argument("--dim", type=int, default=256)
