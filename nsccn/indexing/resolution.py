@@ -32,12 +32,21 @@ def resolve_affected(store: Store, paths: set[str], names: set[str], allow_child
     if EVERYTHING in names:
         return _resolve_everything(store, allow_children)
     store.ref_indexes()
+    refs = store.refs(paths, names)
+    if not refs and not names:
+        return 0
+    full = FULL_RESOLVE_SHARE * store.ref_count()
+    if len(refs) > full:
+        return _resolve_everything(store, allow_children)
     resolver = Resolver(store)
-    refs = store.refs(paths, names | resolver.import_aliases(names))
+    aliases = resolver.import_aliases(names)
+    if aliases:
+        seen = {r[0] for r in refs}
+        refs += [r for r in store.refs(None, aliases) if r[0] not in seen]
+        if len(refs) > full:
+            return _resolve_everything(store, allow_children)
     if not refs:
         return 0
-    if len(refs) > FULL_RESOLVE_SHARE * store.ref_count():
-        return _resolve_everything(store, allow_children)
     elsewhere = {r[0] for r in refs if r[3] == "INHERITS" and r[1] not in paths}
     before = resolver.stated_bases(elsewhere)
     edges = resolve_edges(store, refs, resolver)

@@ -111,9 +111,6 @@ class Resolver:
             entry = (eid, kinds.setdefault(kind, kind))
             self.by_key[(path, qualname)] = entry
             self.by_name[qualname if name == qualname else name].append(entry)
-        for entries in self.by_name.values():
-            if len(entries) > 1:
-                entries.sort()  # a guess's edges in one order, whichever file was written first
         stars = ((p, [v for k, v in imp.items() if k.startswith("*")]) for p, imp in self.imports.items())
         self.stars = {p: found for p, found in stars if found}
         self._dotted_cache: dict[str, list[str] | None] = {}
@@ -168,10 +165,16 @@ class Resolver:
     def import_aliases(self, names: set[str]) -> set[str]:
         """Names imports bind to one of `names` under another name (`from tool import main as
         go`, `import pkg.tool as t`): their references mean something else when those do."""
-        out = set()
+        out: set[str] = set()
+        if not names:
+            return out
         for bound in self.imports.values():
             for key, value in bound.items():
-                if key not in names and not names.isdisjoint(_PARTS.split(value)):
+                # bound under its own name (`from tool import main`): that name is among `names`
+                # when what it binds changed
+                if key in names or key == value or value.endswith(("." + key, "/" + key, ":" + key)):
+                    continue
+                if not names.isdisjoint(_PARTS.split(value)):
                     out.add(key)
         return out
 
@@ -534,7 +537,8 @@ class Resolver:
         scale = 0.5 if method else 1.0
         if k == 1:
             return [(cands[0], 0.7 * scale, "unique_name")]
-        return [(c, round(scale / k, 4), f"ambiguous:{k}") for c in cands]
+        # sorted: a guess's edges in one order, whichever file was written first
+        return [(c, round(scale / k, 4), f"ambiguous:{k}") for c in sorted(cands)]
 
 
 def _canonical_module(path: str, module: str, packages: set[str]) -> str:
