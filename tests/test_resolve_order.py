@@ -30,6 +30,7 @@ TREE = {
     "pkg/open_windows.go": "package pkg\n\nfunc open() int { return 2 }\n",
     "pkg/use.go": "package pkg\n\nfunc Use() int { return open() }\n",
     "base.py": "class Base:\n    def ping(self):\n        return 1\n",
+    "base2.py": "class Base:\n    def ping(self):\n        return 2\n",
     "mid.py": "from base import Base\n\n\nclass Mid(Base):\n    pass\n",
     "leaf.py": "from mid import Mid\n\n\nclass Leaf(Mid):\n    def run(self):\n        return self.ping()\n",
     # references no update touches: an update resolves what it affects, not everything again
@@ -71,6 +72,16 @@ def test_edges_do_not_depend_on_the_order_files_are_written_in(tmp_path):
         write_repo(root, {p: TREE[p] for p in TREE if p not in first})
         index_repository(root, workers=1, embed=False)
         _same(want, _edges(root))
+
+    # The same bases written, imported from another module: Leaf's self.ping() moves with them.
+    moved = {"mid.py": TREE["mid.py"].replace("from base import", "from base2 import")}
+    write_repo(root, moved)
+    index_repository(root, workers=1, embed=False)
+    fresh = write_repo(tmp_path / "fresh", {**TREE, **moved})
+    index_repository(fresh, workers=1, embed=False)
+    got = _edges(root)
+    _same(_edges(fresh), got)
+    assert "('method:leaf.py:Leaf.run', 'CALLS', 'method:base2.py:Base.ping', 0.9, 'self+MRO', 6)" in got["edges"]
 
 
 def test_the_pipeline_ends_where_a_cold_build_does(tmp_path):
