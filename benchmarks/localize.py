@@ -79,6 +79,11 @@ CONFIGS: dict[str, frozenset[str]] = {
     "default": frozenset({"bm25", "query_analysis", "graph", "prior", "learned"}),
     # The same ranker told not to read the index's vectors: what the vectors add, in one run.
     "default-lexical": frozenset({"bm25", "query_analysis", "graph", "prior", "learned", "no-vectors"}),
+    # The same two with --candidate-model's ranker instead of the shipped one: a new model beside
+    # the shipped one on the same indexes, in one run.
+    "candidate": frozenset({"bm25", "query_analysis", "graph", "prior", "learned", "candidate"}),
+    "candidate-lexical": frozenset({"bm25", "query_analysis", "graph", "prior", "learned", "no-vectors",
+                                    "candidate"}),
 }
 
 FILE_KS = (1, 3, 5)
@@ -458,6 +463,7 @@ class ProgressLine:
 
 
 MODEL: Path | None = None  # --model: the `default` configuration's model instead of the shipped one
+CANDIDATE_MODEL: Path | None = None  # --candidate-model: the `candidate` configurations' model
 
 
 def default_localize(db: Path, query: str, limit: int = TOP_N, signals: frozenset[str] | None = None) -> Any:
@@ -470,7 +476,10 @@ def default_localize(db: Path, query: str, limit: int = TOP_N, signals: frozense
     if signals is not None and "learned" not in signals:
         return localize(db, query, limit=limit, signals=signals)
     with Store(db, readonly=True) as store:
-        ranker = ranking.load_ranker(MODEL) if MODEL else ranking.active_ranker()[0]
+        if signals is not None and "candidate" in signals:
+            ranker = ranking.load_ranker(CANDIDATE_MODEL)
+        else:
+            ranker = ranking.load_ranker(MODEL) if MODEL else ranking.active_ranker()[0]
         return search.localize(store, query, limit, ranker, use_vectors=signals is None or "no-vectors" not in signals)
 
 
@@ -839,6 +848,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "the candidates, marked (train_ranker.py --expansions compares settings)")
     ap.add_argument("--model", type=Path,
                     help="the model of the `default` configuration (default: the one `nsccn localize` uses)")
+    ap.add_argument("--candidate-model", type=Path,
+                    help="the model of the `candidate` and `candidate-lexical` configurations (a new ranker "
+                         "beside the shipped one in the same run)")
     ap.add_argument("--no-history", action="store_true",
                     help="do not index the git history (by default each index holds the commits its base commit "
                          "descends from, as `nsccn index` does in a git work tree)")
@@ -870,6 +882,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.model:
         global MODEL
         MODEL = args.model
+    if args.candidate_model:
+        global CANDIDATE_MODEL
+        CANDIDATE_MODEL = args.candidate_model
+    elif any("candidate" in CONFIGS.get(c, ()) for c in configs):
+        ap.error("the candidate configurations need --candidate-model")
     unknown = [c for c in configs if c not in CONFIGS]
     if unknown or not configs:
         ap.error(f"unknown configuration(s) {unknown}; known: {', '.join(CONFIGS)}")

@@ -5,11 +5,12 @@
     python benchmarks/ray_index.py cost TREE [--rounds 3]          # against --in-process, interleaved
     python benchmarks/ray_index.py ceiling TREE [TREE ...]         # the writer fed pre-computed results
     python benchmarks/ray_index.py many TREE [TREE ...] [--nodes 3] # one --repos job against one index after another
+    python benchmarks/ray_index.py vectors TREE [--nodes 3] [--rounds 3]  # the static model's vectors on the nodes
 
 Every Ray node starts on 127.0.0.1 with token authentication (a simulated cluster:
 `ray.cluster_utils.Cluster`, each node a real Ray node on this host; the head runs no task).
 Every run is `nsccn index` in a fresh process on a fresh index (`NSCCN_INDEX_DIR` or `--out`),
-with `--no-embed` (vectors are computed by the driver in both modes: the same cost either way).
+with `--no-embed` but in `vectors` (which measures where the vectors' CPU goes).
 CPU is the whole process tree's (benchmarks/proctree.py: getrusage of waited-for children, and
 the psutil samples of every descendant, the larger taken: Ray's processes are not all waited for).
 """
@@ -36,8 +37,8 @@ PY = sys.executable
 LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0"}
 
 
-def nsccn(tree: Path, index_dir: Path, *extra: str, env: dict | None = None):
-    cmd = [PY, "-m", "nsccn_cli", "index", str(tree), "--no-embed", "--json", *extra]
+def nsccn(tree: Path, index_dir: Path, *extra: str, env: dict | None = None, embed: bool = False):
+    cmd = [PY, "-m", "nsccn_cli", "index", str(tree), *(() if embed else ("--no-embed",)), "--json", *extra]
     run = run_tree(cmd, env={**os.environ, **(env or {}), "NSCCN_INDEX_DIR": str(index_dir)})
     if run.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{run.stderr[-3000:]}")
@@ -156,6 +157,63 @@ def cmd_cost(args) -> int:
         print(f"| {r['round']} | {r['mode']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['ray_start_s']:.1f} | {r['load']:.1f} |")
     print(f"median ratio ray / in-process: wall {statistics.median(wall_ratio):.2f}x, CPU {statistics.median(cpu_ratio):.2f}x;"
           f" Ray's start-up median {statistics.median(start):.1f} s of it")
+    return 0
+
+
+def _vectors(db: Path) -> dict[str, bytes]:
+    from nsccn.store import Store
+    from nsccn.vectors.table import VectorStore
+
+    with Store(db, readonly=True) as store:
+        ids = [r[0] for r in store.conn.execute("SELECT entity_id FROM vec_ids")]
+        return {e: v.tobytes() for e, v in VectorStore(store.conn).vectors(ids).items()}
+
+
+def cmd_vectors(args) -> int:
+    """The static model's vectors made on the nodes beside the parse: the driver's CPU with and
+    without vectors on a simulated cluster (the driver is the command's process tree: the nodes
+    are this process's children), the nodes' CPU, and `--in-process` with and without vectors
+    for what the one writer paid when it embedded; the vectors compared with the local index's."""
+    tree = Path(args.tree).resolve()
+    work = Path(tempfile.mkdtemp(prefix="nsccn-ray-vectors-"))
+    rows = []
+    try:
+        _, ref = nsccn(tree, work / "ref", "--in-process", "--workers", "0", embed=True)
+        want = _vectors(work / "ref" / "index.db")
+        with simulated_cluster(args.nodes) as (address, env):
+            same = None
+            for i in range(args.rounds):
+                for mode, embed in (("ray --no-embed", False), ("ray", True), ("in-process --no-embed", False),
+                                    ("in-process", True)):
+                    d = work / f"{i}-{mode}"
+                    extra = ("--ray", address) if mode.startswith("ray") else ("--in-process", "--workers", "0")
+                    before = cluster_cpu()
+                    run, s = nsccn(tree, d, *extra, env=env, embed=embed)
+                    nodes = cpu_since(before) if mode.startswith("ray") else 0.0
+                    if mode == "ray" and same is None:
+                        same = _vectors(d / "index.db") == want
+                    rows.append({"round": i, "mode": mode, "driver_cpu_s": run.cpu_s, "wall_s": run.wall_s,
+                                 "nodes_cpu_s": nodes, "vectors": s.get("vectors") or {},
+                                 "load": os.getloadavg()[0]})
+                    shutil.rmtree(d, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"tree {tree.name}: {ref['files_indexed']} files, {ref['entities']} entities; a simulated {args.nodes}-node"
+          f" cluster on loopback; {args.rounds} rounds, the four runs interleaved, each a fresh process and index")
+    print(f"vectors of the Ray index equal the --in-process index's, byte for byte: {same} ({len(want)} vectors)")
+    print("| round | run | driver CPU s | nodes CPU s | wall s | vectors made by the driver / on the nodes | load |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        v = r["vectors"]
+        made = f"{v.get('embedded', 0)} / {v.get('from_nodes', 0)}" if v else "-"
+        print(f"| {r['round']} | {r['mode']} | {r['driver_cpu_s']:.1f} | {r['nodes_cpu_s']:.1f} | {r['wall_s']:.1f} |"
+              f" {made} | {r['load']:.1f} |")
+    by = {m: [r for r in rows if r["mode"] == m] for m in ("ray --no-embed", "ray", "in-process --no-embed", "in-process")}
+    ray_d = [b["driver_cpu_s"] - a["driver_cpu_s"] for a, b in zip(by["ray --no-embed"], by["ray"])]
+    ray_n = [b["nodes_cpu_s"] - a["nodes_cpu_s"] for a, b in zip(by["ray --no-embed"], by["ray"])]
+    loc_d = [b["driver_cpu_s"] - a["driver_cpu_s"] for a, b in zip(by["in-process --no-embed"], by["in-process"])]
+    print(f"median CPU the vectors add: the Ray driver {statistics.median(ray_d):+.1f} s (the nodes"
+          f" {statistics.median(ray_n):+.1f} s); in process {statistics.median(loc_d):+.1f} s")
     return 0
 
 
@@ -302,6 +360,10 @@ def main() -> int:
     sp = sub.add_parser("cost")
     sp.add_argument("tree")
     sp.add_argument("--rounds", type=int, default=3)
+    sp = sub.add_parser("vectors")
+    sp.add_argument("tree")
+    sp.add_argument("--nodes", type=int, default=3)
+    sp.add_argument("--rounds", type=int, default=3)
     sp = sub.add_parser("ceiling")
     sp.add_argument("trees", nargs="+")
     sp = sub.add_parser("merge")
@@ -311,7 +373,7 @@ def main() -> int:
     sp.add_argument("--nodes", type=int, default=3)
     args = p.parse_args()
     return {"identity": cmd_identity, "cost": cmd_cost, "ceiling": cmd_ceiling, "merge": cmd_merge,
-            "many": cmd_many}[args.cmd](args)
+            "many": cmd_many, "vectors": cmd_vectors}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -182,7 +182,8 @@ def print_index_summary(summary, as_json: bool) -> int:
     print(f"  edges: {summary.edges} ({rels})")
     if summary.vectors:
         v = summary.vectors
-        print(f"  vectors: {v['embedded']} embedded, {v['from_cache']} from cache, model {v['model']}")
+        nodes = f", {v['from_nodes']} made on the Ray nodes" if v.get("from_nodes") else ""
+        print(f"  vectors: {v['embedded']} embedded, {v['from_cache']} from cache{nodes}, model {v['model']}")
     if summary.ray:
         r = summary.ray
         print(f"  ray: {r['tasks']} tasks on {r['nodes']} node(s), {r['cpus']} CPUs, {r['retries']} retried;"

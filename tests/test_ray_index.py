@@ -340,3 +340,31 @@ def test_ray_without_the_extra_is_one_line_naming_it(tmp_path):
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == ["nsccn: --ray needs Ray, an optional extra: pip install 'nsccn[ray]'"]
     assert not (root / ".nsccn").exists()
+
+
+def _vectors(db: Path) -> dict:
+    from nsccn.store import Store
+    from nsccn.vectors.table import VectorStore
+
+    with Store(db, readonly=True) as store:
+        vs = VectorStore(store.conn)
+        ids = [r[0] for r in store.conn.execute("SELECT entity_id FROM vec_ids")]
+        return {e: v.tobytes() for e, v in vs.vectors(ids).items()}
+
+
+def test_the_static_models_vectors_are_made_on_the_nodes(cluster, tmp_path):
+    """With the static model (the default) the tasks embed what they parse; the driver only stores
+    the vectors, and they are the local index's, byte for byte."""
+    from nsccn.indexing.ray_cluster import ray_runtime
+    from nsccn.indexing.ray_index import index_with_ray
+
+    files = dict(SHOP)
+    local = write_repo(tmp_path / "local", files)
+    index_repository(local, workers=1, embed=True)
+    root = write_repo(tmp_path / "ray", files)
+    with ray_runtime(cluster.address) as runtime:
+        summary = index_with_ray(root, runtime, embed=True)
+    want = _vectors(local / ".nsccn" / "index.db")
+    assert want and _vectors(root / ".nsccn" / "index.db") == want
+    assert summary.vectors["embedded"] == 0 and summary.vectors["from_nodes"] == len(want), summary.vectors
+    assert summary.ray["vectors_from_nodes"] == len(want) and summary.ray["vectors_refused"] == 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -114,10 +114,13 @@ def index_repository(
     embed_progress: Callable[[int, int], None] | None = None,
     scan: ScanResult | None = None,
     parse: ParseAll | None = None,
+    precomputed_vectors: Mapping[str, bytes] | None = None,
 ) -> IndexSummary:
     """Bring the index of `root` up to date; only new, changed and deleted files cost work.
     `scan`: the repository's scan, when the caller has just made it. `parse`: who looks at the
-    files to parse (default: this process, or a pool of `workers`; nsccn.indexing.ray_index: a Ray cluster)."""
+    files to parse (default: this process, or a pool of `workers`; nsccn.indexing.ray_index: a Ray cluster).
+    `precomputed_vectors`: text hash -> vector of the configured model, made beside the parse
+    (filled while `parse` runs; read when the vectors are brought up to date)."""
     started = time.perf_counter()
     root = Path(root).resolve()
     config = config or load_config(root)
@@ -179,7 +182,7 @@ def index_repository(
                 summary.warnings.append(f"no vectors: {exc}")
             else:
                 summary.vectors = embed_index(store, embedder, progress=embed_progress,
-                                              include_tests=config.embed_test_files)
+                                              include_tests=config.embed_test_files, precomputed=precomputed_vectors)
         counts = store.counts()
     summary.entities = counts["entities"]
     summary.edges = counts["edges"]

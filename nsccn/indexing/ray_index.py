@@ -5,7 +5,8 @@ written here by the one writer.
     scan, plan (nsccn.indexing.indexer)
     read a batch's bytes (repofile.read_bytes) ──ray.put──► look_at_batch: look_at_bytes per file
     IndexSession: sort, commit ◄──── results as they come ─┘ (msgpack frames, nsccn.messages)
-    resolve, PageRank, history, vectors (as `nsccn index --in-process`)
+    resolve, PageRank, history, vectors (as `nsccn index --in-process`,
+    the static model's made on the nodes beside the parse: only stored here)
 
 The bytes travel through Ray's object store, so a node needs no checkout and no shared disk, only
 nsccn installed (the same version: a result from another is refused). Files are batched by size
@@ -56,6 +57,8 @@ class RayStats:
     retries: int = 0  # task attempts beyond the first (a worker or node lost)
     files_shipped: int = 0
     bytes_shipped: int = 0
+    vectors_from_nodes: int = 0  # static-model vectors made beside the parse
+    vectors_refused: int = 0  # ...by a node whose model file is not this process's (made here again)
     tasks_by_node: Counter = field(default_factory=Counter)  # 'address node-id' -> tasks
     seconds: dict = field(default_factory=dict)  # stage -> seconds
 
@@ -87,10 +90,13 @@ def balanced_batches(sizes: list[int], cpus: int) -> list[list[int]]:
     return batches
 
 
-def look_at_batch(items: list[tuple[str, bytes, int, float, str | None]]) -> tuple[str, dict, list[bytes]]:
+def look_at_batch(items: list[tuple[str, bytes, int, float, str | None]],
+                  embed: tuple[int, bool] | None = None) -> tuple[str, dict, list[bytes], dict]:
     """A Ray task: each (path, bytes, size, mtime, indexed hash) looked at as a local parser looks
-    at it (nsccn.indexing.index_session.look_at_bytes). Returns nsccn's version, where it ran, and each
-    result as a message frame."""
+    at it (nsccn.indexing.index_session.look_at_bytes). `embed` (max characters, tests too?): the
+    parsed entities embedded here by the static model, as the driver would embed them once written.
+    Returns nsccn's version, where it ran, each result as a message frame, and the vectors
+    ({"model": the model file's digest, "vectors": {text hash: float32 bytes}}, or {})."""
     import os
 
     from nsccn import __version__
@@ -98,9 +104,33 @@ def look_at_batch(items: list[tuple[str, bytes, int, float, str | None]]) -> tup
     from nsccn.messages import encode
 
     started = time.perf_counter()
-    frames = [encode(look_at_bytes(path, data, size, mtime, known)) for path, data, size, mtime, known in items]
-    where = {"node": _node_address(), "pid": os.getpid(), "attempt": _attempt(), "seconds": time.perf_counter() - started}
-    return __version__, where, frames
+    results = [look_at_bytes(path, data, size, mtime, known) for path, data, size, mtime, known in items]
+    frames = [encode(r) for r in results]
+    parsed = time.perf_counter()
+    vectors = _embed_results(results, *embed) if embed else {}
+    where = {"node": _node_address(), "pid": os.getpid(), "attempt": _attempt(), "seconds": time.perf_counter() - started,
+             "embed_seconds": time.perf_counter() - parsed}
+    return __version__, where, frames, vectors
+
+
+def _embed_results(results: list, max_chars: int, include_tests: bool) -> dict:
+    """The static model's vectors of the parsed files' entities, by text hash (a text shared by
+    several entities is embedded once)."""
+    from nsccn.model import Parsed
+    from nsccn.vectors.embed import static_embedder, text_hash
+    from nsccn.vectors.semantic import texts_of_entities
+    from nsccn.vectors.static_file import model_digest
+
+    texts: dict[str, str] = {}
+    for r in results:
+        if isinstance(r, Parsed):
+            for text in texts_of_entities(r.file.entities, max_chars, include_tests).values():
+                texts.setdefault(text_hash(text), text)
+    if not texts:
+        return {}
+    embedder = static_embedder()
+    vecs = embedder.embed_documents(list(texts.values()))
+    return {"model": model_digest(), "vectors": {h: v.astype("float32").tobytes() for h, v in zip(texts, vecs)}}
 
 
 def _node_address() -> str:
@@ -120,6 +150,19 @@ def _attempt() -> int:
         return 0
 
 
+def _static_max_chars() -> int:
+    """What the driver's static embedder cuts an entity's text to (a node's texts must be the same)."""
+    from nsccn.vectors.embed import KNOWN_MODELS, STATIC_MODEL
+
+    return KNOWN_MODELS[STATIC_MODEL].max_chars
+
+
+def _driver_model_digest() -> str:
+    from nsccn.vectors.static_file import model_digest
+
+    return model_digest()
+
+
 _remote = None
 
 
@@ -132,10 +175,13 @@ def _task():
     return _remote
 
 
-def parse_on_ray(root: Path, todo: list[FileInfo], config: Config, known: dict, stats: RayStats) -> Iterator[FileResult]:
+def parse_on_ray(root: Path, todo: list[FileInfo], config: Config, known: dict, stats: RayStats,
+                 node_vectors: dict | None = None) -> Iterator[FileResult]:
     """Every file of `todo` looked at on the cluster, yielded in `todo`'s order (a batch that ends
     early waits, at most `WINDOW_PER_CPU` batches per CPU ahead). A file this process cannot read
-    is answered here (Removed or Skipped), never shipped."""
+    is answered here (Removed or Skipped), never shipped. `node_vectors` (a dict): the tasks embed
+    the entities they parse with the static model too, and their vectors land there (text hash ->
+    bytes), those of a node whose model file differs from this process's left out."""
     import ray
 
     from nsccn import __version__
@@ -144,6 +190,8 @@ def parse_on_ray(root: Path, todo: list[FileInfo], config: Config, known: dict, 
     from nsccn.reading.repofile import UnreadableFile, read_bytes
 
     task = _task()
+    embed = (_static_max_chars(), config.embed_test_files) if node_vectors is not None else None
+    ours = _driver_model_digest() if node_vectors is not None else None
     batches = balanced_batches([f.size for f in todo], stats.cpus or 1)
     window = max(2, (stats.cpus or 1) * WINDOW_PER_CPU)
     pending: dict = {}  # ObjectRef -> batch number
@@ -168,7 +216,7 @@ def parse_on_ray(root: Path, todo: list[FileInfo], config: Config, known: dict, 
         local[b] = here
         if items:
             stats.files_shipped += len(items)
-            pending[task.remote(ray.put(items))] = b
+            pending[task.remote(ray.put(items), embed)] = b
         else:
             ready[b] = []
 
@@ -188,7 +236,7 @@ def parse_on_ray(root: Path, todo: list[FileInfo], config: Config, known: dict, 
         waiting += time.perf_counter() - t
         b = pending.pop(done[0])
         try:
-            version, where, frames = ray.get(done[0])
+            version, where, frames, vectors = ray.get(done[0])
         except ray.exceptions.RayError as exc:
             raise RayTaskFailed(f"a parse task failed on the Ray cluster after {MAX_RETRIES} retries: "
                                 f"{' '.join(str(exc).split())[:300]}") from None
@@ -198,6 +246,13 @@ def parse_on_ray(root: Path, todo: list[FileInfo], config: Config, known: dict, 
         stats.tasks += 1
         stats.retries += where["attempt"]
         stats.tasks_by_node[where["node"]] += 1
+        if vectors:
+            if vectors["model"] == ours:
+                node_vectors.update(vectors["vectors"])
+                stats.vectors_from_nodes += len(vectors["vectors"])
+                stats.seconds["embed_on_nodes"] = stats.seconds.get("embed_on_nodes", 0.0) + where["embed_seconds"]
+            else:
+                stats.vectors_refused += len(vectors["vectors"])
         ready[b] = frames
     stats.seconds["parse"] = time.perf_counter() - started
     stats.seconds["waiting_for_results"] = waiting
@@ -216,15 +271,23 @@ def index_with_ray(
     (joined by `ray_runtime`); the summary's `ray` says what ran where."""
     from nsccn.indexing.indexer import index_repository
 
+    from nsccn.config import load_config
+    from nsccn.vectors.static_file import file_problem, is_static_model
+
     stats = RayStats(runtime.address, len(runtime.nodes), runtime.cpus)
     stats.seconds["ray_start"] = runtime.started_s
+    config = config or load_config(Path(root).resolve())
+    # The static model embeds beside the parse, on the nodes: its vectors cost the writer nothing
+    # but their storing. A transformer (a user setting) embeds here after the parse, as locally.
+    node_vectors = {} if embed and is_static_model(config.embedding_model) and not file_problem() else None
 
     def parse(root_: Path, todo: list, config_: Config, known: dict) -> Iterator[FileResult]:
-        return parse_on_ray(root_, todo, config_, known, stats)
+        return parse_on_ray(root_, todo, config_, known, stats, node_vectors)
 
     started = time.perf_counter()
     summary = index_repository(root, config=config, workers=0, progress=progress, embed=embed,
-                               embed_progress=embed_progress, scan=scan, parse=parse)
+                               embed_progress=embed_progress, scan=scan, parse=parse,
+                               precomputed_vectors=node_vectors)
     total = time.perf_counter() - started
     stats.seconds["index"] = total
     stats.seconds["after_parse"] = max(0.0, total - stats.seconds.get("parse", 0.0))  # scan, resolve, ranks, vectors

@@ -7,8 +7,10 @@ again: vectors are cached by the hash of that text.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import lru_cache
+
+import numpy as np
 
 from nsccn.vectors.embed import FALLBACK_MODEL, STATIC_MODEL, embedding_text, is_bundled, load_bundled_query_embedder, load_embedder, text_hash
 from nsccn.model import split_entity_id
@@ -44,6 +46,18 @@ def default_embedder(model: str | None = None, dim: int | None = None):
     return load_embedder(model, dim)
 
 
+def embeddable(kind: str, docstring: str) -> bool:
+    """`EMBEDDABLE_SQL` for an entity in hand (a parse result not yet written)."""
+    return kind in ("func", "method", "class") or (kind == "module" and docstring != "")
+
+
+def texts_of_entities(entities, max_chars: int, include_tests: bool = True) -> dict[str, str]:
+    """`nsccn.model.Entity`s -> entity id -> the text `wanted_texts` will read for it once written:
+    a Ray node embeds a file's entities beside its parse (nsccn.indexing.ray_index)."""
+    return texts_of_rows(((e.id, e.path, e.qualname, e.signature, e.docstring, e.body_head)
+                          for e in entities if embeddable(e.kind, e.docstring)), max_chars, include_tests)
+
+
 def texts_of_rows(rows, max_chars: int, include_tests: bool = True) -> dict[str, str]:
     """Rows of `SELECT {TEXT_COLUMNS}` -> entity id -> the text to embed for it."""
     return {
@@ -66,9 +80,11 @@ def embed_index(
     progress: Callable[[int, int], None] | None = None,
     batch: int = EMBED_CHUNK,
     include_tests: bool = True,
+    precomputed: Mapping[str, bytes] | None = None,
 ) -> dict:
     """Bring the vectors of a (writable) store up to date with its entities (see `wanted_texts`
-    for `include_tests`)."""
+    for `include_tests`). `precomputed`: text hash -> float32 vector bytes already made by this
+    embedder's model elsewhere (Ray nodes, beside the parse): stored as they are, not embedded again."""
     embedder = embedder or default_embedder()
     store.conn.execute("DELETE FROM meta WHERE key=?", (VECTORS_COMPLETE,))
     vs = VectorStore(store.conn)
@@ -79,6 +95,14 @@ def embed_index(
     if gone:
         vs.delete(gone)
     todo = vs.fill_from_cache(wanted)  # the ones the cache could not serve
+    given = 0
+    if precomputed:
+        have = [e for e in todo if wanted[e] in precomputed]
+        for i in range(0, len(have), batch):
+            vs.upsert((e, wanted[e], np.frombuffer(precomputed[wanted[e]], dtype=np.float32))
+                      for e in have[i : i + batch])
+        given = len(have)
+        todo = [e for e in todo if wanted[e] not in precomputed]
     done = 0
     for i in range(0, len(todo), batch):
         ids = todo[i : i + batch]
@@ -93,8 +117,11 @@ def embed_index(
     info = embedder.info() if hasattr(embedder, "info") else {}
     if info.get("fallback"):
         store.set_meta("embedding_fallback", str(info.get("fallback_reason", "")))
-    return {"embedded": done, "from_cache": len(wanted) - len(todo), "removed": len(gone), "remodeled": remodel,
-            "model": embedder.model_id}
+    out = {"embedded": done, "from_cache": len(wanted) - len(todo) - given, "removed": len(gone), "remodeled": remodel,
+           "model": embedder.model_id}
+    if precomputed is not None:
+        out["from_nodes"] = given
+    return out
 
 
 def has_vectors(store: Store) -> bool:

@@ -28,6 +28,25 @@ def model_file() -> Path:
     return Path(os.environ.get("NSCCN_STATIC_MODEL") or STATIC_MODEL_FILE)
 
 
+_DIGESTS: dict[str, str] = {}
+
+
+def model_digest(path: str | Path | None = None) -> str:
+    """A digest of the model file's bytes (once per process): two processes embed alike only if
+    theirs agree (a Ray node's vectors are used by the driver only then)."""
+    import hashlib
+
+    path = model_file() if path is None else Path(path)
+    key = str(path)
+    if key not in _DIGESTS:
+        h = hashlib.blake2b(digest_size=16)
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        _DIGESTS[key] = h.hexdigest()
+    return _DIGESTS[key]
+
+
 def file_problem(path: str | Path | None = None) -> str | None:
     """Why the model file cannot be used, or None, from its header alone: no numpy, no table
     (a process that only checks, such as the supervisor, stays small). The `.npy` inside the zip
