@@ -8,7 +8,8 @@ once with the parse results in the scan's order and once reversed, compared sect
 The actor pipeline writes results as its parsers finish them; this is its worst case, made
 deterministic. `--late N`: a third index, of a copy of the tree less N of its files (evenly
 spread over the scan's order), brought up to date by an update once they are put back, as an
-edit session adds files (compared less PageRank, which an update of under 5% of the files defers). `--keep DIR`: leave the indexes there (DIR/forward.db, reversed.db, late.db).
+edit session adds files (compared less PageRank, which an update of under 5% of the files
+defers). `--keep DIR`: leave the indexes there (DIR/forward.db, reversed.db, late.db).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def _reversed(root, todo, config, known):
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description="Does the index depend on the order files are written in?")
     ap.add_argument("tree")
     ap.add_argument("--late", type=int, default=0, help="files added by an update, after the others")
     ap.add_argument("--keep", help="a directory for the indexes")
