@@ -46,6 +46,7 @@ PROJECT_LANGUAGES = frozenset(("go.mod", "tsconfig", "cargo"))  # files of facts
 # Languages whose files call each other's definitions by name (a guess stays inside its family).
 FAMILIES = {"typescript": "javascript", "tsx": "javascript", "cpp": "c"}
 TYPED_GUESSED_TYPE = 0.75  # the receiver's type named by a unique class name, not an import
+_PARTS = re.compile(r"[./:]+")  # the names in an import's target (`pkg.mod.f`, `./lib/tool`, `crate::m`)
 _ABSTRACT = re.compile(r"(?:^|\s)(?:interface|trait|protocol)\b")  # a type whose methods declare, not implement
 # obj.items(), obj.append(): with an unknown receiver these are almost always builtin containers.
 _BUILTIN_METHODS = frozenset(
@@ -58,13 +59,18 @@ class Resolver:
 
     def __init__(self, store: Store, stored_bases: bool = True):
         """`stored_bases`: load the class hierarchy from the INHERITS edges (False: the caller
-        resolves it from the references, `add_bases`)."""
+        resolves it from the references, `add_bases`).
+
+        The table is a function of the files alone, never of the order they were written in
+        (the actor pipeline writes parse results as they come, an update adds a file later):
+        files are read in path order, and where two files claim one name the rule decides, not
+        who came first (a file's own module name outranks another's canonical or alias name)."""
         c = store.conn
         self.modules: dict[str, str] = {}  # dotted name (full and canonical) -> path
         self.imports: dict[str, dict[str, str]] = {}
         self.globals: dict[str, set[str]] = {}
         self.module_entity: dict[str, str] = {}
-        rows = c.execute("SELECT path, module, imports, module_globals, language FROM files").fetchall()
+        rows = c.execute("SELECT path, module, imports, module_globals, language FROM files ORDER BY path").fetchall()
         packages = {p.rsplit("/", 1)[0] if "/" in p else "" for p, *_ in rows if p.endswith("/__init__.py")}
         self.language: dict[str, str] = {}
         project_rows = []
@@ -72,6 +78,7 @@ class Resolver:
         # each path, kind and name once, one (id, kind) per entity, and no empty set or list:
         # every reader asks `.get(path, ())`.
         paths: dict[str, str] = {}
+        canonical_names: list[tuple[str, str]] = []
         for path, module, imports, globals_, language in rows:
             paths[path] = path
             bound = json.loads(imports)
@@ -87,7 +94,10 @@ class Resolver:
             self.modules.setdefault(module, path)
             canonical = _canonical_module(path, module, packages) if language == "python" else module
             if canonical != module:
-                self.modules.setdefault(canonical, path)
+                canonical_names.append((canonical, path))
+        # `tool.py` is `tool`, though a script `bin/tool` (not in a package) is `tool` too
+        for canonical, path in canonical_names:
+            self.modules.setdefault(canonical, path)
         self.project = Project(project_rows)
         self._language_names(rows, self.project)
         self.by_key: dict[tuple[str, str], tuple[str, str]] = {}  # (path, qualname) -> (id, kind)
@@ -105,9 +115,13 @@ class Resolver:
         self.stars = {p: found for p, found in stars if found}
         self._dotted_cache: dict[str, list[str] | None] = {}
         self.bases: dict[str, list[str]] = defaultdict(list)
+        # class -> [(path, ref rowid, n, base)]: the bases in the order of the references that
+        # name them, file by file in path order (`impl Trait for T` may sit in another file)
+        self._base_refs: dict[str, list[tuple[str, int, int, str]]] = defaultdict(list)
         self._mro_cache: dict[str, list[str]] = {}  # cleared whenever bases change
-        for source, target in store.inherits() if stored_bases else ():
-            self.bases[source].append(target)
+        for source, target, path, ref, n in store.inherits() if stored_bases else ():
+            self._base_refs[source].append((path, ref, n, target))
+        self.order_bases(self._base_refs)
         self._conn = c  # signatures, read for the few functions whose return type a call needs
         self._returns: dict[str, str | None] = {}
         self._return_patterns: dict[str, re.Pattern | None] = {}
@@ -120,6 +134,49 @@ class Resolver:
         self.declared_only = frozenset(
             eid for eid, parent, sig in c.execute("SELECT id, parent, signature FROM entities WHERE kind IN ('method', 'func')")
             if parent in abstract or sig.endswith(";"))
+
+    def order_bases(self, sources) -> None:
+        """`bases` of these classes again from `_base_refs`, in the references' order; every
+        answer that went through a class hierarchy forgotten."""
+        for source in sources:
+            found = self.bases[source] = []
+            for *_, base in sorted(self._base_refs[source]):
+                if base not in found:
+                    found.append(base)
+        self._mro_cache.clear()
+        self._dotted_cache.clear()  # `pkg.Class.member` lookups go through the MRO
+
+    def forget_bases(self, refs: set[int]) -> None:
+        """Drop the stored bases these references named (the caller resolves them again)."""
+        touched = []
+        for source, found in self._base_refs.items():
+            kept = [b for b in found if b[1] not in refs]
+            if len(kept) != len(found):
+                self._base_refs[source] = kept
+                touched.append(source)
+        if touched:
+            self.order_bases(touched)
+
+    def stated_bases(self, refs: set[int]) -> set[tuple[int, str, str]]:
+        """(ref, class, base) of the hierarchy these references named, as it stands."""
+        return {(ref, source, base) for source, found in self._base_refs.items()
+                for _, ref, _, base in found if ref in refs}
+
+    def import_aliases(self, names: set[str]) -> set[str]:
+        """Names imports bind to one of `names` under another name (`from tool import main as
+        go`, `import pkg.tool as t`): their references mean something else when those do."""
+        out: set[str] = set()
+        if not names:
+            return out
+        for bound in self.imports.values():
+            for key, value in bound.items():
+                # bound under its own name (`from tool import main`): that name is among `names`
+                # when what it binds changed
+                if key in names or key == value or value.endswith(("." + key, "/" + key, ":" + key)):
+                    continue
+                if not names.isdisjoint(_PARTS.split(value)):
+                    out.add(key)
+        return out
 
     def _language_names(self, rows: list[tuple], project: Project) -> None:
         """The names other languages' imports give files (go.mod paths, tsconfig aliases, crate
@@ -480,7 +537,8 @@ class Resolver:
         scale = 0.5 if method else 1.0
         if k == 1:
             return [(cands[0], 0.7 * scale, "unique_name")]
-        return [(c, round(scale / k, 4), f"ambiguous:{k}") for c in cands]
+        # sorted: a guess's edges in one order, whichever file was written first
+        return [(c, round(scale / k, 4), f"ambiguous:{k}") for c in sorted(cands)]
 
 
 def _canonical_module(path: str, module: str, packages: set[str]) -> str:
@@ -496,22 +554,36 @@ def _canonical_module(path: str, module: str, packages: set[str]) -> str:
 
 
 def resolve_edges(store: Store, refs: list[tuple], resolver: Resolver | None = None) -> list[tuple]:
+    inherits = [r for r in refs if r[3] == "INHERITS"]
     resolver = resolver or Resolver(store)
-    # Bases first: self.m() through the MRO needs them.
-    add_bases(resolver, [r for r in refs if r[3] == "INHERITS"])
+    # Bases first: self.m() through the MRO needs them. The stored ones these references named
+    # go: they are resolved again here.
+    resolver.forget_bases({r[0] for r in inherits})
+    add_bases(resolver, inherits)
     return edges_of(resolver, refs)
 
 
 def add_bases(resolver: Resolver, inherits: list[tuple]) -> None:
-    for ref in inherits:
-        rowid, path, source, relation, target, line, scope = ref
-        if scope.startswith(IMPL_OF):
-            source = resolver.impl_owner(path, source, scope)
-            if source is None:
-                continue
-        for tid, conf, how in resolver.resolve(path, source, relation, target, scope):
-            resolver.bases[source].append(tid)
+    """The bases these INHERITS references name, added to the resolver's hierarchy. Each is
+    resolved without the hierarchy (a base named through another class's bases would depend on
+    which was resolved first: on the order the files were written in)."""
+    touched = set()
+    hierarchy, resolver.bases = resolver.bases, defaultdict(list)
     resolver._mro_cache.clear()
+    resolver._dotted_cache.clear()
+    try:
+        for ref in inherits:
+            rowid, path, source, relation, target, line, scope = ref
+            if scope.startswith(IMPL_OF):
+                source = resolver.impl_owner(path, source, scope)
+                if source is None:
+                    continue
+            for n, (tid, conf, how) in enumerate(resolver.resolve(path, source, relation, target, scope)):
+                resolver._base_refs[source].append((path, rowid, n, tid))
+            touched.add(source)
+    finally:
+        resolver.bases = hierarchy
+    resolver.order_bases(touched)
 
 
 def edges_of(resolver: Resolver, refs: list[tuple]) -> list[tuple]:
@@ -559,8 +631,7 @@ def resolve_all(store: Store) -> int:
         store.ref_indexes()
         store.delete_edges(relation="INHERITS")
         resolver = Resolver(store)
-        for chunk in store.ref_chunks(relation="INHERITS"):
-            add_bases(resolver, chunk)
+        add_bases(resolver, [r for chunk in store.ref_chunks(relation="INHERITS") for r in chunk])
         with store.edges_replaced():
             for chunk in store.ref_chunks():
                 edges = edges_of(resolver, chunk)

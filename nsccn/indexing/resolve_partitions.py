@@ -197,8 +197,7 @@ def resolve_span(db_path: str, after: int, upto: int, out) -> int:
         # The bases from the references, as resolve_all: the stored INHERITS edges are the ones
         # being replaced (the caller deletes them in a transaction this snapshot does not see).
         resolver = Resolver(store, stored_bases=False)
-        for chunk in store.ref_chunks(relation="INHERITS"):
-            add_bases(resolver, chunk)
+        add_bases(resolver, [r for chunk in store.ref_chunks(relation="INHERITS") for r in chunk])
         for chunk in store.ref_chunks(after=after, upto=upto):
             found = edges_of(resolver, chunk)
             for part in _frames(found):

@@ -541,10 +541,12 @@ class Store:
             self.delete_edges(ref_ids)
             self.add_edges(list(edges))
 
-    def inherits(self) -> list[tuple[str, str]]:
-        """(class id, base id) of every INHERITS edge."""
+    def inherits(self) -> list[tuple[str, str, str, int, int]]:
+        """(class id, base id, path of the reference, its rowid, the edge's n) of every INHERITS
+        edge: where each base was named, for the hierarchy's order."""
         return self.conn.execute(
-            "SELECT s.name, t.name FROM edges e JOIN symbols s ON s.id = e.source JOIN symbols t ON t.id = e.target"
+            "SELECT s.name, t.name, f.path, e.ref, e.n FROM edges e JOIN symbols s ON s.id = e.source"
+            " JOIN symbols t ON t.id = e.target JOIN refs r ON r.rowid = e.ref JOIN files f ON f.id = r.file"
             f" WHERE e.relation = {INHERITS_ID}"  # a literal: it picks the partial index edges_inherits
         ).fetchall()
 
@@ -747,13 +749,16 @@ def _changed_names(before: _Symbols | None, after: _Symbols | None) -> set[str]:
         return names | ({EVERYTHING} if _project_facts(whole.imports) else set())
     names = {before.ids.get(i) or after.ids[i] for i in before.ids.keys() ^ after.ids.keys()}
     names |= before.globals ^ after.globals
-    names |= {k for k in before.imports.keys() | after.imports.keys() if before.imports.get(k) != after.imports.get(k)}
+    rebound = {k for k in before.imports.keys() | after.imports.keys() if before.imports.get(k) != after.imports.get(k)}
+    names |= rebound
     if _project_facts(before.imports) != _project_facts(after.imports):
         names.add(EVERYTHING)  # go.mod, tsconfig.json, Cargo.toml: how every import maps to files
     if before.bases != after.bases:
         # A class that changed its bases changes what self.m() means in it and in every subclass,
         # wherever they are: rare enough to re-resolve everything.
         names.add(EVERYTHING)
+    if rebound and any(base.split(".", 1)[0] in rebound for _, base in after.bases):
+        names.add(EVERYTHING)  # the same bases written, now imported from another module
     return {n for n in names if n}
 
 
