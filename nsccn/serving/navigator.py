@@ -19,6 +19,7 @@ from nsccn.serving.escape import one_line
 from nsccn.model import split_entity_id
 from nsccn.query import name_query
 from nsccn.query.name_query import names_first
+from nsccn.query.calibration import probabilities
 from nsccn.query.query_analysis import analyze_query, capped_note
 from nsccn.query.streams import bm25_stream
 from nsccn.store import RESOLVE_PENDING, EntityRow, IndexMissing, IndexOutdated, Store
@@ -150,7 +151,7 @@ class Navigator:
         hits = search_mod.search(self.store, query, limit + offset, ranker, signals=signals,
                                  kinds=tuple(kinds) if kinds else None, embedder=self.embedder,
                                  rrf_k=self.config.rrf_k, diversity=float(diversity), use_vectors=vectors is not None)
-        hits = names_first(self.store, query, hits, limit + offset, tuple(kinds) if kinds else None)
+        hits = probabilities(names_first(self.store, query, hits, limit + offset, tuple(kinds) if kinds else None))
         results = [h.as_dict() for h in hits[offset : offset + limit]]
         out = {"query": query, "results": results, "signals": sorted(signals), "ranking": which, "vectors": vectors}
         if vectors_note:

@@ -163,7 +163,8 @@ class Search(Tool):
     description = (
         "Locate: find the entities (functions, methods, classes) a task or bug report is about, best first, "
         "by hybrid ranking (lexical BM25 + identifier/path/traceback analysis + vectors when available + call graph). "
-        "Use it first when you know what you want but not where it is; then trace_causal_path or open_surgical_window on an id."
+        "Use it first when you know what you want but not where it is; then trace_causal_path or open_surgical_window on an id. "
+        "A result's score is the estimated probability (0-1) that it is what you are looking for."
     )
     params = P.SEARCH
     help = "ranked entities for a query"
