@@ -2,8 +2,8 @@
 (supervisor/), so that it can start pipelines while the library never reaches up into them. The
 query commands are built from the tools' table (nsccn.serving.tools).
 
-Exit codes: 0 success, 1 the query failed (unknown id, bad path, nothing found), 2 bad usage,
-3 no index yet.
+Exit codes: 0 success, 1 the query failed (unknown id, bad path, nothing found), 2 bad usage (an
+argument out of its range, as an MCP call with it is told), 3 no index yet.
 """
 
 from __future__ import annotations
@@ -349,9 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     for tool in COMMANDS:  # the query commands, declared once in nsccn.serving.tools
         sp = query_cmd(tool.command, tool.help, tool.run)
-        sp.set_defaults(embeds_query=tool.embeds_query)
-        for arg in tool.cli:
-            arg.add_to(sp)
+        sp.set_defaults(embeds_query=tool.embeds_query, tool=tool)
+        tool.add_cli(sp)  # its parameters (as MCP has them) and its own arguments
     sp = sub.add_parser("mcp", help="serve the MCP tools over stdio against an existing index (no pipeline)")
     sp.add_argument("--root", default=".", help="repository root (default: current directory)")
     sp.set_defaults(func=cmd_mcp, needs_nav=False)
@@ -371,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not args.needs_nav:
             return args.func(args)
-        from nsccn.serving.navigator import Navigator, NavigatorError, NoIndex
+        from nsccn.serving.navigator import ArgumentError, Navigator, NavigatorError, NoIndex
 
         given = Path(args.root).resolve()
         if not given.is_dir():  # a typo, not a repository without an index
@@ -385,6 +384,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"nsccn: {exc}", file=sys.stderr)
         return EXIT_FAILED
     try:
+        args.tool.cli_request(args, int(nav.config.result_token_cap))  # as MCP checks them: the same messages
         if getattr(args, "embeds_query", False):
             nav.embedder = pipeline_embedder(nav)
         args.pipeline_status = live_status
@@ -401,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"nsccn: {one_line(exc.message)}", file=sys.stderr)  # it may quote a path or a name
             if exc.suggestions:
                 print("did you mean:\n  " + "\n  ".join(map(one_line, exc.suggestions)), file=sys.stderr)
-        return EXIT_NO_INDEX if isinstance(exc, NoIndex) else EXIT_FAILED
+        return EXIT_NO_INDEX if isinstance(exc, NoIndex) else EXIT_USAGE if isinstance(exc, ArgumentError) else EXIT_FAILED
     finally:
         if nav.embedder is not None:
             nav.embedder.close()

@@ -216,12 +216,12 @@ def test_refs_limit_below_one_is_refused(shop_index):
     repo, _ = shop_index
     nav = Navigator(repo)
     try:
-        with pytest.raises(NavigatorError, match="limit must be 1 or more"):
+        with pytest.raises(NavigatorError, match="limit must be between 1 and 500"):
             nav.find_references("method:shop/base.py:Model.save", limit=-1)
     finally:
         nav.close()
     r = nsccn("refs", "method:shop/base.py:Model.save", "--limit", "-1", "--root", str(repo))
-    assert r.returncode == 2 and "must be 1 or more" in r.stderr and not r.stdout
+    assert r.returncode == 2 and "must be between 1 and 500, not -1" in r.stderr and not r.stdout
 
 
 def test_read_bytes_refuses_all_but_regular_files_inside(tmp_path):

@@ -420,7 +420,7 @@ def test_train_ranker_on_the_repositorys_own_fixes(tmp_path):
     loc = json.loads(nsccn("localize", "socket read gives the wrong value for empty socket input", "--json").stdout)
     assert "repository model" in loc["ranking"] and loc["files"][0] == "lib/socket.py"
     bad = nsccn("train-ranker", "--commits", "3")
-    assert bad.returncode == 1 and "between 10 and 5000" in bad.stderr
+    assert bad.returncode == 2 and "between 10 and 5000" in bad.stderr
     reset = json.loads(nsccn("train-ranker", "--reset", "--json").stdout)
     assert reset["removed"] and "repository model" not in reset["ranking"]
 

@@ -85,7 +85,12 @@ def test_map_fills_its_budget_library_first_methods_under_their_class(mixed_repo
 
 
 def test_map_with_room_for_everything_shows_everything(mixed_repo):
-    m = mixed_repo.repo_map(max_tokens=200_000)
+    from nsccn.config import load_config
+
+    # max_tokens is bounded by the answer cap (result_token_cap, a setting): raised for a whole map
+    wide = Navigator(mixed_repo.root, config=load_config(mixed_repo.root, {"result_token_cap": 200_000}))
+    m = wide.repo_map(max_tokens=200_000)
+    wide.close()
     assert m["files_shown"] == m["files_total"] and not m["truncated"]
     assert m["map"].count("def hook") == 14 * 12 + 150  # every definition, nested ones under their test
 

@@ -259,3 +259,38 @@ def test_in_memory_exact_search_agrees_with_vec0_and_follows_writes(store, conn,
     store.clear()
     assert reader.knn(q, 3, quantized=False) == []
     reader.conn.close()
+
+
+def test_the_held_matrix_reads_only_what_a_bulk_embedding_added(store, conn, tmp_path):
+    """A reader's matrix follows a writer that only adds vectors by reading the added rows (so a
+    query during a bulk embedding never re-reads the whole table), and reads it whole again after
+    a vector was replaced or deleted; either way it answers as a matrix read from nothing."""
+    from nsccn.vectors import table
+
+    rng = np.random.default_rng(5)
+    fill(store, unit(rng.standard_normal((200, 64))))
+    reader = VectorStore(apsw.Connection(str(tmp_path / "index.db"), flags=apsw.SQLITE_OPEN_READONLY))
+    name = reader.conn.filename
+    queries = unit(rng.standard_normal((4, 64)))
+
+    def fresh(q):
+        table._MATRICES.pop(name, None)
+        return reader.knn(q, 15, quantized=False)
+
+    reader.knn(queries[0], 5, quantized=False)
+    first = table._MATRICES[name][2]
+    fill(store, unit(rng.standard_normal((50, 64))), prefix="func:b.py:g")  # a batch added
+    held = [reader.knn(q, 15, quantized=False) for q in queries]
+    grown = table._MATRICES[name][2]
+    assert grown.shape == (250, 64) and np.shares_memory(grown, first) is False
+    assert np.array_equal(grown[:200], first)  # the old rows kept, the new ones appended
+    assert held == [fresh(q) for q in queries]
+
+    store.upsert([("func:a.py:f3", "hash-changed", queries[1])])  # replaced: the copy is read again
+    assert reader.knn(queries[1], 1, quantized=False)[0][0] == "func:a.py:f3"
+    assert [reader.knn(q, 15, quantized=False) for q in queries] == [fresh(q) for q in queries]
+    store.delete(["func:a.py:f3"])
+    assert reader.knn(queries[1], 1, quantized=False)[0][0] != "func:a.py:f3"
+    fill(store, unit(rng.standard_normal((10, 64))), prefix="func:c.py:h")
+    assert [reader.knn(q, 15, quantized=False) for q in queries] == [fresh(q) for q in queries]
+    reader.conn.close()

@@ -176,7 +176,8 @@ def names_first(store: Store, query: str, hits: list[Hit], limit: int,
     """`hits` (a ranked search's, best first) with the definitions the query names moved to the
     top (`definitions`'s order), at most `limit` hits. A name that is the whole query brings all its
     definitions; a name inside a short phrase only when it has at most MIXED_MAX_DEFINITIONS
-    outside tests. Everything else keeps its order."""
+    outside tests. Everything else keeps its order. A definition moved up is scored 1/its place
+    among them (`scored_by` "name"): the caller makes that a probability with the others."""
     names = named_in(query)
     if not names:
         return hits
@@ -192,7 +193,6 @@ def names_first(store: Store, query: str, hits: list[Hit], limit: int,
     if not first:
         return hits
     by_id = {h.entity.id: h for h in hits}
-    top = max((h.score for h in hits), default=1.0)
     out: list[Hit] = []
     seen: set[str] = set()
     for row in first:
@@ -202,7 +202,10 @@ def names_first(store: Store, query: str, hits: list[Hit], limit: int,
         had = by_id.get(row.id)
         streams = dict(had.streams) if had else {}
         streams["name"] = len(out) + 1
-        out.append(replace(had, score=top, streams=streams) if had else Hit(row, top, streams))
+        # scored by its place among the name's definitions (nsccn.query.calibration reads it)
+        score = 1.0 / streams["name"]
+        out.append(replace(had, score=score, streams=streams, scored_by="name") if had
+                   else Hit(row, score, streams, "name"))
     out += [h for h in hits if h.entity.id not in seen]
     return out[:limit]
 

@@ -21,6 +21,7 @@ from nsccn.query import fusion
 from nsccn.query.fusion import Localization
 from nsccn.query.query_analysis import analyze_query
 from nsccn.ranking import Ranker
+from nsccn.query.calibration import probabilities
 from nsccn.store import Store
 from nsccn.query.streams import Hit
 
@@ -52,13 +53,15 @@ def search(store: Store, query: str, limit: int, ranker: Ranker | None, signals:
            kinds: tuple[str, ...] | None = None, embedder=None, rrf_k: int = fusion.RRF_K, diversity: float = 0.0,
            use_vectors: bool = True) -> list[Hit]:
     """Ranked entities for a query: the learned ranker's order when `ranker` is given, else the
-    fusion's (`signals` chooses its streams); `diversity` > 0 spreads them (`fusion.diversify`)."""
+    fusion's (`signals` chooses its streams); `diversity` > 0 spreads them (`fusion.diversify`).
+    Either way a hit's score is the probability that it is what the query sought
+    (`nsccn.query.calibration`)."""
     if ranker is None:
-        return fusion.search(store, query, limit=limit, signals=signals, embedder=embedder, kinds=kinds, rrf_k=rrf_k,
-                             diversity=diversity)
+        return probabilities(fusion.search(store, query, limit=limit, signals=signals, embedder=embedder, kinds=kinds,
+                                           rrf_k=rrf_k, diversity=diversity))
     wanted = max(limit, 40) if diversity else limit
-    hits = ranking.search(store, query, wanted, ranker, kinds=kinds, embedder=embedder, rrf_k=rrf_k,
-                          use_vectors=use_vectors)
+    hits = probabilities(ranking.search(store, query, wanted, ranker, kinds=kinds, embedder=embedder, rrf_k=rrf_k,
+                                        use_vectors=use_vectors))
     if diversity:
         from nsccn.vectors.semantic import entity_vectors  # numpy and the vector tables: only when asked
 

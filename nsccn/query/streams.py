@@ -27,10 +27,13 @@ class Hit:
     entity: EntityRow
     score: float
     streams: dict[str, int] = field(default_factory=dict)  # stream -> 1-based rank
+    # what gave `score`: "fusion" (the fused streams), "model" (the learned ranker's raw score), or
+    # "probability" (either, calibrated: nsccn.query.calibration)
+    scored_by: str = "fusion"
 
     def as_dict(self) -> dict:
         d = self.entity.brief()
-        d["score"] = round(self.score, 6)
+        d["score"] = round(self.score, 4)  # as MCP shows it
         d["matched_by"] = self.streams
         return d
 

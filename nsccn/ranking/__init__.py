@@ -332,13 +332,16 @@ def localize(store: Store, query: str, ranker: Ranker, limit: int = 50, embedder
 def search(store: Store, query: str, limit: int, ranker: Ranker, kinds: tuple[str, ...] | None = None,
            embedder=None, rrf_k: int = RRF_K, use_vectors: bool = True) -> list[Hit]:
     """Ranked entities for `search`: the function candidates in the learned order, then the rest
-    of what the fusion matched (modules, nested definitions) in its order. Scores are 1/rank, so
-    relevance stays positive for MMR (`fusion.diversify`)."""
+    of what the fusion matched (modules, nested definitions) in its order. A candidate's score is
+    the model's raw score (`scored_by` "model"), the rest keep the fusion's; the query path turns
+    both into probabilities (`nsccn.query.calibration`)."""
     fusion, vector = featurize(store, query, embedder=embedder, use_vectors=use_vectors and ranker.reads("vectors"),
                                rrf_k=rrf_k)
     cands = candidates(store, query, fusion, vector)
     _, fn_scores = ranker.score(cands)
     ordered = order(cands.functions, fn_scores, [])
+    model_score = {eid: float(fn_scores[i]) for i, eid in enumerate(cands.functions)}
+    fused = {h.entity.id: h.score for h in fusion.hits}
     streams: dict[str, dict[str, int]] = {}
     for h in fusion.hits:
         for eid in (h.entity.id, fusion.outer.get(h.entity.id)):
@@ -357,7 +360,10 @@ def search(store: Store, query: str, limit: int, ranker: Ranker, kinds: tuple[st
         row = rows[eid]
         if kinds and row.kind not in kinds:
             continue
-        hits.append(Hit(row, 1.0 / (len(hits) + 1), streams.get(eid, {})))
+        if eid in model_score:
+            hits.append(Hit(row, model_score[eid], streams.get(eid, {}), "model"))
+        else:
+            hits.append(Hit(row, fused.get(eid, 0.0), streams.get(eid, {}), "fusion"))
         if len(hits) >= limit:
             break
     return hits

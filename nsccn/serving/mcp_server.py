@@ -107,11 +107,17 @@ class ArgumentErrors(Middleware):
                 props = (tool.parameters or {}).get("properties", {}) if tool else {}
             except Exception:
                 pass
-            parts = []
+            parts, own = [], []
             errors = cause.errors() if isinstance(cause, PydanticValidationError) else []
+            declared = {p.name: p for t in MCP_TOOLS if t.name == name for p in t.mcp_params}
             for err in errors:
                 loc = [str(x) for x in err.get("loc", ()) if not isinstance(x, int)]
                 param = loc[-1] if loc else "?"
+                p = declared.get(param)
+                if p is not None and p.type in (int, float) and err.get("type") not in (
+                        "missing", "missing_argument", "extra_forbidden", "unexpected_keyword_argument"):
+                    own.append(p.type_message(err.get("input"), self.server._nsccn.cap))  # as the command line says it
+                    continue
                 if err.get("type") in ("missing", "missing_argument"):
                     what = "is required"
                 elif err.get("type") in ("extra_forbidden", "unexpected_keyword_argument"):
@@ -120,6 +126,9 @@ class ArgumentErrors(Middleware):
                     what = f"{err.get('msg', 'is invalid').lower()} (got {said(err.get('input'))})"
                 desc = props.get(param, {}).get("description")
                 parts.append(f"{param} {what}" + (f"; expected {desc}" if desc else ""))
+            if own and not parts:
+                raise _user_error("; ".join(own)) from None
+            parts = own + parts
             msg = f"invalid arguments for {name}: " + ("; ".join(parts) if parts else str(exc).splitlines()[0])
             raise _user_error(msg) from None
 

@@ -19,13 +19,15 @@ from nsccn.serving.escape import one_line
 from nsccn.model import split_entity_id
 from nsccn.query import name_query
 from nsccn.query.name_query import names_first
+from nsccn.query.calibration import probabilities
 from nsccn.query.query_analysis import analyze_query, capped_note
 from nsccn.query.streams import bm25_stream
 from nsccn.store import RESOLVE_PENDING, EntityRow, IndexMissing, IndexOutdated, Store
 from nsccn.tokens import count_tokens, truncate_to_tokens
 from nsccn.reading.repofile import PathOutsideRepository, UnreadableFile, repository_path, safe_path, stat_file
 from nsccn.errors import ArgumentError, NavigatorError, NoIndex, said  # noqa: F401  (the Navigator's errors)
-from nsccn.vocab import MAX_CONTEXT_LINES, MAX_LOCALIZE, MAX_SEARCH
+from nsccn.serving import params
+from nsccn.vocab import MAX_LOCALIZE, MAX_SEARCH
 from nsccn.serving.window import read_source, relocate, window_of_lines
 
 
@@ -64,6 +66,11 @@ class Navigator:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+    def _check(self, declared: tuple[params.Param, ...], **values) -> None:
+        """The arguments against the tools' declarations (nsccn.serving.params): what the MCP
+        server and the command line check, with the same messages."""
+        params.check(declared, int(self.config.result_token_cap), **values)
 
     # -- lookups -----------------------------------------------------------------------------
 
@@ -135,14 +142,7 @@ class Navigator:
     def search(
         self, query: str, limit: int = 10, offset: int = 0, kinds: list[str] | None = None, diversity: float = 0.0
     ) -> dict:
-        if not isinstance(query, str) or not query.strip():
-            raise NavigatorError("query is empty: give a name, a phrase or a bug report")
-        if not 1 <= limit <= self.MAX_SEARCH:
-            raise NavigatorError(f"limit must be between 1 and {self.MAX_SEARCH}, not {limit}")
-        if offset < 0:
-            raise NavigatorError(f"offset must be 0 or more, not {offset}")
-        if isinstance(diversity, bool) or not isinstance(diversity, (int, float)) or not 0 <= diversity <= 1:
-            raise NavigatorError(f"diversity must be a number between 0 (plain ranking) and 1, not {said(diversity)}")
+        self._check(params.SEARCH, query=query, limit=limit, offset=offset, kinds=kinds, diversity=diversity)
         from nsccn.query import search as search_mod  # numpy and the model: only for the queries that rank
 
         vectors, vectors_note = self.vectors()
@@ -151,7 +151,7 @@ class Navigator:
         hits = search_mod.search(self.store, query, limit + offset, ranker, signals=signals,
                                  kinds=tuple(kinds) if kinds else None, embedder=self.embedder,
                                  rrf_k=self.config.rrf_k, diversity=float(diversity), use_vectors=vectors is not None)
-        hits = names_first(self.store, query, hits, limit + offset, tuple(kinds) if kinds else None)
+        hits = probabilities(names_first(self.store, query, hits, limit + offset, tuple(kinds) if kinds else None))
         results = [h.as_dict() for h in hits[offset : offset + limit]]
         out = {"query": query, "results": results, "signals": sorted(signals), "ranking": which, "vectors": vectors}
         if vectors_note:
@@ -168,10 +168,7 @@ class Navigator:
         functions, best first, by the ranking the localization benchmark measures as `default`:
         the learned ranker (`nsccn.ranking`) over every signal the index has, or the hand-tuned
         fusion (`fusion.localize`) when no usable model is there (the answer says which)."""
-        if not isinstance(report, str) or not report.strip():
-            raise NavigatorError("report is empty: paste the bug report, traceback or task description")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= self.MAX_LOCALIZE:
-            raise NavigatorError(f"limit must be between 1 and {self.MAX_LOCALIZE}, not {said(limit)}")
+        self._check(params.LOCALIZE, report=report, limit=limit)
         from nsccn.query import search as search_mod  # numpy and the model: only for the queries that rank
 
         vectors, vectors_note = self.vectors()
@@ -211,10 +208,7 @@ class Navigator:
             target.unlink(missing_ok=True)
             return {"model": None, "removed": str(target) if existed else None,
                     "ranking": ranking.active_ranker(self.db_path.parent)[1]}
-        if not 10 <= commits <= 5000:
-            raise NavigatorError(f"commits must be between 10 and 5000, not {commits}")
-        if not 1 <= rounds <= 1000:
-            raise NavigatorError(f"rounds must be between 1 and 1000, not {rounds}")
+        self._check(params.TRAIN_RANKER, commits=commits, rounds=rounds)
         if history.commit_count(self.store) == 0:
             raise NavigatorError("the index holds no git history: index a git work tree (`nsccn index`) first")
         try:
@@ -310,13 +304,8 @@ class Navigator:
         relations: list[str] | None = None,
         min_confidence: float = 0.0,
     ) -> dict:
+        self._check(params.TRACE, direction=direction, depth=depth, relations=relations, min_confidence=min_confidence)
         row = self.entity(entity_id)
-        if relations:
-            bad = [r for r in relations if r not in graph.DIRECTION_RELATIONS["all"] + ("CONTAINS",)]
-            if bad:
-                raise NavigatorError(f"unknown relations {said(bad)}; known: {list(graph.DIRECTION_RELATIONS['all'])}")
-        if not 0.0 <= min_confidence <= 1.0:
-            raise NavigatorError(f"min_confidence must be between 0 and 1, not {min_confidence}")
         try:
             out = graph.trace(self.store, row.id, direction, depth, relations, min_confidence)
         except ValueError as exc:
@@ -327,9 +316,8 @@ class Navigator:
         return self._with_unresolved(out)
 
     def window(self, entity_id: str, context_lines: int = 5) -> dict:
+        self._check(params.WINDOW, context_lines=context_lines)
         row = self.entity(entity_id)
-        if isinstance(context_lines, bool) or not isinstance(context_lines, int) or not 0 <= context_lines <= MAX_CONTEXT_LINES:
-            raise NavigatorError(f"context_lines must be between 0 and {MAX_CONTEXT_LINES}, not {said(context_lines)}")
         data, digest = self._read_indexed(row.path)
         start, end = row.start_line, row.end_line
         stale = None
@@ -410,10 +398,7 @@ class Navigator:
     # -- beyond the specification ---------------------------------------------------------------
 
     def find_symbol(self, name: str, limit: int = 20) -> dict:
-        if not isinstance(name, str) or not name.strip():
-            raise NavigatorError("name is empty")
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise NavigatorError(f"limit must be 1 or more, not {limit!r}")
+        self._check(params.SYMBOL, name=name, limit=limit)
         name = name.strip()
         parts = name_query.name_parts(name)  # bare, qualified, dotted, `Foo::bar`, re-exported: best first
         rows = name_query.definitions(self.store, parts) if parts else self.store.entities_named(name)
@@ -423,20 +408,20 @@ class Navigator:
             raise NavigatorError(f"no definition named {said(name)}", close)
         return {"name": name, "definitions": [r.brief() for r in rows[:limit]], "total": len(rows)}
 
-    def find_references(self, entity_id: str, limit: int = 100) -> dict:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise NavigatorError(f"limit must be 1 or more, not {limit!r}")
+    def find_references(self, entity_id: str, limit: int = params.named(params.REFERENCES, "limit").default,
+                        offset: int = 0) -> dict:
+        self._check(params.REFERENCES, limit=limit, offset=offset)
         row = self.entity(entity_id)
         edges = [e for e in self.store.edges_to(row.id) if e.relation != "CONTAINS"]
         edges.sort(key=lambda e: (-e.confidence, e.path, e.line))
         refs = [
             {"from": e.source, "relation": e.relation, "file": e.path, "line": e.line,
              "confidence": round(e.confidence, 3), "resolution": e.resolution}
-            for e in edges[:limit]
+            for e in edges[offset : offset + limit]
         ]
         out = {"entity_id": row.id, "references": refs, "total": len(edges)}
-        if len(edges) > limit:
-            out["more"] = f"{len(edges) - limit} more; raise limit"
+        if len(edges) > offset + limit:
+            out["more"] = f"{len(edges) - offset - limit} more; raise limit (at most {params.MAX_REFS_LIMIT}) or offset"
         return self._with_unresolved(out)
 
     def impact(self, staged: bool = False, base: str | None = None, commit: str | None = None,
@@ -450,11 +435,7 @@ class Navigator:
                  if v not in (None, False)]
         if len(given) > 1:
             raise NavigatorError(f"give one change at a time, not {' and '.join(given)}")
-        for name, value, lo in (("depth", depth, 1), ("test_depth", test_depth, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= graph.MAX_DEPTH:
-                raise NavigatorError(f"{name} must be between {lo} and {graph.MAX_DEPTH}, not {said(value)}")
-        if isinstance(min_confidence, bool) or not isinstance(min_confidence, (int, float)) or not 0 <= min_confidence <= 1:
-            raise NavigatorError(f"min_confidence must be between 0 and 1, not {said(min_confidence)}")
+        self._check(params.IMPACT, depth=depth, test_depth=test_depth, min_confidence=min_confidence)
         store = self.store  # no index: say so before reading any change
         if diff is not None:
             change = changes.from_text(self.root, diff, self.config.max_file_size)
@@ -474,6 +455,7 @@ class Navigator:
         return self._with_unresolved(out)
 
     def repo_map(self, max_tokens: int = 1024, focus: list[str] | None = None) -> dict:
+        self._check(params.REPO_MAP, max_tokens=max_tokens)
         try:
             from nsccn.indexing.repomap import repo_map  # numpy: loaded by the commands that need it
 
@@ -483,8 +465,7 @@ class Navigator:
 
     def assemble_context(self, query: str, max_tokens: int = 8000) -> dict:
         """The best entities' code, their neighbours' signatures and a map slice, within max_tokens."""
-        if max_tokens < 200:
-            raise NavigatorError("max_tokens must be at least 200")
+        self._check(params.CONTEXT, query=query, max_tokens=max_tokens)
         found = self.search(query, limit=10)["results"]
         parts: list[str] = []
         used = 0

@@ -2,10 +2,12 @@
 and the text rendering, for the MCP server (nsccn.serving.mcp_server) and the command line (nsccn.cli),
 which are both built from `TOOLS`.
 
-A tool is a class (as circus's commands are): `params` are its MCP parameters (type, description,
-default, limits: the input schema is made from them, and they are checked before the call, so a
-bad value gets a message naming the valid range); `cli` are its command-line arguments, spelled
-the command line's way; `answer(ctx, req)` is the MCP answer (text for the model, the same data
+A tool is a class (as circus's commands are): `params` are its parameters, declared in
+nsccn.serving.params (type, description, default, limits, the command line's spelling): the MCP
+input schema and the command's options are made from them, and both fronts check a call against
+them before it runs (as the Navigator checks its own calls), so a bad value gets the same message
+naming the valid range through either; `cli` are the command's own arguments besides them (how it
+reads or prints); `answer(ctx, req)` is the MCP answer (text for the model, the same data
 structured), `run(nav, args)` the command's call and printout. A bad argument raises
 `ArgumentError`; a tool that cannot answer, `NavigatorError` (no index: `NoIndex`).
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 import json
 import posixpath
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -25,8 +27,9 @@ from nsccn.errors import ArgumentError, NavigatorError, said
 from nsccn.serving.escape import block, one_line
 from nsccn.serving.render import echo, fit, note_lines, render_json, short
 from nsccn.tokens import count_tokens, truncate_to_tokens
-from nsccn.vocab import DIRECTIONS, KINDS as ENTITY_KINDS, MAX_CONTEXT_LINES, MAX_DEPTH, MAX_LOCALIZE, RELATIONS
-from nsccn.vocab import MAX_SEARCH as MAX_SEARCH_LIMIT
+from nsccn.serving import params as P
+from nsccn.serving.params import CAP, MIN_CONTEXT_TOKENS, MIN_MAP_TOKENS, REQUIRED, Param  # noqa: F401
+from nsccn.vocab import KINDS as ENTITY_KINDS
 
 if TYPE_CHECKING:  # the query stack: loaded by the commands that query, not to build the parser
     from nsccn.serving.navigator import Navigator
@@ -59,74 +62,17 @@ class AnswerContext(Protocol):
     def pipeline_status(self, fresh: bool = False) -> dict | None: ...
 
     def partial_note(self, vectors: bool = True) -> str | None: ...
-MAX_REFS_LIMIT = 500
-MAX_SYMBOL_LIMIT = 100
-MIN_MAP_TOKENS = 64
-MIN_CONTEXT_TOKENS = 200
 MAX_EDGE_LINES = 5  # line numbers listed per trace edge; `sites` counts them all
-REQUIRED = object()
-CAP = "cap"  # a bound or default that is the server's result_token_cap
 
 
-# -- parameters -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Param:
-    """One MCP parameter. `lo`/`hi` bound a number (advertised in the schema and checked here, so an
-    out-of-range value gets our message); `items` lists the valid items of a list (checked with
-    `items_message`); `check` False leaves the checks to the Navigator (its messages)."""
-
-    name: str
-    type: Any
-    description: str
-    default: Any = REQUIRED
-    lo: float | None = None
-    hi: float | str | None = None
-    items: tuple[str, ...] | None = None
-    enum: tuple[str, ...] | None = None  # a string's valid values (listed in the schema)
-    check: bool = True
-    empty: str | None = None  # a string that must not be blank: the message
-
-    def bounds(self, cap: int) -> tuple[float | None, float | None]:
-        return self.lo, cap if self.hi == CAP else self.hi
-
-    def default_for(self, cap: int) -> Any:
-        return self.default(cap) if callable(self.default) else self.default
-
-    def validate(self, value: Any, cap: int, tool: str) -> None:
-        if not self.check:
-            return
-        lo, hi = self.bounds(cap)
-        if self.empty is not None and (not isinstance(value, str) or not value.strip()):
-            raise ArgumentError(self.empty)
-        if self.enum is not None and value not in self.enum:
-            raise ArgumentError(f"{self.name} must be one of {list(self.enum)}, not {said(value)}")
-        if self.items is not None and value:
-            bad = [v for v in value if v not in self.items]
-            if bad:
-                label = "valid kinds" if self.name == "kinds" else "valid"
-                raise ArgumentError(f"unknown {self.name} {said(bad)}; {label}: {list(self.items)}")
-        if lo is None:
-            return
-        if self.type is int:
-            _check_int(self.name, value, int(lo), None if hi is None else int(hi))
-        elif self.type is float and (not isinstance(value, (int, float)) or not lo <= value <= hi):
-            raise ArgumentError(f"{self.name} must be between {lo:g} and {hi:g}, not {said(value)}")
-
-
-def _check_int(name: str, value: int, lo: int, hi: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgumentError(f"{name} must be an integer" + (f" between {lo} and {hi}" if hi is not None else f" >= {lo}"))
-    if value < lo or (hi is not None and value > hi):
-        rng = f"between {lo} and {hi}" if hi is not None else f"{lo} or more"
-        raise ArgumentError(f"{name} must be {rng}, not {said(value)}")
-    return value
+# -- command-line-only arguments --------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Arg:
-    """One command-line argument: argparse's flags (none: positional) and keywords."""
+    """A command-line argument that is no tool parameter (how the command reads or prints: a
+    report's file, --tokens, --syntax-errors): argparse's flags (none: positional) and keywords.
+    The tools' parameters are `Param`s (nsccn.serving.params), on both fronts."""
 
     flags: tuple[str, ...]
     dest: str | None = None
@@ -140,10 +86,6 @@ class Arg:
             parser.add_argument(*self.flags, **kw)
         else:
             parser.add_argument(self.dest, **kw)
-
-
-def positional(name: str, **kw) -> Arg:
-    return Arg((), name, kw)
 
 
 def option(*flags: str, **kw) -> Arg:
@@ -168,18 +110,41 @@ def positive_int(text: str) -> int:
 class Tool:
     name: str = ""  # the MCP tool (empty: the command line's only)
     description: str = ""
-    params: tuple[Param, ...] = ()
+    params: tuple[Param, ...] = ()  # both fronts' (a `Param` says when it is one front's only)
     command: str = ""  # the command-line command (empty: MCP only)
     help: str = ""
-    cli: tuple[Arg, ...] = ()
+    cli: tuple[Arg, ...] = ()  # the command line's own arguments, besides the parameters
     embeds_query = False  # the command embeds its query (with the running pipeline's embedder, when one runs)
+
+    @property
+    def mcp_params(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.mcp)
+
+    @property
+    def cli_params(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.cli is not None)
 
     def request(self, arguments: dict, cap: int) -> SimpleNamespace:
         """The MCP arguments, checked against the parameters' limits in their order."""
         req = SimpleNamespace(**arguments)
-        for p in self.params:
-            p.validate(getattr(req, p.name), cap, self.name)
+        for p in self.mcp_params:
+            p.validate(getattr(req, p.name), cap)
         return req
+
+    def add_cli(self, parser) -> None:
+        """The command's arguments: its parameters, then its own."""
+        for p in self.cli_params:
+            p.add_to(parser)
+        for arg in self.cli:
+            arg.add_to(parser)
+
+    def cli_request(self, args, cap: int) -> None:
+        """The command line's arguments as their parameters' types (defaults filled in), checked
+        against the same limits as an MCP call, in their order: the same message for a bad value."""
+        for p in self.cli_params:
+            setattr(args, p.name, p.from_cli(getattr(args, p.name), cap))
+        for p in self.cli_params:
+            p.validate(getattr(args, p.name), cap)
 
     def answer(self, ctx: AnswerContext, req) -> tuple[str, dict]:
         """The MCP answer: (text for the model, the same data structured)."""
@@ -198,25 +163,11 @@ class Search(Tool):
     description = (
         "Locate: find the entities (functions, methods, classes) a task or bug report is about, best first, "
         "by hybrid ranking (lexical BM25 + identifier/path/traceback analysis + vectors when available + call graph). "
-        "Use it first when you know what you want but not where it is; then trace_causal_path or open_surgical_window on an id."
+        "Use it first when you know what you want but not where it is; then trace_causal_path or open_surgical_window on an id. "
+        "A result's score is the estimated probability (0-1) that it is what you are looking for."
     )
-    params = (
-        Param("query", str, "a name, a phrase, or a whole bug report / traceback",
-              empty="query is empty: give a name, a phrase or a bug report"),
-        Param("limit", int, f"results to return (1-{MAX_SEARCH_LIMIT})", 10, lo=1, hi=MAX_SEARCH_LIMIT),
-        Param("offset", int, "skip this many results (paging)", 0, lo=0),
-        Param("kinds", list[str] | None, "only these kinds: module, class, func, method", None, items=ENTITY_KINDS),
-        Param("diversity", float, "0: plain ranking; up to 1: near-duplicates of results already listed give way "
-              "to other places (MMR)", 0.0, lo=0, hi=1, check=False),  # the Navigator's message
-    )
+    params = P.SEARCH
     help = "ranked entities for a query"
-    cli = (
-        positional("query"),
-        option("--limit", type=int, default=10),
-        option("--offset", type=int, default=0),
-        option("--diversity", type=float, default=0.0,
-               help="0 (default): plain ranking; up to 1: near-duplicates of listed hits give way (MMR)"),
-    )
     embeds_query = True
 
     def answer(self, ctx, req):
@@ -245,7 +196,7 @@ class Search(Tool):
         return text, build(k)
 
     def run(self, nav, args):
-        out = nav.search(args.query, limit=args.limit, offset=args.offset, diversity=args.diversity)
+        out = nav.search(args.query, limit=args.limit, offset=args.offset, kinds=args.kinds, diversity=args.diversity)
         stale = nav.stale_note(r["file"] for r in out["results"])
         if stale:  # in the answer itself, not only on stderr
             out["stale"] = stale
@@ -272,17 +223,9 @@ class Localize(Tool):
         "likely touches, best first (the ranking measured by NSCCN's localization benchmark: tests and docs demoted, "
         "hits rolled up to files and outermost functions). Then read_skeleton the files, open_surgical_window the functions."
     )
-    params = (  # checked by the Navigator (report first, then limit)
-        Param("report", str, "the issue / bug report / traceback / task, as written", check=False),
-        Param("limit", int, f"files and functions to list (1-{MAX_LOCALIZE})", 10, lo=1,
-              hi=MAX_LOCALIZE, check=False),
-    )
+    params = P.LOCALIZE
     help = "files and functions a bug report's fix most likely touches"
-    cli = (
-        positional("report", nargs="?", help="the report's text; `-` or nothing: read standard input"),
-        option("--file", help="read the report from this file"),
-        option("--limit", type=int, default=10, help=f"files and functions to list (1-{MAX_LOCALIZE})"),
-    )
+    cli = (option("--file", help="read the report from this file"),)
     embeds_query = True
 
     def answer(self, ctx, req):
@@ -307,8 +250,12 @@ class Localize(Tool):
         k, text = fit(max(len(functions), len(res["files"])), lambda k: render_json(build(k)), cap)
         return text, build(k)
 
+    def cli_request(self, args, cap):
+        args.report = _report_text(args)  # the argument, --file, or standard input
+        super().cli_request(args, cap)
+
     def run(self, nav, args):
-        out = nav.localize(_report_text(args), limit=args.limit)
+        out = nav.localize(args.report, limit=args.limit)
         if not args.json:
             print("files, most likely to change first:")
             for i, path in enumerate(out["files"], start=1):
@@ -332,13 +279,9 @@ class Skeleton(Tool):
         "count, typically 70-90% smaller than the file. Use it instead of reading a whole file to see what it defines; "
         "then open_surgical_window on the entity you need."
     )
-    params = (
-        Param("file_path", str, "path relative to the repository root, e.g. pkg/models.py (an absolute path inside it is taken too)"),  # see norm_path
-        Param("offset", int, "skip this many skeleton lines (to continue a cut skeleton)", 0, lo=0),
-    )
+    params = P.SKELETON
     help = "a file's signatures and docstrings, bodies elided"
     cli = (
-        positional("file"),
         option("--tokens", action="store_true", help="also count the skeleton's and the file's tokens "
                "(o200k_base; loading the tokenizer takes about a second)"),
     )
@@ -375,7 +318,7 @@ class Skeleton(Tool):
         return text, build(k)[1]
 
     def run(self, nav, args):
-        out = nav.skeleton(from_here(nav, args, args.file), tokens=args.tokens)
+        out = nav.skeleton(from_here(nav, args, args.file_path), tokens=args.tokens)
         if not args.json:
             print(block(out["skeleton"]), end="")
             if args.tokens:
@@ -394,23 +337,8 @@ class Trace(Tool):
         "Use it after search_and_rank to find the cause or impact of a change; ids starting ext:/var:/attr:/env:/config: "
         "are external symbols, variables, attributes and settings, not repository entities."
     )
-    params = (
-        Param("entity_id", str, "entity id, e.g. func:pkg/auth.py:validate_token, or any unambiguous name "
-              "(validate_token, auth.validate_token, pkg/auth.py:validate_token)"),
-        Param("direction", str, " | ".join(DIRECTIONS), "downstream", enum=DIRECTIONS),
-        Param("depth", int, f"max hops (1-{MAX_DEPTH})", 3, lo=1, hi=MAX_DEPTH),
-        Param("relations", list[str] | None, "follow only these relations: " + ", ".join(RELATIONS), None,
-              items=RELATIONS),
-        Param("min_confidence", float, "drop edges below this confidence (0-1)", 0.0, lo=0, hi=1),
-    )
+    params = P.TRACE
     help = "causal path from an entity"
-    cli = (
-        positional("entity_id"),
-        option("--direction", default="downstream", choices=list(DIRECTIONS)),
-        option("--depth", type=int, default=3),
-        option("--relation", action="append", help="follow only this relation (repeatable)"),
-        option("--min-confidence", type=float, default=0.0),
-    )
 
     def answer(self, ctx, req):
         cap = ctx.cap
@@ -462,7 +390,7 @@ class Trace(Tool):
         return text, build(k)
 
     def run(self, nav, args):
-        out = nav.trace(args.entity_id, args.direction, args.depth, args.relation or None, args.min_confidence)
+        out = nav.trace(args.entity_id, args.direction, args.depth, args.relations or None, args.min_confidence)
         if not args.json:
             _print_tree(out)
             print_notes(out, "stale", "unresolved")
@@ -475,16 +403,8 @@ class Window(Tool):
         "Examine: the exact numbered source lines of one entity (plus context_lines around it), straight from disk. "
         "Use it last, when you know which entity you need to read or edit, instead of reading the whole file."
     )
-    params = (
-        Param("entity_id", str, "entity id, e.g. method:pkg/models.py:User.save, or any unambiguous name "
-              "(User.save, pkg.models.User.save)"),
-        Param("context_lines", int, f"lines of context above and below (0-{MAX_CONTEXT_LINES})", 5, lo=0,
-              hi=MAX_CONTEXT_LINES),
-        Param("from_line", int | None, "start showing at this line number (to continue a cut window)", None, lo=1,
-              check=False),  # its upper bound is the entity's last line: checked once it is known
-    )
+    params = P.WINDOW
     help = "an entity's exact lines, numbered"
-    cli = (positional("entity_id"), option("--context", type=int, default=5))
 
     def answer(self, ctx, req):
         cap = ctx.cap
@@ -492,7 +412,7 @@ class Window(Tool):
         lo, hi = res["shown"]
         code_lines = res["code"].splitlines(keepends=True)
         if req.from_line is not None:
-            _check_int("from_line", req.from_line, lo, hi)
+            replace(P.named(self.params, "from_line"), lo=lo, hi=hi, check=True).validate(req.from_line, cap)
             code_lines = code_lines[req.from_line - lo:]
             lo = req.from_line
         base = {k: res[k] for k in ("entity_id", "file", "start", "end")}
@@ -521,7 +441,7 @@ class Window(Tool):
         return text, build(k)[1]
 
     def run(self, nav, args):
-        out = nav.window(args.entity_id, args.context)
+        out = nav.window(args.entity_id, args.context_lines)
         if not args.json:
             print(f"# {one_line(out['entity_id'])}  {one_line(out['file'])}:{out['start']}-{out['end']}")
             print(block(out["code"]), end="")
@@ -536,15 +456,8 @@ class RepoMap(Tool):
         "reference graph and cut to max_tokens; pass focus (entity ids or file paths) to centre it on a region. "
         "Use it first in an unfamiliar repository, or to see what surrounds the code you found."
     )
-    params = (
-        Param("max_tokens", int, f"token budget ({MIN_MAP_TOKENS}-{{cap}})", 1024, lo=MIN_MAP_TOKENS, hi=CAP),
-        Param("focus", list[str] | None, "entity ids or file paths to personalize the ranking toward", None),
-    )
+    params = P.REPO_MAP
     help = "ranked repository map within a token budget"
-    cli = (
-        option("--max-tokens", type=int, default=1024),
-        option("--focus", action="append", help="entity id or file path to center on (repeatable)"),
-    )
 
     def request(self, arguments, cap):
         req = super().request(arguments, cap)
@@ -585,13 +498,8 @@ class Symbol(Tool):
         "Look up where a name is defined: bare (save), qualified (User.save) or dotted module path "
         "(pkg.models.User); suggests close names when nothing matches. Use it when you already know the name."
     )
-    params = (
-        Param("name", str, "a function, class or method name, bare or qualified",
-              empty="name is empty: give a function, class or method name"),
-        Param("limit", int, f"definitions to return (1-{MAX_SYMBOL_LIMIT})", 20, lo=1, hi=MAX_SYMBOL_LIMIT),
-    )
+    params = P.SYMBOL
     help = "where a name is defined"
-    cli = (positional("name"),)
 
     def answer(self, ctx, req):
         cap = ctx.cap
@@ -611,7 +519,7 @@ class Symbol(Tool):
         return text, build(k)
 
     def run(self, nav, args):
-        out = nav.find_symbol(args.name)
+        out = nav.find_symbol(args.name, limit=args.limit)
         if not args.json:
             for d in out["definitions"]:
                 print(f"{one_line(d['id'])}  ({one_line(d['file'])}:{d['line']})\n    {one_line(d['signature'])}")
@@ -624,20 +532,13 @@ class References(Tool):
         "Every place that uses an entity: call sites, imports, subclasses, raises (file:line, the using entity, "
         "the edge's confidence and how it was resolved). Use it before changing a signature or behaviour."
     )
-    params = (
-        Param("entity_id", str, "entity id, e.g. func:pkg/auth.py:validate_token, or any unambiguous name "
-              "(validate_token, auth.validate_token, pkg/auth.py:validate_token)"),
-        Param("limit", int, f"references to return (1-{MAX_REFS_LIMIT})", 50, lo=1, hi=MAX_REFS_LIMIT),
-        Param("offset", int, "skip this many references (paging)", 0, lo=0),
-    )
+    params = P.REFERENCES
     help = "every call/import/inheritance site of an entity"
-    cli = (positional("entity_id"),
-           option("--limit", type=positive_int, default=100, help="references to list (1 or more)"))
 
     def answer(self, ctx, req):
         cap, offset = ctx.cap, req.offset
-        res = ctx.nav.find_references(req.entity_id, limit=offset + req.limit)
-        refs = res["references"][offset:]
+        res = ctx.nav.find_references(req.entity_id, limit=req.limit, offset=offset)
+        refs = res["references"]
         base = {"entity_id": res["entity_id"], "total": res["total"], "offset": offset}
         ctx.notes(base, [r["file"] for r in refs] + [res["entity_id"].split(":", 2)[1]], answer=res)
 
@@ -652,13 +553,16 @@ class References(Tool):
         return text, build(k)
 
     def run(self, nav, args):
-        out = nav.find_references(args.entity_id, limit=args.limit)
+        out = nav.find_references(args.entity_id, limit=args.limit, offset=args.offset)
         if not args.json:
             for r in out["references"]:
                 print(f"{one_line(r['file'])}:{r['line']}  {r['relation']}  from {one_line(r['from'])}  "
                       f"({r['resolution']}, {r['confidence']})")
             if not out["references"]:
                 print("no references")
+            if out.get("more"):  # the command line's own words, not the MCP parameter's
+                left = out["total"] - args.offset - len(out["references"])
+                print(f"  ... {left} more: run again with --offset {args.offset + args.limit}")
             print_notes(out, "unresolved")
         return out
 
@@ -671,24 +575,10 @@ class Impact(Tool):
         "and which tests reach it, with a command to run them, plus a short risk summary. The change: the working "
         "tree against HEAD (default), staged=true, base=<branch point, e.g. main>, commit=<rev>, or diff=<unified diff>."
     )
-    params = (  # one change at a time and the depths: checked by the Navigator (its messages)
-        Param("staged", bool, "the staged changes against HEAD", False),
-        Param("base", str | None, "the working tree against where it left this revision (e.g. main)", None),
-        Param("commit", str | None, "one commit against its first parent", None),
-        Param("diff", str | None, "a unified diff (git diff, diff -u) to analyze instead of git's", None),
-        Param("depth", int, f"hops of dependents listed (1-{MAX_DEPTH})", 3, lo=1, hi=MAX_DEPTH),
-        Param("min_confidence", float, "follow no edge below this confidence (0-1)", 0.0, lo=0, hi=1),
-        Param("offset", int, "skip this many impacted entities and tests (paging)", 0, lo=0),
-    )
+    params = P.IMPACT
     help = "what a change touches, what depends on it, and which tests to run"
     cli = (
-        option("--staged", action="store_true", help="the staged changes against HEAD"),
-        option("--base", metavar="REV", help="the working tree against where it left REV (e.g. main)"),
-        option("--commit", metavar="REV", help="one commit against its first parent"),
-        option("--diff", metavar="FILE", help="a unified diff to analyze: a file, or - for standard input"),
-        option("--depth", type=int, default=3, help=f"hops of dependents listed (1-{MAX_DEPTH})"),
-        option("--test-depth", type=int, default=8, help=f"hops a selected test may be from the change (0-{MAX_DEPTH})"),
-        option("--min-confidence", type=float, default=0.0, help="follow no edge below this confidence"),
+        option("--diff", dest="diff_file", metavar="FILE", help="a unified diff to analyze: a file, or - for standard input"),
         option("--limit", type=positive_int, default=30, help="impacted entities and tests printed (--json: all)"),
     )
 
@@ -723,7 +613,7 @@ class Impact(Tool):
         return text, build(k)
 
     def run(self, nav, args):
-        diff = _diff_text(args.diff) if args.diff is not None else None
+        diff = _diff_text(args.diff_file) if args.diff_file is not None else None
         out = nav.impact(staged=args.staged, base=args.base, commit=args.commit, diff=diff, depth=args.depth,
                          min_confidence=args.min_confidence, test_depth=args.test_depth)
         if not args.json:
@@ -738,14 +628,8 @@ class Context(Tool):
         "signatures, and a focused slice of the repository map, never over max_tokens. Use it when you want one "
         "answer to start from instead of several navigation calls."
     )
-    params = (
-        Param("query", str, "the task, question or bug report",
-              empty="query is empty: describe the task or paste the bug report"),
-        Param("max_tokens", int, f"token budget ({MIN_CONTEXT_TOKENS}-{{cap}})", lambda cap: min(8000, cap),
-              lo=MIN_CONTEXT_TOKENS, hi=CAP),
-    )
+    params = P.CONTEXT
     help = "token-budgeted context for a task"
-    cli = (positional("query"), option("--max-tokens", type=int, default=8000))
     embeds_query = True
 
     def answer(self, ctx, req):
@@ -860,9 +744,8 @@ def _print_field(key: str, value, indent: int = 0) -> None:
 class TrainRanker(Tool):
     command = "train-ranker"
     help = "adapt the learned ranker to this repository's own fix commits"
+    params = P.TRAIN_RANKER
     cli = (
-        option("--commits", type=int, default=300, help="newest fix commits to train on (10-5000)"),
-        option("--rounds", type=int, default=60, help="trees added to the shipped model (1-1000)"),
         option("--reset", action="store_true", help="remove the repository's model: back to the shipped one"),
         option("--force", action="store_true",
                help="write the adapted model even when it ranks the held-back fixes no better than the shipped one"),
@@ -1054,9 +937,9 @@ def mcp_signature(tool: Tool, cap: int) -> list[tuple[str, Any, Any]]:
         return value
 
     out = []
-    for p in tool.params:
+    for p in tool.mcp_params:
         description = p.description.replace("{cap}", str(cap))
-        if p.type == list[str] | None:
+        if p.is_list():
             item = Annotated[str, Field(json_schema_extra={"enum": list(p.items)})] if p.items else str
             ann = Annotated[list[item] | None, BeforeValidator(json_array), Field(description=description)]
         else:

@@ -57,8 +57,10 @@ SCHEMA_VERSION = 1
 _CHUNK = 900
 # Below the quantization threshold, exact search runs over the float vectors held in memory (one
 # matrix product: ~2 ms for 30k vectors, where vec0's scan of its chunks takes ~30 ms). The matrix
-# is cached per database file and reloaded when the vectors' generation (bumped by every write) moves.
-_MATRICES: dict[str, tuple[tuple, list[str], np.ndarray]] = {}
+# is cached per database file and brought up to date when the vectors' generation (bumped by every
+# write) moves: by reading only the rows added since, when no write since replaced or deleted one
+# (a bulk embedding only adds: a query then never re-reads the whole table behind it), else whole.
+_MATRICES: dict[str, tuple[tuple, list[str], np.ndarray, int]] = {}  # file -> key, ids, matrix, last rowid
 _MATRICES_LOCK = threading.Lock()
 _MATRICES_KEPT = 2
 
@@ -178,7 +180,7 @@ class VectorStore:
                 "INSERT OR REPLACE INTO vec_meta (key, value) VALUES (?, ?)",
                 [("model_id", model_id), ("dim", dim), ("schema", SCHEMA_VERSION)],
             )
-            self._bump()
+            self._bump(rewrote=True)
         self.model_id, self.dim = model_id, dim
         return changed
 
@@ -232,6 +234,7 @@ class VectorStore:
             existing = self._rowids([eid for eid, _, _ in items])
             rows: list[tuple[int, bytes, bytes]] = []  # rowid, vector, bits
             replaced: list[tuple[str, int, int]] = []
+            rewrote = False
             for (eid, th, _), cid, vec, b in zip(items, cache_ids, vecs, bits):
                 rowid = existing.get(eid)
                 if rowid is None:
@@ -246,6 +249,7 @@ class VectorStore:
                 self.conn.executemany("UPDATE vec_ids SET text_hash = ?, cache_id = ? WHERE rowid = ?", replaced)
                 # vec0 has no upsert; delete + insert keeps the rowid.
                 self.conn.executemany("DELETE FROM vec_index WHERE rowid = ?", [(r,) for _, _, r in replaced])
+                rewrote = True
             self.conn.executemany(
                 "INSERT INTO vec_index (rowid, embedding) VALUES (?, ?)", [(r, v) for r, v, _ in rows]
             )
@@ -254,8 +258,8 @@ class VectorStore:
             )
             n = self.count()
             if n >= CENTER_FIRST_AT and (center is None or n >= centered_at * CENTER_GROWTH):
-                self.recenter()
-            self._bump()
+                self.recenter()  # the bit vectors only: the float vectors stay
+            self._bump(rewrote=rewrote)
         return len(items)
 
     def recenter(self) -> None:
@@ -299,7 +303,7 @@ class VectorStore:
                 self.conn.execute(f"DELETE FROM vec_bits WHERE rowid IN ({_marks(len(chunk))})", chunk)
             self.conn.executemany("DELETE FROM vec_index WHERE rowid = ?", [(r,) for r in rowids])
             if rowids:
-                self._bump()
+                self._bump(rewrote=True)
         return len(rowids)
 
     def clear(self) -> None:
@@ -308,13 +312,19 @@ class VectorStore:
             return
         with self.conn:
             self.conn.execute("DELETE FROM vec_ids; DELETE FROM vec_bits; DELETE FROM vec_index;")
-            self._bump()
+            self._bump(rewrote=True)
 
-    def _bump(self) -> None:
-        """Count a change of the stored vectors: in-memory copies (`_matrix`) are reloaded."""
+    def _bump(self, rewrote: bool) -> None:
+        """Count a change of the stored vectors: in-memory copies (`_matrix`) are brought up to
+        date. `rewrote`: a vector was replaced or deleted (not only added): `rewritten` says at
+        which generation, and a copy older than it is read again whole."""
         self.conn.execute(
             "INSERT INTO vec_meta (key, value) VALUES ('generation', 1) "
             "ON CONFLICT (key) DO UPDATE SET value = value + 1"
+        )
+        self.conn.execute(
+            f"INSERT {'OR REPLACE' if rewrote else 'OR IGNORE'} INTO vec_meta (key, value) "
+            "SELECT 'rewritten', value FROM vec_meta WHERE key = 'generation'"
         )
 
     def prune_cache(self, keep_unreferenced: int = 100_000) -> int:
@@ -441,24 +451,33 @@ class VectorStore:
 
     def _matrix(self) -> tuple[list[str], np.ndarray] | None:
         """(entity ids, (n, dim) float matrix) of every stored vector, kept in memory per database
-        file until the vectors change; None for an in-memory database."""
+        file and brought up to date when the vectors change (only the rows added since, when
+        none was replaced or deleted since); None for an in-memory database."""
         name = self.conn.filename
         if not name:
             return None
+        join = "SELECT i.rowid, i.entity_id, c.vector FROM vec_ids i JOIN vec_cache c ON c.id = i.cache_id"
         with self.conn:  # one read transaction: the generation and the rows agree
-            gen = self.conn.execute("SELECT value FROM vec_meta WHERE key = 'generation'").fetchone()
-            key = (self.model_id, self.dim, gen[0] if gen else None)
+            meta = dict(self.conn.execute(
+                "SELECT key, value FROM vec_meta WHERE key IN ('generation', 'rewritten')").fetchall())
+            gen, rewritten = meta.get("generation"), meta.get("rewritten")
+            key = (self.model_id, self.dim, gen)
             held = _MATRICES.get(name)
             if held is not None and held[0] == key:
                 return held[1], held[2]
-            rows = self.conn.execute(
-                "SELECT i.entity_id, c.vector FROM vec_ids i JOIN vec_cache c ON c.id = i.cache_id"
-            ).fetchall()
-        ids = [eid for eid, _ in rows]
-        matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32).reshape(len(rows), self.dim)
+            grows = (held is not None and held[0][:2] == key[:2] and None not in (gen, rewritten, held[0][2])
+                     and rewritten <= held[0][2] < gen)  # only additions since the copy was read
+            rows = self.conn.execute(join + (" WHERE i.rowid > ?" if grows else ""),
+                                     (held[3],) if grows else ()).fetchall()
+        added = np.frombuffer(b"".join(blob for _, _, blob in rows), dtype=np.float32).reshape(len(rows), self.dim)
+        last = max((r for r, _, _ in rows), default=held[3] if grows else 0)
+        if grows:
+            ids, matrix = held[1] + [eid for _, eid, _ in rows], np.concatenate([held[2], added])
+        else:
+            ids, matrix = [eid for _, eid, _ in rows], added
         with _MATRICES_LOCK:
             _MATRICES.pop(name, None)
-            _MATRICES[name] = (key, ids, matrix)
+            _MATRICES[name] = (key, ids, matrix, last)
             while len(_MATRICES) > _MATRICES_KEPT:
                 _MATRICES.pop(next(iter(_MATRICES)))
         return ids, matrix

@@ -1,0 +1,169 @@
+#!/usr/bin/env python
+"""Do queries wait behind bulk work? search and localize latency through `nsccn serve` while its
+pipeline builds a large repository's index from nothing (parsing, writing, embedding in the
+writer), then the same queries once it is idle.
+
+    python benchmarks/query_during_index.py --repo DIR [--idle 30] [--gap 0.2] [--out FILE.json]
+
+DIR is a checkout (e.g. the sympy tree: `git --git-dir=/work/.mirror/sympy+sympy/repo archive HEAD
+| tar -x -C DIR`); its index (DIR/.nsccn) is removed first, so the build is cold. The client is a
+real MCP client (fastmcp) over stdio, as an agent is: `nsccn serve DIR`. While the pipeline
+builds, it asks one query after another (`--gap` seconds apart), cycling through a name search
+(the fusion), a phrase search (the learned ranker) and a bug report (localize_issue), and asks
+`index_status` between them to know the phase; once the index is complete (no files or vectors
+pending), `--idle` more rounds of the same queries. Beside each call's wall time, the CPU time
+the server process spent on it (/proc: 10 ms ticks, so read the means): on a busy machine the
+wall time also counts waiting for a core, the CPU time only the call's own work. The first call of the session is reported
+apart (it pays for loading what a query needs). Reported per tool: p50 / p90 / max while
+building and idle, and their ratio. A query answered while the index is partial is faster or
+slower for having less to rank, so a ratio near 1 is the aim, not an exact measure of waiting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+
+NSCCN = Path(sys.executable).parent / "nsccn"
+QUERIES = [
+    ("search_and_rank", {"query": "Matrix", "limit": 10}),
+    ("search_and_rank", {"query": "simplify a trigonometric expression with square roots", "limit": 10}),
+    ("localize_issue", {"report": "integrate(exp(-x**2), (x, -oo, oo)) returns an unevaluated Integral instead "
+                                  "of sqrt(pi) when x is declared real", "limit": 10}),
+]
+
+
+def percentile(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    if not xs:
+        return float("nan")
+    k = (len(xs) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def server_pid() -> int | None:
+    """The `nsccn serve` process this client started (it answers the MCP calls)."""
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if ppid == os.getpid() and b"serve" in (d / "cmdline").read_bytes():
+                    return int(d.name)
+            except (OSError, ValueError, IndexError):
+                continue
+    return None
+
+
+def cpu_s(pid: int | None) -> float:
+    """CPU seconds (user + system) the process has used: what a call cost it, whatever else ran."""
+    if pid is None:
+        return float("nan")
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def building(status: dict) -> bool:
+    live = status.get("pipeline") or {}
+    return (live.get("state") == "indexing" or (live.get("files_pending") or 0) > 0
+            or (live.get("vectors_pending") or 0) > 0 or not status.get("indexed"))
+
+
+async def run(repo: Path, idle_rounds: int, gap: float, timeout_s: float) -> dict:
+    transport = StdioTransport(command=str(NSCCN), args=["serve", str(repo)], cwd=str(repo),
+                               env={**os.environ, "NSCCN_LOG_LEVEL": "WARNING"})
+    samples: list[dict] = []
+    started = time.monotonic()
+    async with Client(transport, timeout=timeout_s) as c:
+        pid = server_pid()
+        phase, i, idle_left, last_status = "building", 0, None, {}
+        while True:
+            t0 = time.perf_counter()
+            st = (await c.call_tool_mcp("index_status", {})).structured_content or {}
+            status_s = time.perf_counter() - t0
+            last_status = st
+            phase = "building" if building(st) else "idle"
+            if phase == "idle" and idle_left is None:
+                idle_left = idle_rounds * len(QUERIES)
+            tool, args = QUERIES[i % len(QUERIES)]
+            t0, c0 = time.perf_counter(), cpu_s(pid)
+            r = await c.call_tool_mcp(tool, args)
+            took, cpu = time.perf_counter() - t0, cpu_s(pid) - c0
+            data = r.structured_content or {}
+            live = st.get("pipeline") or {}
+            samples.append({"i": i, "tool": tool, "query": i % len(QUERIES), "phase": phase, "s": took, "cpu_s": cpu,
+                            "status_s": status_s, "error": bool(r.is_error), "partial": bool(data.get("partial")),
+                            "t": time.monotonic() - started, "files": st.get("files"),
+                            "files_pending": live.get("files_pending"), "vectors_pending": live.get("vectors_pending")})
+            i += 1
+            if idle_left is not None:
+                idle_left -= 1
+                if idle_left <= 0:
+                    break
+            await asyncio.sleep(gap)
+    return {"samples": samples, "final_status": {k: last_status.get(k) for k in ("files", "entities", "vectors")}}
+
+
+def summarize(samples: list[dict]) -> dict:
+    first = samples[0]
+    out = {"first_call": {"tool": first["tool"], "s": round(first["s"], 3), "phase": first["phase"]}, "tools": {}}
+    rest = samples[1:]
+    for q, (tool, args) in enumerate(QUERIES):
+        row = {"tool": tool, "arguments": args}
+        for phase in ("building", "idle"):
+            xs = [s["s"] for s in rest if s["query"] == q and s["phase"] == phase and not s["error"]]
+            cpu = [s["cpu_s"] for s in rest if s["query"] == q and s["phase"] == phase and not s["error"]]
+            row[phase] = {"n": len(xs), "p50_ms": round(percentile(xs, 50) * 1000, 1),
+                          "cpu_mean_ms": round(sum(cpu) / max(1, len(cpu)) * 1000, 1),
+                          "p90_ms": round(percentile(xs, 90) * 1000, 1), "max_ms": round(max(xs, default=float("nan")) * 1000, 1)}
+        b, d = row["building"], row["idle"]
+        row["ratio_p50"] = round(b["p50_ms"] / d["p50_ms"], 2) if d["n"] and b["n"] else None
+        row["ratio_p90"] = round(b["p90_ms"] / d["p90_ms"], 2) if d["n"] and b["n"] else None
+        out["tools"][f"{q}:{tool}"] = row
+    out["errors"] = sum(s["error"] for s in samples)
+    out["building_s"] = round(max((s["t"] for s in samples if s["phase"] == "building"), default=0.0), 1)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repo", type=Path, required=True)
+    ap.add_argument("--idle", type=int, default=30, help="rounds of the queries once the index is complete")
+    ap.add_argument("--gap", type=float, default=0.2, help="seconds between two queries")
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds one call may take")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+    repo = args.repo.resolve()
+    subprocess_stop(repo)
+    shutil.rmtree(repo / ".nsccn", ignore_errors=True)  # cold: the whole build happens under the queries
+    res = asyncio.run(run(repo, args.idle, args.gap, args.timeout))
+    subprocess_stop(repo)  # the pipeline lingers after the session: end it
+    summary = summarize(res["samples"])
+    summary["final_status"] = res["final_status"]
+    print(json.dumps(summary, indent=1))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"summary": summary, **res}, indent=1) + "\n")
+    return 0
+
+
+def subprocess_stop(repo: Path) -> None:
+    import subprocess
+
+    subprocess.run([str(NSCCN), "stop", str(repo)], capture_output=True, timeout=60)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
