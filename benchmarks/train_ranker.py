@@ -205,6 +205,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--dev-weight", type=float, default=1.0,
                     help="each dev query weighs this much in training, a mined one 1")
     ap.add_argument("--ship", type=Path, help="train on everything and write the model here")
+    ap.add_argument("--ship-without", metavar="GROUP[+GROUP]",
+                    help="with --ship: the model trained without these feature groups (a same-data control)")
+    ap.add_argument("--ship-only", action="store_true",
+                    help="with --ship: no evaluation first (a model per seed for a held-out comparison)")
     ap.add_argument("--out", type=Path, help="write the table (metrics.md) and per-instance results here")
     args = ap.parse_args(argv)
     # Checked before any record is read or model trained: a mistyped group fails at once.
@@ -228,6 +232,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     dev, mined = ([restrict_expansion(r, args.expand, args.per_file) for r in recs] for recs in featured)
     print(f"{len(dev)} dev queries ({', '.join(sorted({r['repo'] for r in dev}))}), {len(mined)} mined"
           + (f", {len(vectors)} featured with vectors" if vectors else ""), file=sys.stderr)
+    if args.ship_only:
+        if not args.ship:
+            ap.error("--ship-only needs --ship")
+        return ship(args, dev, mined, vectors)
     t0 = time.perf_counter()
     results: dict[str, list[dict]] = {}
     ids = {r["instance_id"] for r in dev}
@@ -275,12 +283,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         (args.out / "metrics.md").write_text(text)
         (args.out / "results.json").write_text(json.dumps(
             {k: {"overall": aggregate(v), "instances": v} for k, v in (results | grouped).items()}, indent=1))
-    if args.ship:
-        ranker = fit(dev + mined + vectors, seed=args.seed, info={
-            "trained_on": "dev set + mined pairs" + (" + queries featured with vectors" if vectors else ""),
-            "dev_queries": len(dev), "mined_queries": len(mined), "vector_queries": len(vectors)})
-        save_ranker(ranker, args.ship)
-        print(f"model -> {args.ship} ({args.ship.stat().st_size / 1e6:.2f} MB)", file=sys.stderr)
+    return ship(args, dev, mined, vectors) if args.ship else 0
+
+
+def ship(args, dev: list[dict], mined: list[dict], vectors: list[dict]) -> int:
+    disabled = frozenset(args.ship_without.split("+")) if args.ship_without else frozenset()
+    ranker = fit(dev + mined + vectors, disabled=disabled, seed=args.seed, info={
+        "trained_on": "dev set + mined pairs" + (" + queries featured with vectors" if vectors else ""),
+        "dev_queries": len(dev), "mined_queries": len(mined), "vector_queries": len(vectors)})
+    save_ranker(ranker, args.ship)
+    print(f"model -> {args.ship} ({args.ship.stat().st_size / 1e6:.2f} MB)", file=sys.stderr)
     return 0
 
 
