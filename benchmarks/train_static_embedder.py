@@ -33,6 +33,10 @@ Steps of `build`, each cached in WORK where it is slow:
    texts): the settings were chosen that way, with `Textualize/rich` and `python-attrs/attrs` out.
 5. **Export**: int8 rows with a float scale per row (`StaticModel.save`).
 
+Cross-fitting (vectors for the ranker's training records that did not train on them): `build
+--vocab WORK/vocab-KEY.json --hold-out REPO ... --mined mined.jsonl --mirrors MIRRORS` leaves
+those repositories' pairs and corpus messages out (their code stays), with the shipped vocabulary.
+
 No dev-set repository (sympy, pytest, requests, flask) and none of the twelve held-out ones
 (`mine_history.HELD_OUT_REPOSITORIES`) is in the pairs or the corpus: `corpus` and `build` refuse them.
 """
