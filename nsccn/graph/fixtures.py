@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 
+from nsccn.languages.receivers import FIXTURE_DECORATOR
 from nsccn.store import EntityRow, Store
 
-FIXTURE_DECORATOR = re.compile(r"(?:pytest\.)?fixture\b(?P<args>\(.*)?", re.S)
 NAME_ARG = re.compile(r"\bname\s*=\s*['\"]([^'\"]+)['\"]")
 USES = re.compile(r"(?:pytest\.)?mark\.usefixtures\((?P<names>.*)\)", re.S)
 CONFIDENCE = 0.9  # the name matches; a fixture of the same name nearer the test would win (not modelled)
