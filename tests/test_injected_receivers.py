@@ -1,5 +1,6 @@
-"""Receivers typed by what a pytest fixture or a factory returns, and classes held in class
-attributes (issue 42's misses): a real parse of a small tree, a real index, a real impact walk."""
+"""Receivers typed by what a pytest fixture or a factory returns, classes held in class
+attributes, property reads as calls of their getter (issue 42's misses): a real parse of a small
+tree, a real index, a real impact walk."""
 
 from __future__ import annotations
 
@@ -18,6 +19,30 @@ FILES = {
         class Session:
             def __init__(self, data):
                 self.data = data
+
+            @property
+            def permanent(self):
+                return self.data.get("permanent", False)
+
+
+        class Holder:
+            def __init__(self):
+                self.session = Session({})
+
+            @property
+            def flag(self):
+                return self.session.permanent
+
+            def plain(self):
+                return self.flag, self.session.data
+
+
+        def reader(s: Session):
+            return s.permanent
+
+
+        def unknown(other):
+            return other.permanent
 
 
         class Interface:
@@ -174,3 +199,15 @@ def test_a_test_reaches_a_change_through_its_fixture(indexed):
     tests = {t["id"]: t["reason"] for t in out["tests"]}
     assert tests["func:tests/test_run.py:test_invoke"].startswith(
         "func:tests/test_run.py:test_invoke -CALLS(0.9)-> method:src/pkg/runner.py:Runner.invoke"), tests
+
+
+def test_a_property_read_on_a_known_type_calls_its_getter(indexed):
+    _, edges = indexed
+    run = "src/pkg/runner.py:"
+    getter = f"method:{run}Session.permanent"
+    assert edges[(f"func:{run}reader", getter)].resolution == "typed+property"  # a typed parameter
+    assert edges[(f"method:{run}Holder.flag", getter)].resolution == "typed+property"  # a typed field
+    assert edges[(f"method:{run}Holder.plain", f"method:{run}Holder.flag")].resolution == "self+MRO+property"
+    # a plain attribute is no call; an unknown receiver (`other.permanent`) is no edge above a guess
+    assert not [e for (src, _), e in edges.items() if src == f"method:{run}Holder.plain" and e.target.endswith(".data")]
+    assert (f"func:{run}unknown", getter) not in edges

@@ -34,8 +34,8 @@ import sys
 from collections import defaultdict
 
 from nsccn.languages import query_language
-from nsccn.languages.receivers import (CONSTRUCTED, DECLARED, FIXTURE_DECORATOR, IMPL_OF, INJECTED, PREFIXES,
-                                      PYTHON_RETURN_TYPE, type_name)
+from nsccn.languages.receivers import (CONSTRUCTED, DECLARED, FIXTURE_DECORATOR, GETTER, IMPL_OF, INJECTED,
+                                      PREFIXES, PYTHON_RETURN_TYPE, type_name)
 from nsccn.languages.naming import Project, package_groups
 from nsccn.model import split_entity_id
 from nsccn.store import Store
@@ -46,6 +46,7 @@ _BUILTINS = frozenset(dir(builtins))
 PROJECT_LANGUAGES = frozenset(("go.mod", "tsconfig", "cargo"))  # files of facts, not code
 # Languages whose files call each other's definitions by name (a guess stays inside its family).
 FAMILIES = {"typescript": "javascript", "tsx": "javascript", "cpp": "c"}
+PROPERTY_DECORATORS = frozenset(("property", "cached_property", "abstractproperty"))  # a read runs the method
 TYPED_GUESSED_TYPE = 0.75  # the receiver's type named by a unique class name, not an import
 _PARTS = re.compile(r"[./:]+")  # the names in an import's target (`pkg.mod.f`, `./lib/tool`, `crate::m`)
 _ABSTRACT = re.compile(r"(?:^|\s)(?:interface|trait|protocol)\b")  # a type whose methods declare, not implement
@@ -125,6 +126,7 @@ class Resolver:
         self.order_bases(self._base_refs)
         self._conn = c  # signatures, read for the few functions whose return type a call needs
         self._returns: dict[str, str | None] = {}
+        self._properties: dict[str, bool] = {}
         self._returned_names: dict[str, set[str]] | None = None  # function -> what its returns build (RETURNS refs)
         self._return_patterns: dict[str, re.Pattern | None] = {}
         self._property_patterns: dict[str, re.Pattern | None] = {}
@@ -317,6 +319,8 @@ class Resolver:
             if len(parts) == 1:
                 return [(f"var:{path}:{target}", 1.0, "global")]
             return [(f"attr:{path}:{target}", 0.5, "receiver_unknown")]
+        if relation == "CALLS" and target.startswith(GETTER):
+            return self.getter(path, source, target[len(GETTER):], scope)
         if relation == "CALLS" and target.startswith(PREFIXES):
             return self.typed(path, source, target, scope)
         results = self.name(path, source, target, scope, relation)
@@ -367,6 +371,20 @@ class Resolver:
         if any(b.startswith("ext:") for cid, _ in classes for c in self.mro(cid) for b in self.bases.get(c, ())):
             return []  # the method comes from a base outside the repository
         return self.name(path, source, written, scope, "CALLS")
+
+    def getter(self, path: str, source: str, read: str, scope: str) -> list[tuple[str, float, str]]:
+        """`x.attr` read where x's type is known (typed, or `self`): the getter it runs when attr
+        is a property of that type (through its bases); a plain attribute, or a guess, gives none."""
+        found = self.typed(path, source, read, scope) if read.startswith(PREFIXES) else self.name(path, source, read, scope, "CALLS")
+        return [(t, conf, how + "+property") for t, conf, how in found
+                if how in ("typed", "self+MRO") and t.startswith("method:") and self._is_property(t)]
+
+    def _is_property(self, eid: str) -> bool:
+        if eid not in self._properties:
+            row = self._conn.execute("SELECT decorators FROM entities WHERE id=?", (eid,)).fetchone()
+            names = [d.strip().split("(")[0].rsplit(".", 1)[-1] for d in json.loads(row[0])] if row else []
+            self._properties[eid] = any(n in PROPERTY_DECORATORS for n in names)
+        return self._properties[eid]
 
     def _returned(self, path: str, source: str, callee: str, scope: str) -> str | None:
         """The class a function of ours declares it returns, one level deep: `x = make()` with

@@ -18,7 +18,8 @@ import tree_sitter as ts
 import tree_sitter_python
 
 from nsccn.reading.entity_bounds import head_lines
-from nsccn.languages.receivers import CALLED_RANK, DECLARED_RANK, FIXTURE_DECORATOR, INJECTED_RANK, Bindings, type_name
+from nsccn.languages.receivers import (CALLED_RANK, DECLARED_RANK, FIXTURE_DECORATOR, GETTER, INJECTED_RANK, PREFIXES,
+                                      Bindings, type_name)
 from nsccn.model import Entity, Ref, entity_id
 
 EXTENSIONS = (".py", ".pyi")
@@ -219,6 +220,7 @@ class PythonExtractor:
         self.module_globals: list[str] = []
         self._typing = Bindings()  # receiver types the source states (nsccn/languages/receivers.py)
         self._returns: list[tuple[str, str, str, int]] = []  # (function, "call"/"name", what it returns, line)
+        self._reads: dict[tuple[str, str], tuple[int, str]] = {}  # (function, `obj.attr` read) -> (line, class)
         self.error_lines: list[int] = []
         self.deep_lines: list[int] = []  # where a region nested too deeply to walk begins
         self._entity_fields: dict[str, dict] = {}
@@ -441,6 +443,8 @@ class PythonExtractor:
         if attr is not None:
             ident = _source_text(self._src, attr)
             scope.terms.append(ident)
+            if obj is not None and scope.kind in ("func", "method"):
+                self._attribute_read(node, obj, ident, scope)
             # `mod.CONST` may be a constant of another module of ours; the resolver decides.
             upper = ident.isupper() and _UPPER_CONST.match(ident)
             dotted = _expr_name(node, self._src) if upper else None  # O(chain): only when needed
@@ -620,6 +624,24 @@ class PythonExtractor:
             if ident is not None and ident.type == "identifier" and typ:
                 self._typing.local(scope.eid, _text(ident), typ, DECLARED_RANK, 0)
 
+    def _attribute_read(self, node: ts.Node, obj: ts.Node, attr: str, scope: _Scope) -> None:
+        """`x.attr` / `self.attr` / `self.f.attr` read, not called: it runs a getter when `attr` is a
+        property of x's type; kept, once a function, for `_typed_calls` to type."""
+        if obj.kind_id == _IDENTIFIER_KIND:
+            receiver = _source_text(self._src, obj)
+        elif obj.type == "attribute" and _source_text(self._src, obj).startswith("self."):
+            receiver = _expr_name(obj, self._src)
+            if receiver is None or receiver.count(".") != 1:
+                return
+        else:
+            return
+        parent = node.parent
+        if parent is not None and parent.type == "call" and parent.child_by_field_name("function") == node:
+            return  # a call: a CALLS reference already
+        key = (scope.eid, f"{receiver}.{attr}")
+        if key not in self._reads:
+            self._reads[key] = (node.start_point[0] + 1, scope.class_qualname)
+
     def _returned(self, node: ts.Node, scope: _Scope) -> None:
         """`return T(...)` / `return x` (x bound in the function) / `yield ...`: what a function
         returns when no annotation says (the resolver tells a class from a function); `?` for
@@ -650,10 +672,18 @@ class PythonExtractor:
             for name, value in list(held.items()):
                 if f"{cls}.{value}" in methods or not value:
                     del held[name]  # `alias = other_method`: `self.alias()` stays a self call
+        for (fid, read), (line, cls) in self._reads.items():
+            if read.startswith(("self.", "cls.")) and read.count(".") == 1:
+                target = read  # the class's own member, through its bases
+            else:
+                target = self._typing.rewrite(read, [fid, mod_id], cls, line - 1)
+                if not target.startswith(PREFIXES):
+                    continue  # a receiver of no known type: no getter to name
+            self.refs.append(Ref(fid, "CALLS", GETTER + target, line, cls))
         if not self._typing.locals and not self._typing.fields and not self._typing.held:
             return
         self.refs = [Ref(r.source, r.relation, self._typing.rewrite(r.target, [r.source, mod_id], r.scope, r.line - 1 if r.source != mod_id else None), r.line, r.scope)
-                     if r.relation == "CALLS" and "." in r.target and not r.target.startswith("super()") else r
+                     if r.relation == "CALLS" and "." in r.target and not r.target.startswith(("super()", GETTER)) else r
                      for r in self.refs]
 
     def _visit_raise(self, node: ts.Node, scope: _Scope) -> None:

@@ -23,6 +23,7 @@ DECLARED = "typed:"
 CONSTRUCTED = "typednew:"
 INJECTED = "typedfixture:"  # a test's or fixture's parameter: what the pytest fixture of that name returns
 PREFIXES = (DECLARED, CONSTRUCTED, INJECTED)
+GETTER = "getter:"  # `x.attr` read, not called: an edge only when attr is a property of x's known type
 FIXTURE_DECORATOR = re.compile(r"(?:pytest\.)?fixture\b(?P<args>\(.*)?", re.S)  # a decorator's text, `@` left off
 PYTHON_RETURN_TYPE = r"\)\s*->\s*(.+)$"  # `def make() -> Cart` (query languages: QueryLanguage.return_type)
 IMPL_OF = "impl "  # an INHERITS ref's scope for `impl Trait for Type` of a type of another file
