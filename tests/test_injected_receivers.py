@@ -45,6 +45,12 @@ FILES = {
             return other.permanent
 
 
+        class Case:
+            @property
+            def expected(self):
+                return 1
+
+
         class Interface:
             session_class = Session
             alias = Session
@@ -108,6 +114,21 @@ FILES = {
 
         def not_a_fixture():
             return Runner()
+        """,
+    "tests/test_cases.py": """
+        import pytest
+        from pkg.runner import Case
+
+        CASES = [Case(), Case()]
+
+
+        @pytest.mark.parametrize("case", CASES)
+        def test_case(case):
+            assert case.expected == 1
+
+
+        def test_unrelated():
+            assert True
         """,
     "tests/test_run.py": """
         from pkg.runner import either, gen_runner, make_runner
@@ -211,3 +232,21 @@ def test_a_property_read_on_a_known_type_calls_its_getter(indexed):
     # a plain attribute is no call; an unknown receiver (`other.permanent`) is no edge above a guess
     assert not [e for (src, _), e in edges.items() if src == f"method:{run}Holder.plain" and e.target.endswith(".data")]
     assert (f"func:{run}unknown", getter) not in edges
+
+
+def test_a_parametrized_test_reaches_what_its_module_builds(indexed):
+    root, _ = indexed
+    path = root / "src/pkg/runner.py"
+    text = path.read_text()
+    path.write_text(text.replace("return 1\n", "return 2 - 1\n", 1))  # Case.expected (the first `return 1`)
+    nav = Navigator(root)
+    try:
+        out = nav.impact()
+    finally:
+        nav.close()
+        path.write_text(text)
+    assert [c["id"] for c in out["changed"]] == ["method:src/pkg/runner.py:Case.expected"]
+    tests = {t["id"]: t["reason"] for t in out["tests"]}
+    # `case.expected`: no type, no edge; the module builds the cases parametrize hands the test
+    assert "PARAMETRIZES" in tests["func:tests/test_cases.py:test_case"], tests
+    assert "func:tests/test_cases.py:test_unrelated" not in tests

@@ -218,6 +218,9 @@ class Dependents:
                         out.append((over, "OVERRIDES", conf))
         for r in fixtures.consumers(store, row):
             out.append((r.id, "USES_FIXTURE", fixtures.CONFIDENCE))
+        if row.kind == "module" and is_test_path(row.path):
+            for r in fixtures.parametrized(store, row):
+                out.append((r.id, "PARAMETRIZES", fixtures.PARAMETRIZE_CONFIDENCE))
         return out
 
     def _bases(self, cls: str, depth: int = 4) -> list[tuple[str, float]]:
@@ -279,7 +282,9 @@ def walk(store: Store, seeds: dict[str, list[tuple[str, str, float]] | None], de
                 if conf < min_confidence or other in best:
                     continue
                 c = here.confidence * conf
-                if other not in nxt or c > nxt[other].confidence:
+                # of two paths as sure, one that calls beats one that imports (an import walks no further)
+                if other not in nxt or c > nxt[other].confidence or (
+                        c == nxt[other].confidence and relation != "IMPORTS" and _last_relation(nxt[other]) == "IMPORTS"):
                     nxt[other] = Reach(d, c, here.path + [(relation, round(conf, 3), other)])
         if len(best) + len(nxt) > max_nodes:
             keep = sorted(nxt.items(), key=lambda kv: -kv[1].confidence)[: max(0, max_nodes - len(best))]

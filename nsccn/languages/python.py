@@ -661,12 +661,15 @@ class PythonExtractor:
         """Calls on a name whose type the source states, as typed references (after the whole
         file: `self.x = T()` in `__init__` may come after the method that calls `self.x.m()`);
         what each function returns, as RETURNS references (never edges: the resolver reads them)."""
+        returned: set[tuple[str, str]] = set()
         for fid, how, what, line in self._returns:
             if how == "name":  # the type the name is bound to there, or `?`
                 kind, _, name = what.rpartition(":")
                 bound = self._typing.typed_local(fid, name, line)
                 what = f"{kind}:{bound or '?'}" if kind else bound or "?"
-            self.refs.append(Ref(fid, "RETURNS", what, line))
+            if (fid, what) not in returned:  # each thing a function returns once
+                returned.add((fid, what))
+                self.refs.append(Ref(fid, "RETURNS", what, line))
         methods = {e.qualname for e in self.entities if e.kind == "method"}
         for cls, held in self._typing.held.items():
             for name, value in list(held.items()):
