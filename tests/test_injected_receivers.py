@@ -51,6 +51,9 @@ FILES = {
                 return 1
 
 
+        DEFAULT_CASE = Case()
+
+
         class Interface:
             session_class = Session
             alias = Session
@@ -129,6 +132,11 @@ FILES = {
 
         def test_unrelated():
             assert True
+
+
+        def test_default():
+            from pkg.runner import DEFAULT_CASE
+            assert DEFAULT_CASE
         """,
     "tests/test_run.py": """
         from pkg.runner import either, gen_runner, make_runner
@@ -249,4 +257,6 @@ def test_a_parametrized_test_reaches_what_its_module_builds(indexed):
     tests = {t["id"]: t["reason"] for t in out["tests"]}
     # `case.expected`: no type, no edge; the module builds the cases parametrize hands the test
     assert "PARAMETRIZES" in tests["func:tests/test_cases.py:test_case"], tests
+    # a global the library's top-level code builds (`DEFAULT_CASE = Case()`), imported by a test
+    assert "-ASSIGNS(0.8)-> module:src/pkg/runner.py" in tests["func:tests/test_cases.py:test_default"], tests
     assert "func:tests/test_cases.py:test_unrelated" not in tests

@@ -19,6 +19,7 @@ path's confidence (the product of its edges').
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ MAX_NODES = 4_000  # entities one walk reaches at most
 MAX_CHANGED = 2_000  # changed entities mapped at most
 MEMBER_CONFIDENCE = 0.5  # a method's class: whoever builds or subclasses it may call the method
 DISPATCH_CONFIDENCE = 0.8  # a caller of the overridden method runs this override when self is the subclass
+GLOBAL_CONFIDENCE = 0.8  # a global its module's top-level code sets: not every one holds what that code built
 NESTED_CONFIDENCE = 0.8  # a nested function's enclosing one: it defines it, and mostly calls or registers it
 STATE_RELATIONS = ("READS_CONFIG",)  # who reads what a changed entity MUTATES
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -218,10 +220,19 @@ class Dependents:
                         out.append((over, "OVERRIDES", conf))
         for r in fixtures.consumers(store, row):
             out.append((r.id, "USES_FIXTURE", fixtures.CONFIDENCE))
-        if row.kind == "module" and is_test_path(row.path):
-            for r in fixtures.parametrized(store, row):
-                out.append((r.id, "PARAMETRIZES", fixtures.PARAMETRIZE_CONFIDENCE))
+        if row.kind == "module":
+            # its top-level code runs what the walk came from: the globals it sets may hold what that
+            # built (`cli = Group(...)`), and whoever imports one gets it
+            for name in self._globals(row.path):
+                out.append((f"var:{row.path}:{name}", "ASSIGNS", GLOBAL_CONFIDENCE))
+            if is_test_path(row.path):
+                for r in fixtures.parametrized(store, row):
+                    out.append((r.id, "PARAMETRIZES", fixtures.PARAMETRIZE_CONFIDENCE))
         return out
+
+    def _globals(self, path: str) -> list[str]:
+        row = self.store.conn.execute("SELECT module_globals FROM files WHERE path=?", (path,)).fetchone()
+        return json.loads(row[0]) if row and row[0] else []
 
     def _bases(self, cls: str, depth: int = 4) -> list[tuple[str, float]]:
         """The classes `cls` inherits from, nearest first (breadth-first), with the path's confidence."""
