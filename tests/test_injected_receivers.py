@@ -54,6 +54,10 @@ FILES = {
         DEFAULT_CASE = Case()
 
 
+        def wrap(fn):
+            return fn
+
+
         class Interface:
             session_class = Session
             alias = Session
@@ -132,6 +136,14 @@ FILES = {
 
         def test_unrelated():
             assert True
+
+
+        def test_decorated():
+            from pkg.runner import wrap
+
+            @wrap
+            def view():
+                return 1
 
 
         def test_default():
@@ -260,3 +272,12 @@ def test_a_parametrized_test_reaches_what_its_module_builds(indexed):
     # a global the library's top-level code builds (`DEFAULT_CASE = Case()`), imported by a test
     assert "-ASSIGNS(0.8)-> module:src/pkg/runner.py" in tests["func:tests/test_cases.py:test_default"], tests
     assert "func:tests/test_cases.py:test_unrelated" not in tests
+
+
+def test_a_decorator_written_as_a_name_is_a_call(indexed):
+    _, edges = indexed
+    e = edges[("func:tests/test_cases.py:test_decorated", "func:src/pkg/runner.py:wrap")]
+    assert e.resolution == "import" and e.line == 19
+    # `@property`: a builtin gives no edge; `@pytest.fixture`: a decorator of another package, an external one
+    assert not [k for k in edges if k[0] == "class:src/pkg/runner.py:Case"]
+    assert ("module:tests/conftest.py:tests.conftest", "ext:pytest.fixture") in edges

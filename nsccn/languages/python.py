@@ -303,6 +303,7 @@ class PythonExtractor:
                 for d in node.named_children:
                     if d.type == "decorator":
                         self._visit_expr(d, scope)
+                        self._decorator_call(d, scope)
                 self._visit_definition(definition, scope, node, decorators)
             return
         if t in ("function_definition", "class_definition"):
@@ -623,6 +624,15 @@ class PythonExtractor:
             typ = type_name(_text(annotation)) if annotation is not None else None
             if ident is not None and ident.type == "identifier" and typ:
                 self._typing.local(scope.eid, _text(ident), typ, DECLARED_RANK, 0)
+
+    def _decorator_call(self, decorator: ts.Node, scope: _Scope) -> None:
+        """`@stream_with_context` (a name, not a call) calls it with the function it decorates; the
+        enclosing scope makes that call (`@f(...)` is a call written out, already a reference)."""
+        expr = next(iter(decorator.named_children), None)
+        if expr is not None and expr.type in ("identifier", "attribute"):
+            name = _expr_name(expr, self._src)
+            if name and not name.endswith((".setter", ".getter", ".deleter")):
+                self._ref(scope, "CALLS", name, None, expr.start_point[0] + 1)
 
     def _attribute_read(self, node: ts.Node, obj: ts.Node, attr: str, scope: _Scope) -> None:
         """`x.attr` / `self.attr` / `self.f.attr` read, not called: it runs a getter when `attr` is a
