@@ -281,3 +281,18 @@ def test_a_decorator_written_as_a_name_is_a_call(indexed):
     # `@property`: a builtin gives no edge; `@pytest.fixture`: a decorator of another package, an external one
     assert not [k for k in edges if k[0] == "class:src/pkg/runner.py:Case"]
     assert ("module:tests/conftest.py:tests.conftest", "ext:pytest.fixture") in edges
+
+
+def test_a_changed_module_line_reaches_only_the_globals_it_sets(indexed):
+    root, _ = indexed
+    path = root / "src/pkg/runner.py"
+    text = path.read_text()
+    path.write_text("import os\n" + text)  # the module's top level changes; no global it sets does
+    nav = Navigator(root)
+    try:
+        out = nav.impact()
+    finally:
+        nav.close()
+        path.write_text(text)
+    assert "module:src/pkg/runner.py:src.pkg.runner" in [c["id"] for c in out["changed"]]
+    assert "func:tests/test_cases.py:test_default" not in {t["id"] for t in out["tests"]}

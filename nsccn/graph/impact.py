@@ -184,7 +184,8 @@ class Dependents:
             self._rows[eid] = self.store.entity(eid)
         return self._rows[eid]
 
-    def of(self, node: str) -> list[tuple[str, str, float]]:
+    def of(self, node: str, changed: bool = False) -> list[tuple[str, str, float]]:
+        """Who depends on `node`, one step (`changed`: node is what the change touched itself)."""
         store = self.store
         out: list[tuple[str, str, float]] = []
         for e in store.edges_to(node, ("CALLS", "INHERITS", "IMPORTS", "READS_CONFIG")):
@@ -220,14 +221,14 @@ class Dependents:
                         out.append((over, "OVERRIDES", conf))
         for r in fixtures.consumers(store, row):
             out.append((r.id, "USES_FIXTURE", fixtures.CONFIDENCE))
-        if row.kind == "module":
+        if row.kind == "module" and not changed:
             # its top-level code runs what the walk came from: the globals it sets may hold what that
             # built (`cli = Group(...)`), and whoever imports one gets it
             for name in self._globals(row.path):
                 out.append((f"var:{row.path}:{name}", "ASSIGNS", GLOBAL_CONFIDENCE))
-            if is_test_path(row.path):
-                for r in fixtures.parametrized(store, row):
-                    out.append((r.id, "PARAMETRIZES", fixtures.PARAMETRIZE_CONFIDENCE))
+        if row.kind == "module" and is_test_path(row.path):
+            for r in fixtures.parametrized(store, row):
+                out.append((r.id, "PARAMETRIZES", fixtures.PARAMETRIZE_CONFIDENCE))
         return out
 
     def _globals(self, path: str) -> list[str]:
@@ -287,7 +288,8 @@ def walk(store: Store, seeds: dict[str, list[tuple[str, str, float]] | None], de
         for node in frontier:
             if _last_relation(best[node]) == "IMPORTS":
                 continue  # an importer: the import alone runs nothing further
-            steps = seeds.get(node) if d == 1 and seeds.get(node) is not None else deps.of(node)
+            # a changed module's own globals are seeds of their own (the lines that set them)
+            steps = seeds.get(node) if d == 1 and seeds.get(node) is not None else deps.of(node, changed=d == 1)
             here = best[node]
             for other, relation, conf in steps:
                 if conf < min_confidence or other in best:
