@@ -247,13 +247,18 @@ def main() -> int:
     ap.add_argument("--out", help="write the per-commit results here (JSON)")
     ap.add_argument("--exclude", nargs="*", default=[], help="results (JSON) of earlier runs, or commit ids, left "
                     "out of the sample (a fresh sample after a change made looking at them)")
+    ap.add_argument("--replay", help="the commits of an earlier run's results (JSON), in its order, not a new "
+                    "sample: before and after a change on the same commits")
     args = ap.parse_args()
     mirror, work = Path(args.repo), Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     tree = work / "tree"
     seen = {r["commit"] for f in args.exclude if f.endswith(".json") for r in json.loads(Path(f).read_text())["commits"]}
     seen |= {f for f in args.exclude if not f.endswith(".json")}  # commit ids (or their prefixes) as such
-    commits = sample_commits(mirror, args.package, args.commits, args.seed, args.window, seen)
+    if args.replay:
+        commits = [r["commit"] for r in json.loads(Path(args.replay).read_text())["commits"]]
+    else:
+        commits = sample_commits(mirror, args.package, args.commits, args.seed, args.window, seen)
     if not tree.exists():
         git(mirror, "worktree", "add", "-f", "--detach", str(tree), commits[0] + "^", git_dir=mirror)
     rows = []

@@ -1,18 +1,20 @@
 """Dependencies a test runner makes by name, not by a call: a pytest fixture reaches every test
 (and fixture) that names it as a parameter, in its file or, for a `conftest.py`, under its
 directory; an `autouse` fixture reaches every test there; `@pytest.mark.usefixtures("x")` names
-one too. No call in the source says so, so the resolver finds no edge; impact analysis asks here.
+one too; a test module's top-level code reaches its `@pytest.mark.parametrize`d tests. No call in the source says so, so the resolver finds no edge; impact analysis asks here.
 """
 
 from __future__ import annotations
 
 import re
 
+from nsccn.languages.receivers import FIXTURE_DECORATOR
 from nsccn.store import EntityRow, Store
 
-FIXTURE_DECORATOR = re.compile(r"(?:pytest\.)?fixture\b(?P<args>\(.*)?", re.S)
 NAME_ARG = re.compile(r"\bname\s*=\s*['\"]([^'\"]+)['\"]")
 USES = re.compile(r"(?:pytest\.)?mark\.usefixtures\((?P<names>.*)\)", re.S)
+PARAMETRIZE = re.compile(r"(?:pytest\.)?mark\.parametrize\(")
+PARAMETRIZE_CONFIDENCE = 0.8  # the module's top-level values are the usual arguments; not every one is
 CONFIDENCE = 0.9  # the name matches; a fixture of the same name nearer the test would win (not modelled)
 MAX_CONSUMERS = 2_000
 
@@ -88,6 +90,16 @@ def consumers(store: Store, row: EntityRow) -> list[EntityRow]:
         if autouse or name in parameters(r.signature) or any(_uses(d, name) for d in r.decorators):
             out.append(r)
     return out
+
+
+def parametrized(store: Store, row: EntityRow) -> list[EntityRow]:
+    """The parametrized tests of a test module whose top-level code a walk reached: what that code
+    builds (`OPTION = Option(...)`, a table of cases) is what `@pytest.mark.parametrize` hands the
+    tests as arguments, which no call in them names."""
+    if row.kind != "module":
+        return []
+    return [r for r in store.entities_in_file(row.path)
+            if r.kind in ("func", "method") and any(PARAMETRIZE.match(d.strip().lstrip("@")) for d in r.decorators)]
 
 
 def _uses(decorator: str, name: str) -> bool:

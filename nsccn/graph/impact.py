@@ -19,6 +19,7 @@ path's confidence (the product of its edges').
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ MAX_NODES = 4_000  # entities one walk reaches at most
 MAX_CHANGED = 2_000  # changed entities mapped at most
 MEMBER_CONFIDENCE = 0.5  # a method's class: whoever builds or subclasses it may call the method
 DISPATCH_CONFIDENCE = 0.8  # a caller of the overridden method runs this override when self is the subclass
+GLOBAL_CONFIDENCE = 0.8  # a global its module's top-level code sets: not every one holds what that code built
 NESTED_CONFIDENCE = 0.8  # a nested function's enclosing one: it defines it, and mostly calls or registers it
 STATE_RELATIONS = ("READS_CONFIG",)  # who reads what a changed entity MUTATES
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -182,7 +184,8 @@ class Dependents:
             self._rows[eid] = self.store.entity(eid)
         return self._rows[eid]
 
-    def of(self, node: str) -> list[tuple[str, str, float]]:
+    def of(self, node: str, changed: bool = False) -> list[tuple[str, str, float]]:
+        """Who depends on `node`, one step (`changed`: node is what the change touched itself)."""
         store = self.store
         out: list[tuple[str, str, float]] = []
         for e in store.edges_to(node, ("CALLS", "INHERITS", "IMPORTS", "READS_CONFIG")):
@@ -218,7 +221,19 @@ class Dependents:
                         out.append((over, "OVERRIDES", conf))
         for r in fixtures.consumers(store, row):
             out.append((r.id, "USES_FIXTURE", fixtures.CONFIDENCE))
+        if row.kind == "module" and not changed:
+            # its top-level code runs what the walk came from: the globals it sets may hold what that
+            # built (`cli = Group(...)`), and whoever imports one gets it
+            for name in self._globals(row.path):
+                out.append((f"var:{row.path}:{name}", "ASSIGNS", GLOBAL_CONFIDENCE))
+        if row.kind == "module" and is_test_path(row.path):
+            for r in fixtures.parametrized(store, row):
+                out.append((r.id, "PARAMETRIZES", fixtures.PARAMETRIZE_CONFIDENCE))
         return out
+
+    def _globals(self, path: str) -> list[str]:
+        row = self.store.conn.execute("SELECT module_globals FROM files WHERE path=?", (path,)).fetchone()
+        return json.loads(row[0]) if row and row[0] else []
 
     def _bases(self, cls: str, depth: int = 4) -> list[tuple[str, float]]:
         """The classes `cls` inherits from, nearest first (breadth-first), with the path's confidence."""
@@ -273,13 +288,16 @@ def walk(store: Store, seeds: dict[str, list[tuple[str, str, float]] | None], de
         for node in frontier:
             if _last_relation(best[node]) == "IMPORTS":
                 continue  # an importer: the import alone runs nothing further
-            steps = seeds.get(node) if d == 1 and seeds.get(node) is not None else deps.of(node)
+            # a changed module's own globals are seeds of their own (the lines that set them)
+            steps = seeds.get(node) if d == 1 and seeds.get(node) is not None else deps.of(node, changed=d == 1)
             here = best[node]
             for other, relation, conf in steps:
                 if conf < min_confidence or other in best:
                     continue
                 c = here.confidence * conf
-                if other not in nxt or c > nxt[other].confidence:
+                # of two paths as sure, one that calls beats one that imports (an import walks no further)
+                if other not in nxt or c > nxt[other].confidence or (
+                        c == nxt[other].confidence and relation != "IMPORTS" and _last_relation(nxt[other]) == "IMPORTS"):
                     nxt[other] = Reach(d, c, here.path + [(relation, round(conf, 3), other)])
         if len(best) + len(nxt) > max_nodes:
             keep = sorted(nxt.items(), key=lambda kv: -kv[1].confidence)[: max(0, max_nodes - len(best))]

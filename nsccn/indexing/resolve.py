@@ -34,7 +34,8 @@ import sys
 from collections import defaultdict
 
 from nsccn.languages import query_language
-from nsccn.languages.receivers import CONSTRUCTED, DECLARED, IMPL_OF, PREFIXES, PYTHON_RETURN_TYPE, type_name
+from nsccn.languages.receivers import (CONSTRUCTED, DECLARED, FIXTURE_DECORATOR, GETTER, IMPL_OF, INJECTED,
+                                      PREFIXES, PYTHON_RETURN_TYPE, type_name)
 from nsccn.languages.naming import Project, package_groups
 from nsccn.model import split_entity_id
 from nsccn.store import Store
@@ -45,6 +46,7 @@ _BUILTINS = frozenset(dir(builtins))
 PROJECT_LANGUAGES = frozenset(("go.mod", "tsconfig", "cargo"))  # files of facts, not code
 # Languages whose files call each other's definitions by name (a guess stays inside its family).
 FAMILIES = {"typescript": "javascript", "tsx": "javascript", "cpp": "c"}
+PROPERTY_DECORATORS = frozenset(("property", "cached_property", "abstractproperty"))  # a read runs the method
 TYPED_GUESSED_TYPE = 0.75  # the receiver's type named by a unique class name, not an import
 _PARTS = re.compile(r"[./:]+")  # the names in an import's target (`pkg.mod.f`, `./lib/tool`, `crate::m`)
 _ABSTRACT = re.compile(r"(?:^|\s)(?:interface|trait|protocol)\b")  # a type whose methods declare, not implement
@@ -124,6 +126,8 @@ class Resolver:
         self.order_bases(self._base_refs)
         self._conn = c  # signatures, read for the few functions whose return type a call needs
         self._returns: dict[str, str | None] = {}
+        self._properties: dict[str, bool] = {}
+        self._returned_names: dict[str, set[str]] | None = None  # function -> what its returns build (RETURNS refs)
         self._return_patterns: dict[str, re.Pattern | None] = {}
         self._property_patterns: dict[str, re.Pattern | None] = {}
         # Methods declared by interfaces and traits: a name guess takes them only when nothing
@@ -294,6 +298,8 @@ class Resolver:
     def resolve(self, path: str, source: str, relation: str, target: str, scope: str) -> list[tuple[str, float, str]]:
         if relation == "CONTAINS":
             return [(target, 1.0, "structural")]
+        if relation == "RETURNS":
+            return []  # what a function returns: read by `_return_class`, no edge
         if relation == "IMPORTS":
             found = self.dotted(target)
             if found is None:
@@ -313,6 +319,8 @@ class Resolver:
             if len(parts) == 1:
                 return [(f"var:{path}:{target}", 1.0, "global")]
             return [(f"attr:{path}:{target}", 0.5, "receiver_unknown")]
+        if relation == "CALLS" and target.startswith(GETTER):
+            return self.getter(path, source, target[len(GETTER):], scope)
         if relation == "CALLS" and target.startswith(PREFIXES):
             return self.typed(path, source, target, scope)
         results = self.name(path, source, target, scope, relation)
@@ -331,16 +339,22 @@ class Resolver:
         `typednew:f.m` with f a function of ours (`x = f()`), the type f declares it returns. A
         type outside the repository gives no edge; a type not found leaves the call a name guess."""
         declared = target.startswith(DECLARED)
-        receiver, _, rest = target[len(DECLARED if declared else CONSTRUCTED):].partition(":")
+        prefix = next(p for p in PREFIXES if target.startswith(p))
+        receiver, _, rest = target[len(prefix):].partition(":")
         typ, _, method = rest.rpartition(".")
         written = f"{receiver.replace('/', '.')}.{method}"  # the call as written: what a type not found leaves
-        found = self.name(path, source, typ, scope, "INHERITS")
+        if prefix == INJECTED:  # a parameter pytest fills: the type its fixture returns
+            fixture = self._fixture(path, typ)
+            returned = self._function_returns(fixture, fixture=True) if fixture else None
+            found = [(returned, 1.0, "fixture")] if returned else []
+        else:
+            found = self.name(path, source, typ, scope, "INHERITS")
         if any(t.startswith("ext:") for t, _, _ in found):
             # a type outside the repository: no edge, unless the call as written is certain (a
             # module bound by a call, `np = import_module("numpy")`, and imported as well)
             return [r for r in self.name(path, source, written, scope, "CALLS") if r[1] >= 1.0]
         classes = [(t, conf) for t, conf, _ in found if t.startswith("class:")]
-        if not classes and not declared:
+        if not classes and prefix == CONSTRUCTED:
             returned = self._returned(path, source, typ, scope)
             if returned is not None:
                 classes = [(returned, 1.0)]
@@ -358,6 +372,20 @@ class Resolver:
             return []  # the method comes from a base outside the repository
         return self.name(path, source, written, scope, "CALLS")
 
+    def getter(self, path: str, source: str, read: str, scope: str) -> list[tuple[str, float, str]]:
+        """`x.attr` read where x's type is known (typed, or `self`): the getter it runs when attr
+        is a property of that type (through its bases); a plain attribute, or a guess, gives none."""
+        found = self.typed(path, source, read, scope) if read.startswith(PREFIXES) else self.name(path, source, read, scope, "CALLS")
+        return [(t, conf, how + "+property") for t, conf, how in found
+                if how in ("typed", "self+MRO") and t.startswith("method:") and self._is_property(t)]
+
+    def _is_property(self, eid: str) -> bool:
+        if eid not in self._properties:
+            row = self._conn.execute("SELECT decorators FROM entities WHERE id=?", (eid,)).fetchone()
+            names = [d.strip().split("(")[0].rsplit(".", 1)[-1] for d in json.loads(row[0])] if row else []
+            self._properties[eid] = any(n in PROPERTY_DECORATORS for n in names)
+        return self._properties[eid]
+
     def _returned(self, path: str, source: str, callee: str, scope: str) -> str | None:
         """The class a function of ours declares it returns, one level deep: `x = make()` with
         `def make() -> Cart` (`fn new() -> Self`, `func NewCart() *Cart`, `make(): Cart`)."""
@@ -365,17 +393,51 @@ class Resolver:
                  if conf >= 1.0 and t.startswith(("func:", "method:"))]
         if len(found) != 1:
             return None
-        fid = found[0]
-        if fid not in self._returns:
-            self._returns[fid] = self._return_class(fid)
-        return self._returns[fid]
+        return self._function_returns(found[0])
 
-    def _return_class(self, fid: str) -> str | None:
+    def _function_returns(self, fid: str, fixture: bool = False) -> str | None:
+        """The class a function returns (`fixture`: what a pytest fixture gives, its yield too)."""
+        key = f"{fid} fixture" if fixture else fid
+        if key not in self._returns:
+            self._returns[key] = None  # a function that returns its own result (or a cycle of them) says nothing
+            self._returns[key] = self._return_class(fid, fixture)
+        return self._returns[key]
+
+    def _fixture(self, path: str, name: str) -> str | None:
+        """The pytest fixture a test or fixture of `path` gets for its parameter `name`: defined in
+        its own file, else in the nearest `conftest.py` up its folders."""
+        where, folder = [path], path
+        while "/" in folder:
+            folder = folder.rsplit("/", 1)[0]
+            where.append(f"{folder}/conftest.py")
+        where.append("conftest.py")
+        for p in where:
+            hit = self.by_key.get((p, name))
+            if hit and hit[1] == "func":
+                row = self._conn.execute("SELECT decorators FROM entities WHERE id=?", (hit[0],)).fetchone()
+                if row and any(FIXTURE_DECORATOR.match(d.strip().lstrip("@")) for d in json.loads(row[0])):
+                    return hit[0]
+        return None
+
+    def _inferred_returns(self) -> dict[str, set[str]]:
+        """function -> the names its `return`/`yield` statements build (`?`: something else), one
+        read of the RETURNS references, when a call's type first needs it."""
+        if self._returned_names is None:
+            self._returned_names = defaultdict(set)
+            q = ("SELECT s.name, t.name FROM refs r JOIN symbols s ON s.id = r.source JOIN symbols t ON t.id = r.target"
+                 " WHERE r.relation = (SELECT id FROM symbols WHERE name = 'RETURNS')")
+            for fid, what in self._conn.execute(q):
+                self._returned_names[fid].add(what)
+        return self._returned_names
+
+    def _return_class(self, fid: str, fixture: bool = False) -> str | None:
         _, fpath, qualname = split_entity_id(fid)
         pattern = self.return_pattern(fpath)
         row = self._conn.execute("SELECT signature FROM entities WHERE id=?", (fid,)).fetchone() if pattern else None
         m = pattern.search(row[0]) if row else None
         typ = type_name(m.group(1)) if m else None
+        if not typ and not (m and m.group(1).strip()):
+            return self._built_class(fid, fpath, qualname, fixture)
         if not typ:
             return None
         owner = qualname.rsplit(".", 1)[0] if "." in qualname else ""
@@ -385,6 +447,30 @@ class Resolver:
         # the type as the function's own file names it
         cands = [t for t, conf, _ in self.name(fpath, fid, typ, owner, "INHERITS") if conf >= 1.0 and t.startswith("class:")]
         return cands[0] if len(cands) == 1 else None
+
+    def _built_class(self, fid: str, fpath: str, qualname: str, fixture: bool) -> str | None:
+        """No return type written: the one class every `return`/`yield` of the function builds
+        (`return Cart()`, `c = Cart(); ...; return c`), as its file names it; None when one returns
+        anything else, or a function's result (one level deep only)."""
+        built = self._inferred_returns().get(fid)
+        if built and fixture:  # a yield fixture gives what it yields
+            built = {b.removeprefix("yield:") for b in built}
+        if not built or any(b == "?" or b.startswith("yield:") for b in built):
+            return None  # something else, or a generator (what a call of it returns is no yield)
+        owner = qualname.rsplit(".", 1)[0] if "." in qualname else ""
+        classes = set()
+        for name in built:
+            found = [t for t, conf, _ in self.name(fpath, fid, name, owner, "CALLS") if conf >= 1.0]
+            found = [t for t in found if not (t.startswith("method:") and t.rsplit(".", 1)[-1] == "__init__")]
+            if len(found) != 1:
+                return None
+            # a class, or a function of ours whose own return type is known (`return make()`)
+            cls = found[0] if found[0].startswith("class:") else (
+                self._function_returns(found[0]) if found[0].startswith(("func:", "method:")) else None)
+            if cls is None:
+                return None
+            classes.add(cls)
+        return classes.pop() if len(classes) == 1 else None
 
     def return_pattern(self, path: str):
         language = self.language.get(path, "python")

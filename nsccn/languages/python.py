@@ -18,7 +18,8 @@ import tree_sitter as ts
 import tree_sitter_python
 
 from nsccn.reading.entity_bounds import head_lines
-from nsccn.languages.receivers import CALLED_RANK, DECLARED_RANK, Bindings, type_name
+from nsccn.languages.receivers import (CALLED_RANK, DECLARED_RANK, FIXTURE_DECORATOR, GETTER, INJECTED_RANK, PREFIXES,
+                                      Bindings, type_name)
 from nsccn.model import Entity, Ref, entity_id
 
 EXTENSIONS = (".py", ".pyi")
@@ -66,7 +67,7 @@ _PLAIN, _INERT, _IDENTIFIER, _STATEMENT, _CALL, _CHAIN, _ATTRIBUTE, _STRING, _SU
 _STATEMENT_KINDS = _kinds(
     "decorated_definition", "function_definition", "class_definition", "import_statement", "import_from_statement",
     "future_import_statement", "global_statement", "assignment", "augmented_assignment", "raise_statement",
-    "except_clause", "ERROR",
+    "except_clause", "ERROR", "return_statement", "yield",
 )
 # Left-nested chains (`'a' + 'b' + ... ` a thousand terms long, which CPython compiles) are walked
 # in a loop, not recursively: they cost no nesting.
@@ -218,6 +219,8 @@ class PythonExtractor:
         self.star_imports: list[str] = []
         self.module_globals: list[str] = []
         self._typing = Bindings()  # receiver types the source states (nsccn/languages/receivers.py)
+        self._returns: list[tuple[str, str, str, int]] = []  # (function, "call"/"name", what it returns, line)
+        self._reads: dict[tuple[str, str], tuple[int, str]] = {}  # (function, `obj.attr` read) -> (line, class)
         self.error_lines: list[int] = []
         self.deep_lines: list[int] = []  # where a region nested too deeply to walk begins
         self._entity_fields: dict[str, dict] = {}
@@ -300,6 +303,7 @@ class PythonExtractor:
                 for d in node.named_children:
                     if d.type == "decorator":
                         self._visit_expr(d, scope)
+                        self._decorator_call(d, scope)
                 self._visit_definition(definition, scope, node, decorators)
             return
         if t in ("function_definition", "class_definition"):
@@ -322,6 +326,8 @@ class PythonExtractor:
         if t == "except_clause":
             self._visit_except(node, scope)
             return
+        if t in ("return_statement", "yield") and scope.kind in ("func", "method"):
+            self._returned(node, scope)
         self._visit_expr(node, scope)
 
     def _visit_expr(self, node: ts.Node, scope: _Scope) -> None:
@@ -438,6 +444,8 @@ class PythonExtractor:
         if attr is not None:
             ident = _source_text(self._src, attr)
             scope.terms.append(ident)
+            if obj is not None and scope.kind in ("func", "method"):
+                self._attribute_read(node, obj, ident, scope)
             # `mod.CONST` may be a constant of another module of ours; the resolver decides.
             upper = ident.isupper() and _UPPER_CONST.match(ident)
             dotted = _expr_name(node, self._src) if upper else None  # O(chain): only when needed
@@ -479,7 +487,8 @@ class PythonExtractor:
             params = node.child_by_field_name("parameters")
             if params is not None:
                 self._visit_expr(params, inner)
-                self._typed_params(params, inner)
+                self._typed_params(params, inner, injected=name.startswith("test") or any(
+                    FIXTURE_DECORATOR.match(d) for d in decorators))
         if body is not None:
             self._walk_block(body, inner)
         self.refs.append(Ref(scope.eid, "CONTAINS", eid, outer.start_point[0] + 1))
@@ -582,6 +591,11 @@ class PythonExtractor:
         name = _expr_name(left, self._src)
         if name is None:
             return
+        if scope.kind == "class" and "." not in name and annotation is None and right is not None and right.type in ("identifier", "attribute"):
+            held = _expr_name(right, self._src)  # `session_class = SecureCookieSession`
+            if held:
+                self._typing.holds(scope.class_qualname, name, held)
+            return
         typ, rank = None, DECLARED_RANK if annotation is not None else CALLED_RANK
         if annotation is not None:
             typ = type_name(_text(annotation))
@@ -597,8 +611,12 @@ class PythonExtractor:
         elif len(parts) == 2 and parts[0] == "self" and scope.class_qualname and scope.kind != "class":
             self._typing.field(scope.class_qualname, parts[1], typ, rank, line)
 
-    def _typed_params(self, params: ts.Node, scope: _Scope) -> None:
+    def _typed_params(self, params: ts.Node, scope: _Scope, injected: bool = False) -> None:
+        """Typed parameters; with `injected` (a pytest test or fixture) a plain parameter too, as
+        what the fixture of its name returns (the resolver finds the fixture)."""
         for p in params.named_children:
+            if injected and p.type == "identifier" and _text(p) not in ("self", "cls"):
+                self._typing.local(scope.eid, _text(p), _text(p), INJECTED_RANK, 0)
             if p.type not in ("typed_parameter", "typed_default_parameter"):
                 continue
             annotation = p.child_by_field_name("type")
@@ -607,13 +625,78 @@ class PythonExtractor:
             if ident is not None and ident.type == "identifier" and typ:
                 self._typing.local(scope.eid, _text(ident), typ, DECLARED_RANK, 0)
 
+    def _decorator_call(self, decorator: ts.Node, scope: _Scope) -> None:
+        """`@stream_with_context` (a name, not a call) calls it with the function it decorates; the
+        enclosing scope makes that call (`@f(...)` is a call written out, already a reference)."""
+        expr = next(iter(decorator.named_children), None)
+        if expr is not None and expr.type in ("identifier", "attribute"):
+            name = _expr_name(expr, self._src)
+            if name and not name.endswith((".setter", ".getter", ".deleter")):
+                self._ref(scope, "CALLS", name, None, expr.start_point[0] + 1)
+
+    def _attribute_read(self, node: ts.Node, obj: ts.Node, attr: str, scope: _Scope) -> None:
+        """`x.attr` / `self.attr` / `self.f.attr` read, not called: it runs a getter when `attr` is a
+        property of x's type; kept, once a function, for `_typed_calls` to type."""
+        if obj.kind_id == _IDENTIFIER_KIND:
+            receiver = _source_text(self._src, obj)
+        elif obj.type == "attribute" and _source_text(self._src, obj).startswith("self."):
+            receiver = _expr_name(obj, self._src)
+            if receiver is None or receiver.count(".") != 1:
+                return
+        else:
+            return
+        parent = node.parent
+        if parent is not None and parent.type == "call" and parent.child_by_field_name("function") == node:
+            return  # a call: a CALLS reference already
+        key = (scope.eid, f"{receiver}.{attr}")
+        if key not in self._reads:
+            self._reads[key] = (node.start_point[0] + 1, scope.class_qualname)
+
+    def _returned(self, node: ts.Node, scope: _Scope) -> None:
+        """`return T(...)` / `return x` (x bound in the function) / `yield ...`: what a function
+        returns when no annotation says (the resolver tells a class from a function); `?` for
+        anything else it returns, `yield:` for what a generator (a pytest fixture) yields."""
+        value = next(iter(node.named_children), None)
+        if value is None or value.type == "none":
+            return
+        line = node.start_point[0] + 1
+        how, what = "", "?"
+        if value.type == "call":
+            what = _expr_name(value.child_by_field_name("function"), self._src) or "?"
+        elif value.type == "identifier":
+            how, what = "name", _text(value)
+        self._returns.append((scope.eid, how, ("yield:" if node.type == "yield" else "") + what, line))
+
     def _typed_calls(self, mod_id: str) -> None:
         """Calls on a name whose type the source states, as typed references (after the whole
-        file: `self.x = T()` in `__init__` may come after the method that calls `self.x.m()`)."""
-        if not self._typing.locals and not self._typing.fields:
+        file: `self.x = T()` in `__init__` may come after the method that calls `self.x.m()`);
+        what each function returns, as RETURNS references (never edges: the resolver reads them)."""
+        returned: set[tuple[str, str]] = set()
+        for fid, how, what, line in self._returns:
+            if how == "name":  # the type the name is bound to there, or `?`
+                kind, _, name = what.rpartition(":")
+                bound = self._typing.typed_local(fid, name, line)
+                what = f"{kind}:{bound or '?'}" if kind else bound or "?"
+            if (fid, what) not in returned:  # each thing a function returns once
+                returned.add((fid, what))
+                self.refs.append(Ref(fid, "RETURNS", what, line))
+        methods = {e.qualname for e in self.entities if e.kind == "method"}
+        for cls, held in self._typing.held.items():
+            for name, value in list(held.items()):
+                if f"{cls}.{value}" in methods or not value:
+                    del held[name]  # `alias = other_method`: `self.alias()` stays a self call
+        for (fid, read), (line, cls) in self._reads.items():
+            if read.startswith(("self.", "cls.")) and read.count(".") == 1:
+                target = read  # the class's own member, through its bases
+            else:
+                target = self._typing.rewrite(read, [fid, mod_id], cls, line - 1)
+                if not target.startswith(PREFIXES):
+                    continue  # a receiver of no known type: no getter to name
+            self.refs.append(Ref(fid, "CALLS", GETTER + target, line, cls))
+        if not self._typing.locals and not self._typing.fields and not self._typing.held:
             return
         self.refs = [Ref(r.source, r.relation, self._typing.rewrite(r.target, [r.source, mod_id], r.scope, r.line - 1 if r.source != mod_id else None), r.line, r.scope)
-                     if r.relation == "CALLS" and "." in r.target and not r.target.startswith("super()") else r
+                     if r.relation == "CALLS" and "." in r.target and not r.target.startswith(("super()", GETTER)) else r
                      for r in self.refs]
 
     def _visit_raise(self, node: ts.Node, scope: _Scope) -> None:

@@ -21,7 +21,10 @@ import re
 
 DECLARED = "typed:"
 CONSTRUCTED = "typednew:"
-PREFIXES = (DECLARED, CONSTRUCTED)
+INJECTED = "typedfixture:"  # a test's or fixture's parameter: what the pytest fixture of that name returns
+PREFIXES = (DECLARED, CONSTRUCTED, INJECTED)
+GETTER = "getter:"  # `x.attr` read, not called: an edge only when attr is a property of x's known type
+FIXTURE_DECORATOR = re.compile(r"(?:pytest\.)?fixture\b(?P<args>\(.*)?", re.S)  # a decorator's text, `@` left off
 PYTHON_RETURN_TYPE = r"\)\s*->\s*(.+)$"  # `def make() -> Cart` (query languages: QueryLanguage.return_type)
 IMPL_OF = "impl "  # an INHERITS ref's scope for `impl Trait for Type` of a type of another file
 _CONFLICT = ("", "")
@@ -58,7 +61,8 @@ def type_name(text: str) -> str | None:
 
 # How strongly a binding states its type: a declaration, then a constructor (`new T()`, `T{}`),
 # then a call's result (`x = f()`: a class or a function's return type, the resolver decides).
-DECLARED_RANK, CONSTRUCTED_RANK, CALLED_RANK = 2, 1, 0
+# A parameter pytest injects by name ranks below all: any binding in the body outranks it.
+DECLARED_RANK, CONSTRUCTED_RANK, CALLED_RANK, INJECTED_RANK = 2, 1, 0, -1
 
 
 class Bindings:
@@ -71,6 +75,13 @@ class Bindings:
     def __init__(self) -> None:
         self.locals: dict[str, dict[str, list[tuple[int, int, str]]]] = {}  # owner -> name -> [(position, rank, type)]
         self.fields: dict[str, dict[str, list[tuple[int, int, str]]]] = {}
+        self.held: dict[str, dict[str, str]] = {}  # type -> class attribute -> the name it holds
+
+    def holds(self, cls: str, name: str, value: str) -> None:
+        """`name = Other` in the body of class `cls`: `self.name()` calls `Other` (a class held in a
+        class attribute, a function stored as one). Bound twice to different names: says nothing."""
+        held = self.held.setdefault(cls, {})
+        held[name] = value if held.get(name, value) == value else ""
 
     def local(self, owner: str, name: str, typ: str, rank: int, at: int = 0) -> None:
         self.locals.setdefault(owner, {}).setdefault(name, []).append((at, rank, typ))
@@ -89,7 +100,13 @@ class Bindings:
         types = {t for _, r, t in bound if r == rank}
         if len(types) != 1:
             return _CONFLICT
-        return (DECLARED if rank == DECLARED_RANK else CONSTRUCTED), next(iter(types))
+        prefix = DECLARED if rank == DECLARED_RANK else INJECTED if rank == INJECTED_RANK else CONSTRUCTED
+        return prefix, next(iter(types))
+
+    def typed_local(self, owner: str, name: str, before: int) -> str | None:
+        """The type `name` is bound to in `owner` on or before line `before` (None: none, or two)."""
+        bound = self._typed(self.locals.get(owner, {}).get(name), before)
+        return bound[1] or None if bound and bound[0] != INJECTED else None
 
     def rewrite(self, path: str, owners: list[str], cls: str, before: int | None = None) -> str:
         """The typed reference for the dotted call `path` at `before` inside the functions `owners`
@@ -97,6 +114,9 @@ class Bindings:
         (the receiver as written, `.` as `/`, for the resolver to fall back on)."""
         parts = path.split(".")
         bound = None
+        if len(parts) == 2 and parts[0] in ("self", "cls") and cls:
+            held = self.held.get(cls, {}).get(parts[1])
+            return held if held else path
         if len(parts) == 3 and parts[0] == "self" and cls:
             bound = self._typed(self.fields.get(cls, {}).get(parts[1]), None)
         elif len(parts) == 2 and parts[0] != "self":
