@@ -157,12 +157,6 @@ def _static_max_chars() -> int:
     return KNOWN_MODELS[STATIC_MODEL].max_chars
 
 
-def _driver_model_digest() -> str:
-    from nsccn.vectors.static_file import model_digest
-
-    return model_digest()
-
-
 _remote = None
 
 
@@ -188,10 +182,11 @@ def parse_on_ray(root: Path, todo: list[FileInfo], config: Config, known: dict, 
     from nsccn.indexing.index_session import unreadable
     from nsccn.messages import decode
     from nsccn.reading.repofile import UnreadableFile, read_bytes
+    from nsccn.vectors.static_file import model_digest
 
     task = _task()
-    embed = (_static_max_chars(), config.embed_test_files) if node_vectors is not None else None
-    ours = _driver_model_digest() if node_vectors is not None else None
+    embed = (_static_max_chars(), config.embed_test_files) if node_vectors is not None and todo else None
+    ours = model_digest() if embed else None  # the model file read once a process, only when there is work
     batches = balanced_batches([f.size for f in todo], stats.cpus or 1)
     window = max(2, (stats.cpus or 1) * WINDOW_PER_CPU)
     pending: dict = {}  # ObjectRef -> batch number
