@@ -179,7 +179,10 @@ class Navigator:
         rows = self.store.entities(loc.functions)
         out = {
             "files": loc.files,
-            "functions": [rows[f].brief() for f in loc.functions if f in rows],
+            # each with the probability that the fix changes it, where the learned ranker scored it
+            "functions": [{**rows[f].brief(), **({"score": round(loc.function_scores[f], 4)}
+                                                 if f in loc.function_scores else {})}
+                          for f in loc.functions if f in rows],
             "signals": sorted(signals),
             "ranking": which,
             "vectors": vectors,

@@ -221,7 +221,8 @@ class Localize(Tool):
     description = (
         "Localize a bug: paste an issue, bug report, traceback or task; get the files and the functions its fix most "
         "likely touches, best first (the ranking measured by NSCCN's localization benchmark: tests and docs demoted, "
-        "hits rolled up to files and outermost functions). Then read_skeleton the files, open_surgical_window the functions."
+        "hits rolled up to files and outermost functions). Then read_skeleton the files, open_surgical_window the functions. "
+        "A function's score is the estimated probability (0-1) that the fix changes it; files are ordered without a score."
     )
     params = P.LOCALIZE
     help = "files and functions a bug report's fix most likely touches"
@@ -231,8 +232,8 @@ class Localize(Tool):
     def answer(self, ctx, req):
         cap = ctx.cap
         res = ctx.nav.localize(req.report, limit=req.limit)  # checks report and limit
-        functions = [{"id": r["id"], "sig": short(r["signature"]), "file": r["file"], "line": r["line"]}
-                     for r in res["functions"]]
+        functions = [{"id": r["id"], **({"score": round(r["score"], 4)} if "score" in r else {}),
+                      "sig": short(r["signature"]), "file": r["file"], "line": r["line"]} for r in res["functions"]]
         base = {"report": echo(req.report), "signals": res["signals"], **vectors_of(res)}
         if res.get("query_capped"):
             base["query_capped"] = res["query_capped"]
@@ -262,7 +263,8 @@ class Localize(Tool):
                 print(f"{i:>3}. {one_line(path)}")
             print("functions:")
             for i, r in enumerate(out["functions"], start=1):
-                print(f"{i:>3}. {one_line(r['id'])}  ({one_line(r['file'])}:{r['line']})")
+                score = f"{r['score']:.4f}  " if "score" in r else ""  # none from the fusion
+                print(f"{i:>3}. {score}{one_line(r['id'])}  ({one_line(r['file'])}:{r['line']})")
             if not out["files"]:
                 print("nothing matched: try other words, or `nsccn map` to see what exists")
             print(f"# ranking: {out['ranking']}", file=sys.stderr)
