@@ -24,7 +24,8 @@ run from DIR, as a user in a terminal beside the agent's session), timed start t
 session only keeps the pipeline running and reports its phase. `--model` and `--setting` write a
 user configuration for the run (`NSCCN_CONFIG`: e.g. `--model minilm-code`, the bundled
 transformer, whose bulk embedding is the heavy case; `--setting bulk_nice=0` to compare).
-`--nsccn` runs another checkout's command (its code before a change), so two codes can be run
+`--embed-probe` also times, each round, one new query's embedding through the running pipeline's query
+lane (a transformer's: what a CLI search waits for before it ranks). `--nsccn` runs another checkout's command (its code before a change), so two codes can be run
 alternately in one session. `--name`, `--phrase`, `--report` replace the sympy queries.
 """
 
@@ -104,7 +105,38 @@ async def cli_call(tool: str, args: dict, repo: Path, env: dict, timeout_s: floa
     return code != 0, (after.children_user - before.children_user) + (after.children_system - before.children_system)
 
 
-async def run(repo: Path, idle_rounds: int, gap: float, timeout_s: float, cli: bool = False, env: dict | None = None) -> dict:
+def embed_probe(repo: Path, env: dict, i: int) -> float | None:
+    """Seconds for the running pipeline's embedder to embed one new query (its query lane, as a
+    CLI search asks it): None when no pipeline with an embedder runs."""
+    from nsccn.config import load_config
+    from supervisor.addresses import running_pipeline
+    from workers.query_client import QueryEmbedClient
+
+    old = os.environ.get("NSCCN_CONFIG")
+    os.environ["NSCCN_CONFIG"] = env.get("NSCCN_CONFIG", old or "")
+    try:
+        info = running_pipeline(repo, load_config(repo)) or {}
+    finally:
+        if old is None:
+            os.environ.pop("NSCCN_CONFIG", None)
+        else:
+            os.environ["NSCCN_CONFIG"] = old
+    address = (info.get("addresses") or {}).get("query")
+    if not info.get("embed") or not address:
+        return None
+    client = QueryEmbedClient(address, fallback=False, timeout_s=60)
+    t0 = time.perf_counter()
+    try:
+        client.embed_query(f"probe {i}: where is the request body prepared for round {i}")
+    except (TimeoutError, RuntimeError):
+        return None
+    finally:
+        client.close()
+    return time.perf_counter() - t0
+
+
+async def run(repo: Path, idle_rounds: int, gap: float, timeout_s: float, cli: bool = False, env: dict | None = None,
+              probe: bool = False) -> dict:
     env = {**(env or os.environ), "NSCCN_LOG_LEVEL": "WARNING"}
     transport = StdioTransport(command=str(NSCCN), args=["serve", str(repo)], cwd=str(repo), env=env)
     samples: list[dict] = []
@@ -131,7 +163,9 @@ async def run(repo: Path, idle_rounds: int, gap: float, timeout_s: float, cli: b
                 took, cpu = time.perf_counter() - t0, cpu_s(pid) - c0
                 failed, data = bool(r.is_error), r.structured_content or {}
             live = st.get("pipeline") or {}
+            embed_s = await asyncio.to_thread(embed_probe, repo, env, i) if probe else None
             samples.append({"i": i, "tool": tool, "query": i % len(QUERIES), "phase": phase, "s": took, "cpu_s": cpu,
+                            "embed_s": embed_s,
                             "status_s": status_s, "error": failed, "partial": bool(data.get("partial")),
                             "t": time.monotonic() - started, "files": st.get("files"),
                             "files_pending": live.get("files_pending"), "vectors_pending": live.get("vectors_pending")})
@@ -157,6 +191,11 @@ def summarize(samples: list[dict]) -> dict:
                           "cpu_mean_ms": round(sum(cpu) / max(1, len(cpu)) * 1000, 1),
                           "p90_ms": round(percentile(xs, 90) * 1000, 1), "max_ms": round(max(xs, default=float("nan")) * 1000, 1)}
         b, d = row["building"], row["idle"]
+        for phase in ("building", "idle"):
+            es = [s["embed_s"] for s in rest if s["query"] == q and s["phase"] == phase and s.get("embed_s") is not None]
+            if es:
+                row[phase]["embed_p50_ms"] = round(percentile(es, 50) * 1000, 1)
+                row[phase]["embed_p90_ms"] = round(percentile(es, 90) * 1000, 1)
         row["ratio_p50"] = round(b["p50_ms"] / d["p50_ms"], 2) if d["n"] and b["n"] else None
         row["ratio_p90"] = round(b["p90_ms"] / d["p90_ms"], 2) if d["n"] and b["n"] else None
         out["tools"][f"{q}:{tool}"] = row
@@ -176,6 +215,8 @@ def main(argv=None) -> int:
     ap.add_argument("--model", help="the embedding model for this run (a user setting), e.g. minilm-code")
     ap.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE",
                     help="another user setting for this run (JSON value), e.g. bulk_nice=0")
+    ap.add_argument("--embed-probe", action="store_true",
+                    help="also time one query embedding through the pipeline's query lane each round (transformer models)")
     ap.add_argument("--nsccn", type=Path, help="the nsccn command to run (default: this environment's)")
     ap.add_argument("--name", help="the name query (default: sympy's)")
     ap.add_argument("--phrase", help="the phrase query")
@@ -200,7 +241,7 @@ def main(argv=None) -> int:
     subprocess_stop(repo, env)
     shutil.rmtree(repo / ".nsccn", ignore_errors=True)  # cold: the whole build happens under the queries
     load = os.getloadavg()
-    res = asyncio.run(run(repo, args.idle, args.gap, args.timeout, cli=args.cli, env=env))
+    res = asyncio.run(run(repo, args.idle, args.gap, args.timeout, cli=args.cli, env=env, probe=args.embed_probe))
     subprocess_stop(repo, env)  # the pipeline lingers after the session: end it
     summary = summarize(res["samples"])
     summary["final_status"] = res["final_status"]

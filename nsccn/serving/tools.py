@@ -261,7 +261,8 @@ class Localize(Tool):
             print("files, most likely to change first:")
             for i, path in enumerate(out["files"], start=1):
                 print(f"{i:>3}. {one_line(path)}")
-            print("functions:")
+            scored = any("score" in r for r in out["functions"])
+            print("functions, each with the probability that the fix changes it:" if scored else "functions:")
             for i, r in enumerate(out["functions"], start=1):
                 score = f"{r['score']:.4f}  " if "score" in r else ""  # none from the fusion
                 print(f"{i:>3}. {score}{one_line(r['id'])}  ({one_line(r['file'])}:{r['line']})")
