@@ -155,16 +155,28 @@ class Embedder(Actor):
         name_os_thread("nsccn-query")
         router = self.socket(zmq.ROUTER, bind=self.addrs.query)
         model, error = None, None
-        try:
-            model = load_model(self.root)
-        except ModelUnavailable as exc:
-            error = str(exc)  # queries get the reason
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-            self.log.exception("the query lane's model failed to load")
+
+        def load() -> None:
+            nonlocal model, error
+            try:
+                model = load_model(self.root)
+            except ModelUnavailable as exc:
+                error = str(exc)  # queries get the reason
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                self.log.exception("the query lane's model failed to load")
+
+        # The copy costs memory (the bundled MiniLM: ~170 MB): a serving pipeline loads it at once,
+        # an index run (`once`), which seldom gets a query, at its first query.
+        loaded = not self.spec.once
+        if loaded:
+            load()
         while not self.stop.is_set():
             if not router.poll(200):
                 continue
+            if not loaded:
+                loaded = True
+                load()
             while True:
                 try:
                     route, msg = self.recv(router)
