@@ -22,7 +22,7 @@ from nsccn.config import load_config
 from nsccn.vectors.static_embed import ModelUnavailable
 from nsccn.vectors.static_file import configured_model
 from nsccn.messages import EmbedJob, Hello, ModelInfo, QueryEmbed, QueryVector, Vectors, encode
-from workers.base import Actor, actor_main, name_os_thread
+from workers.base import Actor, ActorFailed, actor_main, name_os_thread
 
 
 class HashEmbedder:
@@ -95,13 +95,16 @@ class Embedder(Actor):
         self.model = None
         self.model_error = None
         self.stats.update(jobs=0, embedded=0, queries=0, seconds=0.0)
-        self._lane = threading.Thread(target=self._query_lane, name="query-lane", daemon=True)
+        self._lane_failed: str | None = None
+        self._lane = threading.Thread(target=self._query_lane_thread, name="query-lane", daemon=True)
         self._lane.start()
         try:
             self._bulk()
         finally:
             self.stop.set()
             self._lane.join(timeout=5)
+        if self._lane_failed:  # no query could be answered: the supervisor starts us again
+            raise ActorFailed(f"the query lane failed: {self._lane_failed}")
 
     def _bulk(self) -> None:
         self.yield_cpu()  # this thread and those it starts (the model's) yield; the lane does not
@@ -148,6 +151,14 @@ class Embedder(Actor):
                         self.send(self.to_writer, self.model_info)
                 else:
                     self.unexpected(msg)
+
+    def _query_lane_thread(self) -> None:
+        try:
+            self._query_lane()
+        except Exception as exc:
+            self.log.exception("the query lane failed")
+            self._lane_failed = f"{type(exc).__name__}: {exc}"
+            self.stop.set()
 
     def _query_lane(self) -> None:
         """The query lane's thread: its own socket and its own model (one ONNX session serves one
