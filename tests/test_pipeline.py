@@ -20,7 +20,7 @@ import apsw
 import numpy as np
 import zmq
 
-from nsccn.config import Config, load_config
+from nsccn.config import Config, load_config, load_settings
 from nsccn.reading.extract import content_hash
 from nsccn.indexing.indexer import index_repository
 from nsccn.store import Store
@@ -156,6 +156,24 @@ def thread_nices(pid: int) -> dict[str, list[int]]:
 def yielded(nice: int) -> int:
     """The nice value of bulk work started from this process (`bulk_nice` 10 on top of ours)."""
     return min(19, nice + 10)
+
+
+def test_bulk_nice_is_the_users_setting(tmp_path, monkeypatch):
+    """How much the bulk work yields is the user's to set (a repository's config may not), within
+    0-19; the watcher never yields (it brings edits in)."""
+    from workers.base import default_spec
+
+    repo = tmp_path / "repo"
+    (repo / ".nsccn").mkdir(parents=True)
+    (repo / ".nsccn" / "config.json").write_text(json.dumps({"bulk_nice": 0}))
+    user = tmp_path / "user.json"
+    monkeypatch.setenv("NSCCN_CONFIG", str(user))
+    for setting, want in ((3, 3), (25, 10)):
+        user.write_text(json.dumps({"bulk_nice": setting}))
+        assert {k: default_spec(k, str(repo)).nice for k in ("parser", "writer", "embedder", "watcher")} == {
+            "parser": want, "writer": want, "embedder": want, "watcher": 0}
+    refused = load_settings(repo).refused
+    assert any("'bulk_nice' = 25" in r for r in refused) and any("ignoring 'bulk_nice' in" in r for r in refused)
 
 
 def alive(pid: int) -> bool:
