@@ -404,6 +404,10 @@ def test_live_pipeline(tmp_path):
                            text=True, timeout=60)
         live = json.loads(r.stdout)["pipeline"]
         assert live["mode"] == "serve" and set(live["actors"]) == {"writer", "watcher", "parser-0"}
+        text = subprocess.run([PY, "-m", "nsccn.cli", "status", "--root", str(repo)], capture_output=True, text=True,
+                              timeout=60).stdout.splitlines()
+        at = text.index("pipeline:")  # readable lines, not one long JSON line
+        assert "  actors:" in text[at:] and "    writer:" in text[at:] and max(map(len, text)) < 200, [t for t in text if len(t) >= 200]
         # Bulk work yields the CPU to queries: the parsers and the writer run nicer (`bulk_nice`),
         # their heartbeats and the watcher (which brings edits in) do not.
         ours = os.getpriority(os.PRIO_PROCESS, 0)

@@ -729,10 +729,10 @@ class Status(Tool):
 
 
 def _print_field(key: str, value, indent: int = 0) -> None:
-    """One field of an answer as readable lines: a dict as indented `key: value` lines (three
+    """One field of an answer as readable lines: a dict as indented `key: value` lines (four
     levels; deeper ones as compact JSON), a list of plain values on one line."""
     pad = "  " * indent
-    if isinstance(value, dict) and value and indent < 3:
+    if isinstance(value, dict) and value and indent < 4:
         print(f"{pad}{key}:")
         for k, v in value.items():
             _print_field(str(k), v, indent + 1)
