@@ -8,6 +8,7 @@ whose files changed since, where the notes are set).
 from __future__ import annotations
 
 import asyncio
+import difflib
 
 import msgspec
 import pytest
@@ -24,30 +25,36 @@ LOGIN = "method:acme/auth.py:AuthService.login"
 VALIDATE = "func:acme/auth.py:validate_token"
 REPORT = "login accepts a token whose signature is wrong: AuthError('bad signature') never raised"
 
-# Navigator call -> (its answer's type, the MCP tool and arguments, the command line's arguments)
-CALLS = {
-    ("search", ("validate token signature",), (("limit", 3),)): (
-        answers.SearchAnswer, ("search_and_rank", {"query": "validate token signature", "limit": 3}),
-        ["search", "validate token signature", "--limit", "3"]),
-    ("localize", (REPORT,), (("limit", 3),)): (
-        answers.LocalizeAnswer, ("localize_issue", {"report": REPORT, "limit": 3}), ["localize", REPORT, "--limit", "3"]),
-    ("skeleton", ("acme/auth.py",), ()): (
-        answers.SkeletonAnswer, ("read_skeleton", {"file_path": "acme/auth.py"}), ["skeleton", "acme/auth.py", "--tokens"]),
-    ("trace", (LOGIN, "all", 3), ()): (
-        answers.TraceAnswer, ("trace_causal_path", {"entity_id": LOGIN, "direction": "all"}),
-        ["trace", LOGIN, "--direction", "all"]),
-    ("window", (LOGIN,), ()): (
-        answers.WindowAnswer, ("open_surgical_window", {"entity_id": LOGIN}), ["window", LOGIN]),
-    ("find_symbol", ("login",), ()): (answers.SymbolAnswer, ("find_symbol", {"name": "login"}), ["symbol", "login"]),
-    ("find_references", (VALIDATE,), (("limit", 1),)): (
-        answers.ReferencesAnswer, ("find_references", {"entity_id": VALIDATE, "limit": 1}),
-        ["refs", VALIDATE, "--limit", "1"]),
-    ("repo_map", (), (("max_tokens", 300),)): (
-        answers.RepoMapAnswer, ("repo_map", {"max_tokens": 300}), ["map", "--max-tokens", "300"]),
-    ("assemble_context", ("validate the token signature",), (("max_tokens", 600),)): (
-        answers.ContextAnswer, ("assemble_context", {"query": "validate the token signature", "max_tokens": 600}),
-        ["context", "validate the token signature", "--max-tokens", "600"]),
-}
+
+def calls(root) -> list[tuple[type, str, tuple, dict, str, dict, list[str]]]:
+    """(answer type, Navigator method, args, keywords, MCP tool, its arguments, the command line)
+    of every typed answer; the change for `impact`: verify_signature's body, as a diff."""
+    auth = (root / "acme/auth.py").read_text()
+    diff = "".join(difflib.unified_diff(auth.splitlines(True), auth.replace('== "ok"', '== "OK"').splitlines(True),
+                                        "a/acme/auth.py", "b/acme/auth.py"))
+    (root.parent / "change.diff").write_text(diff)
+    return [
+        (answers.SearchAnswer, "search", ("validate token signature",), {"limit": 3},
+         "search_and_rank", {"query": "validate token signature", "limit": 3},
+         ["search", "validate token signature", "--limit", "3"]),
+        (answers.LocalizeAnswer, "localize", (REPORT,), {"limit": 3},
+         "localize_issue", {"report": REPORT, "limit": 3}, ["localize", REPORT, "--limit", "3"]),
+        (answers.SkeletonAnswer, "skeleton", ("acme/auth.py",), {},
+         "read_skeleton", {"file_path": "acme/auth.py"}, ["skeleton", "acme/auth.py", "--tokens"]),
+        (answers.TraceAnswer, "trace", (LOGIN, "all"), {},
+         "trace_causal_path", {"entity_id": LOGIN, "direction": "all"}, ["trace", LOGIN, "--direction", "all"]),
+        (answers.WindowAnswer, "window", (LOGIN,), {}, "open_surgical_window", {"entity_id": LOGIN}, ["window", LOGIN]),
+        (answers.SymbolAnswer, "find_symbol", ("login",), {}, "find_symbol", {"name": "login"}, ["symbol", "login"]),
+        (answers.ReferencesAnswer, "find_references", (VALIDATE,), {"limit": 1},
+         "find_references", {"entity_id": VALIDATE, "limit": 1}, ["refs", VALIDATE, "--limit", "1"]),
+        (answers.RepoMapAnswer, "repo_map", (), {"max_tokens": 300},
+         "repo_map", {"max_tokens": 300}, ["map", "--max-tokens", "300"]),
+        (answers.ImpactAnswer, "impact", (), {"diff": diff},
+         "detect_changes", {"diff": diff}, ["impact", "--diff", str(root.parent / "change.diff")]),
+        (answers.ContextAnswer, "assemble_context", ("validate the token signature",), {"max_tokens": 600},
+         "assemble_context", {"query": "validate the token signature", "max_tokens": 600},
+         ["context", "validate the token signature", "--max-tokens", "600"]),
+    ]
 
 
 @pytest.fixture(scope="module", params=["fresh", "edited"])
@@ -60,11 +67,15 @@ def acme(request, tmp_path_factory):
     return root
 
 
+def edited(root) -> bool:
+    return (root / "acme/auth.py").read_text().startswith("import sys")
+
+
 def test_every_answer_holds_its_declared_types(acme):
     nav = Navigator(acme)
     try:
-        for (method, args, kw), (kind, _, _) in CALLS.items():
-            ans = getattr(nav, method)(*args, **dict(kw))
+        for kind, method, args, kw, *_ in calls(acme):
+            ans = getattr(nav, method)(*args, **kw)
             assert type(ans) is kind, method
             assert msgspec.convert(plain(ans), kind) == ans, method  # every value of the declared type
             with pytest.raises(AttributeError):  # no field but the declared ones, not even a misspelt note
@@ -76,19 +87,20 @@ def test_every_answer_holds_its_declared_types(acme):
 def test_the_renderers_read_only_declared_fields(acme, capsys):
     """Both renderings of each typed answer run (an undeclared field read raises AttributeError: an
     internal error over MCP, a traceback on the command line)."""
+    made = calls(acme)
 
     async def mcp():
         async with Client(create_server(acme)) as c:
-            return [(tool, await c.call_tool_mcp(tool, args)) for _, (tool, args), _ in CALLS.values()]
+            return [(tool, await c.call_tool_mcp(tool, args)) for _, _, _, _, tool, args, _ in made]
 
     for tool, r in asyncio.run(mcp()):
         assert not r.is_error, (tool, r.content[0].text)
-        if (acme / "acme/auth.py").read_text().startswith("import sys"):  # edited: the notes were rendered
+        if edited(acme):  # the notes were rendered
             assert "changed" in r.content[0].text, tool
     notes = ""
-    for _, _, argv in CALLS.values():
+    for *_, argv in made:
         for extra in ([], ["--json"]):
             code = nsccn([*argv, "--root", str(acme), *extra])
             notes += capsys.readouterr().err
             assert code == 0, (argv, notes)
-    assert ("changed" in notes) == (acme / "acme/auth.py").read_text().startswith("import sys")
+    assert ("changed" in notes) == edited(acme)

@@ -189,6 +189,82 @@ class ContextAnswer(Answer, kw_only=True):
     unresolved: str | None = None
 
 
+# -- a change's impact (nsccn.graph.impact) ------------------------------------------------------------
+
+
+class ChangedFile(Answer, kw_only=True, rename={"from_": "from"}):
+    path: str
+    status: str  # added, modified, deleted, renamed
+    from_: str | None = None  # a renamed file's old path
+    binary: bool = False
+    mapped_on: str | None = None  # why its entities were read from the index, not from its text
+
+
+class ChangedEntity(Answer, kw_only=True):
+    id: str
+    kind: str
+    change: str  # added, deleted, signature, body, docstring, moved
+    file: str
+    line: int
+    was: str | None = None  # its id before the change, when that differs
+    in_index: str | None  # the id the index knows it by (None: not in the index)
+
+
+class Impacted(Answer, kw_only=True):
+    """An entity that depends on the change: how far, how surely, through what."""
+
+    id: str
+    distance: int
+    confidence: float
+    via: str  # the last step: `RELATION entity`
+    path: str  # the whole path, from the dependent to the change
+    file: str | None = None
+    line: int | None = None
+
+
+class TestToRun(Answer, kw_only=True):
+    id: str
+    file: str
+    qualname: str | None  # None: the whole file is the test unit
+    distance: int
+    confidence: float
+    reason: str
+
+
+class Refused(Answer, kw_only=True):
+    path: str
+    why: str
+
+
+class Risk(Answer, kw_only=True):
+    level: str  # low, medium, high
+    impacted_by_distance: dict[str, int]
+    public_api_changed: list[str]
+    signature_or_removal: list[str]
+    untested_changes: list[str]
+
+
+class ImpactAnswer(Answer, kw_only=True):
+    source: str  # which change: the working tree, staged, since a base, a commit, a diff
+    files: list[ChangedFile]
+    changed: list[ChangedEntity]
+    impacted: list[Impacted]
+    tests: list[TestToRun]
+    run: str | None  # a command that runs the tests (None: none to run)
+    risk: Risk
+    depth: int
+    test_depth: int
+    min_confidence: float
+    outside_index: list[str] | None = None
+    refused: list[Refused] | None = None
+    notes: list[str] | None = None
+    stale: str | None = None
+    unresolved: str | None = None
+
+
 def plain(answer: Any) -> Any:
-    """An answer as plain JSON-able data (a dict for a Struct); anything else as it is."""
-    return msgspec.to_builtins(answer) if isinstance(answer, msgspec.Struct) else answer
+    """An answer (or a list of its parts) as plain JSON-able data: a dict for a Struct; anything
+    else (an answer that stays a dict: status, train_ranker) as it is."""
+    if isinstance(answer, (msgspec.Struct, list)):
+        return msgspec.to_builtins(answer)
+    return answer

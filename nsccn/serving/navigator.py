@@ -30,7 +30,7 @@ from nsccn.tokens import count_tokens, truncate_to_tokens
 from nsccn.reading.repofile import PathOutsideRepository, UnreadableFile, repository_path, safe_path, stat_file
 from nsccn.errors import ArgumentError, NavigatorError, NoIndex, said  # noqa: F401  (the Navigator's errors)
 from nsccn.serving import params
-from nsccn.serving.answers import (ContextAnswer, LocalizeAnswer, Reference, ReferencesAnswer, RepoMapAnswer, SearchAnswer,
+from nsccn.serving.answers import (ContextAnswer, ImpactAnswer, LocalizeAnswer, Reference, ReferencesAnswer, RepoMapAnswer, SearchAnswer,
                                    SkeletonAnswer, SymbolAnswer, TraceAnswer, WindowAnswer, entity, search_hit)
 from nsccn.vocab import MAX_LOCALIZE, MAX_SEARCH
 from nsccn.serving.window import read_source, relocate, window_of_lines
@@ -409,7 +409,8 @@ class Navigator:
         return self._with_unresolved(out)
 
     def impact(self, staged: bool = False, base: str | None = None, commit: str | None = None,
-               diff: str | None = None, depth: int = 3, min_confidence: float = 0.0, test_depth: int = 8) -> dict:
+               diff: str | None = None, depth: int = 3, min_confidence: float = 0.0,
+               test_depth: int = 8) -> ImpactAnswer:
         """What a change touches, what depends on it and which tests reach it (`nsccn.graph.impact`): the
         working tree against HEAD, or the staged changes, or since `base`, or one `commit`, or a diff."""
         from nsccn.reading import changes
@@ -431,11 +432,9 @@ class Navigator:
                 pass  # an index outside the tree
             change = changes.from_git(self.root, staged=bool(staged), base=base, commit=commit,
                                       max_size=self.config.max_file_size, skip=tuple(skip))
-        out = impact.analyze(store, self.root, change, depth, float(min_confidence), test_depth)
-        paths = [x["file"] for key in ("impacted", "tests") for x in out[key] if "file" in x]
-        stale = self.stale_note(paths)
-        if stale:
-            out["stale"] = stale
+        out = msgspec.convert(impact.analyze(store, self.root, change, depth, float(min_confidence), test_depth),
+                              ImpactAnswer)
+        out.stale = self.stale_note([x.file for x in out.impacted if x.file is not None] + [t.file for t in out.tests])
         return self._with_unresolved(out)
 
     def repo_map(self, max_tokens: int = 1024, focus: list[str] | None = None) -> RepoMapAnswer:

@@ -33,7 +33,7 @@ from nsccn.serving.params import CAP, MIN_CONTEXT_TOKENS, MIN_MAP_TOKENS, REQUIR
 from nsccn.vocab import KINDS as ENTITY_KINDS
 
 if TYPE_CHECKING:  # the query stack: loaded by the commands that query, not to build the parser
-    from nsccn.serving.answers import LocalizeAnswer, SearchAnswer, TraceAnswer
+    from nsccn.serving.answers import ImpactAnswer, LocalizeAnswer, SearchAnswer, TraceAnswer
     from nsccn.serving.navigator import Navigator
 
 
@@ -585,21 +585,21 @@ class Impact(Tool):
         res = ctx.nav.impact(staged=req.staged, base=req.base, commit=req.commit, diff=req.diff, depth=req.depth,
                              min_confidence=float(req.min_confidence))
         # each impacted entity names the one it depends on (`via`): the whole path is in `tests`' reasons
-        impacted = [{k: v for k, v in i.items() if k not in ("path", "file")} for i in res["impacted"][offset:]]
-        tests = res["tests"][offset:]
-        base = {k: res[k] for k in ("source", "files", "risk", "run") if k in res}
-        for k in ("outside_index", "refused", "notes"):
-            if res.get(k):
-                base[k] = res[k]
+        impacted = [{k: v for k, v in plain(i).items() if k not in ("path", "file")} for i in res.impacted[offset:]]
+        tests = plain(res.tests[offset:])
+        changed = plain(res.changed)
+        base = {"source": res.source, "files": plain(res.files), "risk": plain(res.risk), "run": res.run}
+        for key, listed in (("outside_index", res.outside_index), ("refused", res.refused), ("notes", res.notes)):
+            if listed:
+                base[key] = plain(listed)
         ctx.notes(base, answer=res)
-        if res.get("stale"):
-            base["stale"] = res["stale"]
-        n = max(len(res["changed"]), len(impacted), len(tests))
+        if res.stale:
+            base["stale"] = res.stale
+        n = max(len(changed), len(impacted), len(tests))
 
         def build(k: int) -> dict:
-            out = {**base, "changed": res["changed"][:k], "impacted": impacted[:k], "tests": tests[:k],
-                   "totals": {"changed": len(res["changed"]), "impacted": len(res["impacted"]),
-                              "tests": len(res["tests"])}}
+            out = {**base, "changed": changed[:k], "impacted": impacted[:k], "tests": tests[:k],
+                   "totals": {"changed": len(changed), "impacted": len(res.impacted), "tests": len(res.tests)}}
             if k < n:
                 more = (f"call again with offset={offset + k} for more impacted entities and tests" if k else
                         "the summary alone fills it")
@@ -843,46 +843,46 @@ def _diff_text(given: str) -> str:
     return data.decode("utf-8", "replace")
 
 
-def _print_impact(out: dict, limit: int) -> None:
-    files = out["files"]
-    print(f"change: {out['source']} ({len(files)} file{'s' * (len(files) != 1)})")
+def _print_impact(out: ImpactAnswer, limit: int) -> None:
+    files = out.files
+    print(f"change: {out.source} ({len(files)} file{'s' * (len(files) != 1)})")
     for f in files[:limit]:
-        extra = (f" (from {one_line(f['from'])})" if f.get("from") else "") + (" [binary]" if f.get("binary") else "")
-        print(f"  {f['status']:<9}  {one_line(f['path'])}{extra}")
+        extra = (f" (from {one_line(f.from_)})" if f.from_ else "") + (" [binary]" if f.binary else "")
+        print(f"  {f.status:<9}  {one_line(f.path)}{extra}")
     if len(files) > limit:
         print(f"  ... {len(files) - limit} more files")
-    print(f"changed ({len(out['changed'])}):")
-    for c in out["changed"][:limit]:
-        where = "" if c.get("in_index") else "  [not in the index]"
-        was = f"  (was {one_line(c['was'])})" if c.get("was") else ""
-        print(f"  {c['change']:<9}  {one_line(c['id'])}  ({one_line(c['file'])}:{c['line']}){was}{where}")
-    print(f"impacted ({len(out['impacted'])}, depth {out['depth']}):")
-    for i in out["impacted"][:limit]:
-        print(f"  d{i['distance']} {i['confidence']:.2f}  {one_line(i['id'])}")
-        print(f"         {one_line(i['path'])}")
-    print(f"tests ({len(out['tests'])}):")
-    for t in out["tests"][:limit]:
-        name = f"{t['file']}::{t['qualname']}" if t.get("qualname") else t["file"]
-        print(f"  d{t['distance']} {t['confidence']:.2f}  {one_line(name)}")
-        print(f"         {one_line(t['reason'])}")
-    for key in ("impacted", "tests"):
-        if len(out[key]) > limit:
-            print(f"  ... {len(out[key]) - limit} more {key} (--limit, or --json for all)")
-    if out.get("run"):
-        print(f"run (from the repository root): {one_line(out['run'])}")
-    risk = out["risk"]
-    by = ", ".join(f"{n} at {d}" for d, n in risk["impacted_by_distance"].items()) or "none"
-    print(f"risk: {risk['level']}; dependents by distance: {by}")
-    for key, label in (("signature_or_removal", "signature changed or removed"), ("untested_changes", "untested")):
-        if risk[key]:
-            print(f"  {label}: {', '.join(map(one_line, risk[key]))}")
-    if out.get("outside_index"):
-        print(f"# note: not in the index: {', '.join(map(one_line, out['outside_index']))}", file=sys.stderr)
-    for r in out.get("refused", ()):
-        print(f"# note: refused {one_line(r['path'])}: {r['why']}", file=sys.stderr)
-    for note in out.get("notes", ()):
+    print(f"changed ({len(out.changed)}):")
+    for c in out.changed[:limit]:
+        where = "" if c.in_index else "  [not in the index]"
+        was = f"  (was {one_line(c.was)})" if c.was else ""
+        print(f"  {c.change:<9}  {one_line(c.id)}  ({one_line(c.file)}:{c.line}){was}{where}")
+    print(f"impacted ({len(out.impacted)}, depth {out.depth}):")
+    for i in out.impacted[:limit]:
+        print(f"  d{i.distance} {i.confidence:.2f}  {one_line(i.id)}")
+        print(f"         {one_line(i.path)}")
+    print(f"tests ({len(out.tests)}):")
+    for t in out.tests[:limit]:
+        name = f"{t.file}::{t.qualname}" if t.qualname else t.file
+        print(f"  d{t.distance} {t.confidence:.2f}  {one_line(name)}")
+        print(f"         {one_line(t.reason)}")
+    for key, listed in (("impacted", out.impacted), ("tests", out.tests)):
+        if len(listed) > limit:
+            print(f"  ... {len(listed) - limit} more {key} (--limit, or --json for all)")
+    if out.run:
+        print(f"run (from the repository root): {one_line(out.run)}")
+    risk = out.risk
+    by = ", ".join(f"{n} at {d}" for d, n in risk.impacted_by_distance.items()) or "none"
+    print(f"risk: {risk.level}; dependents by distance: {by}")
+    for listed, label in ((risk.signature_or_removal, "signature changed or removed"), (risk.untested_changes, "untested")):
+        if listed:
+            print(f"  {label}: {', '.join(map(one_line, listed))}")
+    if out.outside_index:
+        print(f"# note: not in the index: {', '.join(map(one_line, out.outside_index))}", file=sys.stderr)
+    for r in out.refused or ():
+        print(f"# note: refused {one_line(r.path)}: {r.why}", file=sys.stderr)
+    for note in out.notes or ():
         print(f"# note: {one_line(note)}", file=sys.stderr)
-    print_notes(out.get("stale"), out.get("unresolved"))
+    print_notes(out.stale, out.unresolved)
 
 
 def from_here(nav: Navigator, args, path: str) -> str:
