@@ -44,7 +44,7 @@ def entity(row: EntityRow) -> Entity:
                   signature=row.signature)
 
 
-class Hit(Entity, kw_only=True):
+class SearchResult(Entity, kw_only=True):
     """A search result: the entity, the probability it is the one sought, and the rank each
     retrieval stream gave it (stream -> 1-based rank)."""
 
@@ -52,11 +52,11 @@ class Hit(Entity, kw_only=True):
     matched_by: dict[str, int]
 
 
-def search_hit(hit) -> Hit:
+def search_result(hit) -> SearchResult:
     """A ranked hit (nsccn.query.streams.Hit) as a search answer lists it: its score rounded, as shown."""
     row = hit.entity
-    return Hit(id=row.id, kind=row.kind, file=row.path, line=row.start_line, end_line=row.end_line,
-               signature=row.signature, score=round(hit.score, 4), matched_by=hit.streams)
+    return SearchResult(id=row.id, kind=row.kind, file=row.path, line=row.start_line, end_line=row.end_line,
+                        signature=row.signature, score=round(hit.score, 4), matched_by=hit.streams)
 
 
 # -- the tools' answers ------------------------------------------------------------------------------
@@ -64,7 +64,7 @@ def search_hit(hit) -> Hit:
 
 class SearchAnswer(Answer, kw_only=True):
     query: str
-    results: list[Hit]
+    results: list[SearchResult]
     signals: list[str]
     ranking: str  # which ranking answered: the learned model (its file) or the hand-tuned fusion
     vectors: str | None  # the model whose vectors answered; None: none did (vectors_note says why)

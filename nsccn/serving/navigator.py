@@ -30,8 +30,9 @@ from nsccn.tokens import count_tokens, truncate_to_tokens
 from nsccn.reading.repofile import PathOutsideRepository, UnreadableFile, repository_path, safe_path, stat_file
 from nsccn.errors import ArgumentError, NavigatorError, NoIndex, said  # noqa: F401  (the Navigator's errors)
 from nsccn.serving import params
-from nsccn.serving.answers import (ContextAnswer, ImpactAnswer, LocalizeAnswer, Reference, ReferencesAnswer, RepoMapAnswer, SearchAnswer,
-                                   SkeletonAnswer, SymbolAnswer, TraceAnswer, WindowAnswer, entity, search_hit)
+from nsccn.serving.answers import (ContextAnswer, ImpactAnswer, LocalizeAnswer, Reference, ReferencesAnswer,
+                                   RepoMapAnswer, SearchAnswer, SkeletonAnswer, SymbolAnswer, TraceAnswer, WindowAnswer,
+                                   entity, search_result)
 from nsccn.vocab import MAX_LOCALIZE, MAX_SEARCH
 from nsccn.serving.window import read_source, relocate, window_of_lines
 
@@ -157,7 +158,7 @@ class Navigator:
                                  kinds=tuple(kinds) if kinds else None, embedder=self.embedder,
                                  rrf_k=self.config.rrf_k, diversity=float(diversity), use_vectors=vectors is not None)
         hits = probabilities(names_first(self.store, query, hits, limit + offset, tuple(kinds) if kinds else None))
-        results = [search_hit(h) for h in hits[offset : offset + limit]]
+        results = [search_result(h) for h in hits[offset : offset + limit]]
         more = f"call again with offset={offset + limit} for the next results" if len(hits) == limit + offset else None
         return SearchAnswer(query=query, results=results, signals=sorted(signals), ranking=which, vectors=vectors,
                             vectors_note=vectors_note, query_capped=capped_note(analyze_query(query)) or None,

@@ -8,8 +8,10 @@ input schema and the command's options are made from them, and both fronts check
 them before it runs (as the Navigator checks its own calls), so a bad value gets the same message
 naming the valid range through either; `cli` are the command's own arguments besides them (how it
 reads or prints); `answer(ctx, req)` is the MCP answer (text for the model, the same data
-structured), `run(nav, args)` the command's call and printout. A bad argument raises
-`ArgumentError`; a tool that cannot answer, `NavigatorError` (no index: `NoIndex`).
+structured), `run(nav, args)` the command's call and printout; both read the Navigator's typed
+answers (nsccn.serving.answers) by attribute, and the command line makes the answer it returns
+plain data for `--json`. A bad argument raises `ArgumentError`; a tool that cannot answer,
+`NavigatorError` (no index: `NoIndex`).
 """
 
 from __future__ import annotations
