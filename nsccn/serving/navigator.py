@@ -363,13 +363,8 @@ class Navigator:
                 "index run stopped first: the next `nsccn index` resolves them): edges may be missing or out of date")
 
     def _with_unresolved(self, out):
-        """The answer, with the `unresolved` note when the graph is behind the files."""
-        note = self.unresolved_note()
-        if note:
-            if isinstance(out, dict):  # (status: a dict)
-                out["unresolved"] = note
-            else:
-                out.unresolved = note
+        """The answer, with its `unresolved` note when the graph is behind the files."""
+        out.unresolved = self.unresolved_note()
         return out
 
     def stale_note(self, paths) -> str | None:
@@ -529,7 +524,9 @@ class Navigator:
         }
         if counts.get("files_with_syntax_errors"):
             out["syntax_errors"] = self.syntax_errors(5)
-        self._with_unresolved(out)
+        unresolved = self.unresolved_note()
+        if unresolved:
+            out["unresolved"] = unresolved
         try:
             from nsccn.vectors import semantic
 
