@@ -192,7 +192,7 @@ class Search(Tool):
                 out["more"] = res.more
             return out
 
-        ctx.notes(base, [r["file"] for r in rows], vectors=True)
+        ctx.notes(base, [r.file for r in res.results], vectors=True)
         if not rows:
             base["hint"] = "nothing matched: try other words, a bare identifier, or repo_map to see what exists"
         k, text = fit(len(rows), lambda k: render_json(build(k)), cap)
@@ -506,7 +506,7 @@ class Symbol(Tool):
         res = ctx.nav.find_symbol(req.name, limit=req.limit)
         defs = [{**plain(d), "signature": short(d.signature)} for d in res.definitions]
         base = {"name": res.name, "total": res.total}
-        ctx.notes(base, [d["file"] for d in defs])
+        ctx.notes(base, [d.file for d in res.definitions])
 
         def build(k: int) -> dict:
             out = {**base, "definitions": defs[:k]}
