@@ -209,7 +209,7 @@ class Resolver:
         self.siblings = package_groups([(p, lang, m) for p, m, _, _, lang in rows])
         self._builtins: dict[str, frozenset[str]] = {"python": _BUILTINS}
         self._builtin_methods: dict[str, frozenset[str]] = {"python": _BUILTIN_METHODS}
-        self._names_by_import: dict[str, bool] = {"python": False}
+        self._names_by_import: dict[str, bool] = {"python": True}  # `from m import *` is an import too
 
     def in_package(self, path: str, qualname: str) -> tuple[str, str] | None:
         """(id, kind) of `qualname` in the file, or in another file of its package (Go, Java)."""
