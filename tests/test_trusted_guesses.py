@@ -6,7 +6,7 @@ calls they stood for reach the right definition where the source says which.
 - `obj.m()` on a receiver of unknown type, with m a method of the standard library's own types
   (`res.json()`, `headers.set()`, `arr.map()`), is no guess at ours; a typed receiver still is;
 - `this.use = (...) => {}` in a constructor makes `use` a member: `app.use()` on a constructed
-  `app` is `typed`;
+  `app` is `typed`, and so is `new App().use()`;
 - a definition inside an anonymous callback is seen only there: the file's other calls of its
   name reach the import, and a second local of the name in another callback gets its own calls.
 """
@@ -38,6 +38,7 @@ export class App {
   mount() { return this.use('/') }
 }
 export function serve() { const app = new App(); return app.use('/x') }
+export function chained() { return new App().use('/y') }
 """,
     "src/store.ts": "export const createStore = () => ({})\n",
     "src/store.test.ts": """import { createStore } from './store'
@@ -88,6 +89,8 @@ def test_a_function_assigned_to_this_is_a_member(calls):
     use = "func:src/app.ts:App.constructor.use"
     served = _from(calls, "func:src/app.ts:serve")[use]
     assert (served.resolution, served.confidence) == ("typed", 0.9)
+    chained = _from(calls, "func:src/app.ts:chained")[use]  # `new App().use()`: on what was just built
+    assert (chained.resolution, chained.confidence) == ("typed", 0.9)
     mounted = _from(calls, "method:src/app.ts:App.mount")[use]
     assert (mounted.resolution, mounted.confidence) == ("self+MRO", 1.0)
 

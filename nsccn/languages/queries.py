@@ -38,7 +38,7 @@ import tree_sitter as ts
 
 from nsccn.reading.entity_bounds import head_lines
 from nsccn.languages.scopes import Scopes
-from nsccn.languages.receivers import CALLED_RANK, CONSTRUCTED_RANK, DECLARED_RANK, IMPL_OF, Bindings, type_name
+from nsccn.languages.receivers import CALLED_RANK, CONSTRUCTED, CONSTRUCTED_RANK, DECLARED_RANK, IMPL_OF, Bindings, type_name
 from nsccn.model import Entity, Ref, entity_id
 
 HERE = Path(__file__).parent
@@ -220,6 +220,13 @@ class QueryExtractor:
                     defs.append(_Def(node, node, "impl", node_text(typ), None, is_scope=True,
                                      trait=node_text(trait) if trait is not None else None))
                 return
+            if cap == "reference.call" and "callee.new" in one:  # `new T().m()`: T's method, as built
+                typ = type_name(node_text(one["callee.new"]))
+                if typ:
+                    method = one["callee.method"]
+                    refs.append((node.start_byte, node.end_byte, "CALLS",
+                                 f"{CONSTRUCTED}{typ.replace('.', '/')}:{typ}.{node_text(method)}", node, method.start_byte))
+                return
             if cap in ("reference.call", "reference.class"):
                 callee = one.get("callee") or one.get("name")
                 if callee is not None:
@@ -360,6 +367,9 @@ class QueryExtractor:
                 continue
             source = owner.eid if owner is not None else mod_id
             receiver = next((d.receiver_name for d in reversed(stack) if d.receiver_name), None)
+            if relation == "CALLS" and target.startswith(CONSTRUCTED):  # typed where it was written
+                self.refs.append(Ref(source, relation, target, line, cls))
+                continue
             if relation in ("CALLS", "MUTATES", "PROPAGATES_ERROR"):
                 path = self._path(target, receiver)
                 if path is None:
