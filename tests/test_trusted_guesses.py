@@ -39,6 +39,10 @@ export class App {
 }
 export function serve() { const app = new App(); return app.use('/x') }
 export function chained() { return new App().use('/y') }
+export const proto = {
+  set(k, v) { return v },
+  assign(k, v) { return this.set(k, v) },
+}
 """,
     "src/store.ts": "export const createStore = () => ({})\n",
     "src/store.test.ts": """import { createStore } from './store'
@@ -77,6 +81,8 @@ def test_a_bare_name_no_import_binds_is_no_guess(calls):
 
 def test_a_standard_library_method_name_is_no_guess_on_an_unknown_receiver(calls):
     assert "method:src/context.ts:Context.json" not in _from(calls, "func:src/app.ts:reply")
+    # `this` outside a class is no receiver of unknown type: an object literal's own `set`
+    assert "func:src/app.ts:set" in _from(calls, "func:src/app.ts:assign")
     # a name the standard library's types do not define is still guessed, as a guess
     paint = _from(calls, "func:src/app.ts:paint")
     assert paint["method:src/context.ts:Context.render"].confidence <= 0.5

@@ -574,7 +574,10 @@ class Resolver:
             found = self.dotted(expr)
             if found:
                 return [(t, 0.9, "qualified_name") for t in found]
-        if (head in ("self", "cls") or relation == "CALLS") and parts[-1] not in self.builtin_methods(path):
+        # the language's own types' methods rule out a guess on a receiver of unknown type, not on
+        # `this` outside a class (an object literal's methods: `this.set()` is one of them)
+        own = head in ("self", "cls")
+        if (own or relation == "CALLS") and parts[-1] not in (_BUILTIN_METHODS if own else self.builtin_methods(path)):
             return self._by_name(parts[-1], relation, method=True, path=path, source=source)
         return []
 
