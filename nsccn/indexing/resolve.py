@@ -13,8 +13,10 @@ Resolutions, strongest first:
   builtin         a builtin exception or base class                               1.0, target `ext:builtins.X`
   environment     os.environ / os.getenv                                          1.0, target `env:NAME`
   config_access   settings.X / config["x"]                                        1.0, target `config:...`
-  unique_name     the only definition with that name in the repository            0.7 (0.5 for obj.m())
+  unique_name     the only definition with that name in the repository            0.7 (0.35 for obj.m())
   ambiguous       one of k definitions with that name                             1/k (0.5/k for obj.m())
+                  (no guess for a bare name in a language that binds names by import only, nor
+                  for obj.m() with m a method of the language's own types: `res.json()`)
   typed           `obj.m()` on a receiver of a type the source states, through the type's
                   bases: declared (a typed parameter, local or field)            1.0
                   inferred from a constructor (`x = new T()`)                    0.9
@@ -624,7 +626,7 @@ class Resolver:
                 return []  # len(), print(): every function calls them, no agent asks
             return [(f"ext:builtins.{name}", 1.0, "builtin")]
         if self.names_by_import(path):
-            return []  # bound by nothing in the file: a parameter, a local or a global, not ours
+            return []  # bound by nothing of the file, no import resolves it: a parameter, a local, a global
         return self._by_name(name, relation, method=False, path=path, source=source)
 
     def _property(self, eid: str) -> bool:
