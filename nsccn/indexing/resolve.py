@@ -117,7 +117,8 @@ class Resolver:
             entry = (eid, kinds.setdefault(kind, kind))
             self.by_key[(path, qualname)] = entry
             self.by_name[qualname if name == qualname else name].append(entry)
-        self._assigned_members(c)
+        if "this" in {n for lang in set(self.language.values()) for n in _self_names(lang)}:
+            self._assigned_members(c)
         stars = ((p, [v for k, v in imp.items() if k.startswith("*")]) for p, imp in self.imports.items())
         self.stars = {p: found for p, found in stars if found}
         self._dotted_cache: dict[str, list[str] | None] = {}
@@ -148,7 +149,8 @@ class Resolver:
         """`this.use = (...) => {...}` in a method of class C (a constructor, mostly) makes `use` a
         member of C: `C.use` names it, as a method written in the class body would be named."""
         for eid, path, qualname, sig in c.execute(
-                "SELECT id, path, qualname, signature FROM entities WHERE kind = 'func' AND signature LIKE 'this.%'"):
+                "SELECT id, path, qualname, signature FROM entities WHERE kind = 'func' AND signature LIKE 'this.%'"
+                " ORDER BY path, start_line, id"):  # two assignments of one name: the first written
             owner, _, name = qualname.rpartition(".")
             cls = owner.rpartition(".")[0]
             m = _THIS_MEMBER.match(sig)
@@ -688,6 +690,14 @@ class Resolver:
             return [(cands[0], 0.7 * scale, "unique_name")]
         # sorted: a guess's edges in one order, whichever file was written first
         return [(c, round(scale / k, 4), f"ambiguous:{k}") for c in sorted(cands)]
+
+
+def _self_names(language: str) -> tuple[str, ...]:
+    """The receivers a language reads as the enclosing type (`this` where a method can assign one)."""
+    try:
+        return query_language(language).self_names
+    except KeyError:
+        return ()
 
 
 def _canonical_module(path: str, module: str, packages: set[str]) -> str:
