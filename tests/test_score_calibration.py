@@ -46,12 +46,12 @@ def test_scores_are_probabilities_the_same_on_both_fronts(acme, query):
         out = nav.search(query, limit=8)
     finally:
         nav.close()
-    scores = [r["score"] for r in out["results"]]
+    scores = [r.score for r in out.results]
     assert scores and all(0.0 < s < 1.0 for s in scores), scores
-    if "learned" in out["ranking"]:
+    if "learned" in out.ranking:
         assert scores == sorted(scores, reverse=True)  # the learned order, never contradicted
     if query == NAME:  # the definition of exactly the name typed: first, and likely the one sought
-        assert out["results"][0]["id"] == "method:acme/auth.py:AuthService.login" and scores[0] > 0.5 > scores[1]
+        assert out.results[0].id == "method:acme/auth.py:AuthService.login" and scores[0] > 0.5 > scores[1]
 
     cli = subprocess.run([str(NSCCN), "search", query, "--limit", "8", "--json"], cwd=acme, capture_output=True,
                          text=True, timeout=120)
@@ -77,19 +77,19 @@ def test_localize_functions_carry_the_same_probability_as_search(acme):
         found = nav.search(PHRASE, limit=5)
     finally:
         nav.close()
-    assert "learned" in loc["ranking"]
-    scores = [f["score"] for f in loc["functions"]]
+    assert "learned" in loc.ranking
+    scores = [f.score for f in loc.functions]
     assert len(scores) == 5 and all(0.0 < s < 1.0 for s in scores) and scores == sorted(scores, reverse=True)
-    model_hits = [(r["id"], r["score"]) for r in found["results"]]
-    assert [(f["id"], f["score"]) for f in loc["functions"]] == model_hits
-    assert all(isinstance(f, str) for f in loc["files"])  # paths, no score
+    model_hits = [(r.id, r.score) for r in found.results]
+    assert [(f.id, f.score) for f in loc.functions] == model_hits
+    assert all(isinstance(f, str) for f in loc.files)  # paths, no score
 
     cli = subprocess.run([str(NSCCN), "localize", PHRASE, "--limit", "5", "--json"], cwd=acme, capture_output=True,
                          text=True, timeout=120)
     assert cli.returncode == 0, cli.stderr
     text = subprocess.run([str(NSCCN), "localize", PHRASE, "--limit", "5"], cwd=acme, capture_output=True,
                           text=True, timeout=120).stdout
-    assert f"  1. {scores[0]:.4f}  {loc['functions'][0]['id']}" in text, text
+    assert f"  1. {scores[0]:.4f}  {loc.functions[0].id}" in text, text
 
     async def mcp():
         async with Client(create_server(acme)) as c:
@@ -97,4 +97,4 @@ def test_localize_functions_carry_the_same_probability_as_search(acme):
 
     by_mcp = asyncio.run(mcp())
     for answer in (by_mcp, json.loads(cli.stdout)):
-        assert [(f["id"], f["score"]) for f in answer["functions"]] == [(f["id"], f["score"]) for f in loc["functions"]]
+        assert [(f["id"], f["score"]) for f in answer["functions"]] == [(f.id, f.score) for f in loc.functions]
