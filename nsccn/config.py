@@ -65,6 +65,9 @@ class Config(msgspec.Struct, kw_only=True):
     result_token_cap: int = 8000  # no tool answer is larger than this
     tool_time_budget_s: float = 20.0  # an MCP tool call running longer is stopped with a clear error
     parser_workers: int = 0  # 0: one per core
+    # The pipeline's bulk work (parsers, writer, embedder's bulk jobs) runs this much nicer than
+    # the queries, so a search answers at its idle speed while an index builds (0: no yielding).
+    bulk_nice: int = 10
     # A pipeline started by `nsccn serve` stays this long after its last MCP client leaves, so
     # watching and embedding go on between sessions (a user setting: it keeps processes alive).
     pipeline_linger_s: float = 600.0
@@ -98,6 +101,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "result_token_cap": (100, 1_000_000),
     "tool_time_budget_s": (0.001, 3600.0),
     "parser_workers": (0, 1024),
+    "bulk_nice": (0, 19),
     "pipeline_linger_s": (0.0, 30 * 86400.0),
     "history_max_commits": (0, 1_000_000),
 }

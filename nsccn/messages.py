@@ -246,8 +246,8 @@ class ActorSpec(msgspec.Struct, kw_only=True):
     embed_window: int = 2  # embed jobs in flight
     embed_batch: int = 32  # entities per embed job
     # embedder
-    embed_sub_batch: int = 8  # texts per model call; queries are served between calls
-    nice: int = 0
+    embed_sub_batch: int = 8  # texts per model call
+    nice: int = 0  # how much nicer the actor's work runs (bulk work yields to queries: `bulk_nice`)
 
 
 MESSAGES = (

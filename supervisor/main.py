@@ -64,8 +64,10 @@ log = logging.getLogger("nsccn.supervisor")
 
 MODULES = {"watcher": "workers.watcher", "parser": "workers.parser", "writer": "workers.writer",
            "embedder": "workers.embedder"}
-# The embedder yields the CPU to readers and the writer (NSCCN_EMBEDDER_NICE=0 to compare).
-EMBEDDER_NICE = int(os.environ.get("NSCCN_EMBEDDER_NICE", "10"))
+# Bulk work yields the CPU to queries: parsers, the writer and the embedder's bulk jobs run
+# `bulk_nice` (a user setting, default 10) nicer. NSCCN_EMBEDDER_NICE sets the embedder's alone
+# (benchmarks/pipeline_isolation.py compares with 0).
+BULK_KINDS = frozenset({"parser", "writer", "embedder"})
 # Per-generation counters that add up across restarts (the rest are gauges).
 COUNTERS = frozenset(
     "parsed unchanged removed files_written duplicates batches resolves vectors_written dispatched resent"
@@ -199,8 +201,13 @@ class Supervisor:
             embed=self.embed,
             embed_in_writer=self.embed_in_writer,
             embed_batch=self.config.embedding_batch_size,
-            nice=EMBEDDER_NICE if slot.kind == "embedder" else 0,
+            nice=self._nice(slot.kind),
         )
+
+    def _nice(self, kind: str) -> int:
+        if kind == "embedder" and os.environ.get("NSCCN_EMBEDDER_NICE"):
+            return int(os.environ["NSCCN_EMBEDDER_NICE"])
+        return self.config.bulk_nice if kind in BULK_KINDS else 0
 
     def _spawn(self, slot: Slot) -> None:
         spec = self._spec(slot)

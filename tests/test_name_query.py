@@ -197,3 +197,20 @@ def test_the_pipeline_into_a_pipe_prints_plain_lines_and_git_status_stays_clean(
     assert "nsccn: indexing 5/5 file" in r.stderr and "\r" not in r.stderr and "it/s" not in r.stderr
     assert (root / ".nsccn" / "index.db").exists()
     assert git("status", "--porcelain").stdout == ""  # `.nsccn/` ignores itself
+
+
+def test_files_with_syntax_errors_are_named_and_all_can_be_listed(tmp_path):
+    """The index summary and `status` name a few of the files whose parse found syntax errors and
+    say how to list all; `status --syntax-errors` lists all."""
+    broken = {f"bad{i}.py": f"def ok{i}():\n    return {i}\n\ndef broken{i}(:\n    pass\n" for i in range(4)}
+    root = write_repo(tmp_path / "s", {"fine.py": "def fine():\n    return 1\n", **broken})
+    r = nsccn("index", ".", "--in-process", "--no-embed", cwd=root)
+    assert r.returncode == 0 and "4 with syntax errors" in r.stdout, r.stdout + r.stderr
+    named = [line for line in r.stdout.splitlines() if "syntax errors in:" in line]
+    assert len(named) == 1 and named[0].count("bad") == 3 and "`nsccn status --syntax-errors` lists all" in named[0]
+    r = nsccn("status", cwd=root)
+    lines = r.stdout.splitlines()
+    at = lines.index("syntax_errors: (4 of 4; `nsccn status --syntax-errors` lists all)")
+    assert all(lines[at + 1 + i].startswith("  bad") for i in range(4)), lines
+    r = nsccn("status", "--syntax-errors", cwd=root)
+    assert sorted(line.split(":")[0] for line in r.stdout.splitlines()) == sorted(broken), r.stdout

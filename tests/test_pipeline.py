@@ -20,7 +20,7 @@ import apsw
 import numpy as np
 import zmq
 
-from nsccn.config import Config, load_config
+from nsccn.config import Config, load_config, load_settings
 from nsccn.reading.extract import content_hash
 from nsccn.indexing.indexer import index_repository
 from nsccn.store import Store
@@ -140,6 +140,40 @@ def status_of(repo: Path) -> dict:
 
 def actor_pids(status: dict) -> list[int]:
     return [a["pid"] for a in status.get("actors", {}).values() if a.get("pid")]
+
+
+def thread_nices(pid: int) -> dict[str, list[int]]:
+    """The nice value of each thread of a process, by thread name (/proc/PID/task/TID)."""
+    out: dict[str, list[int]] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            name = (task / "comm").read_text().strip()
+            nice = int((task / "stat").read_text().rsplit(")", 1)[1].split()[16])  # field 19
+            out.setdefault(name, []).append(nice)
+    return out
+
+
+def yielded(nice: int) -> int:
+    """The nice value of bulk work started from this process (`bulk_nice` 10 on top of ours)."""
+    return min(19, nice + 10)
+
+
+def test_bulk_nice_is_the_users_setting(tmp_path, monkeypatch):
+    """How much the bulk work yields is the user's to set (a repository's config may not), within
+    0-19; the watcher never yields (it brings edits in)."""
+    from workers.base import default_spec
+
+    repo = tmp_path / "repo"
+    (repo / ".nsccn").mkdir(parents=True)
+    (repo / ".nsccn" / "config.json").write_text(json.dumps({"bulk_nice": 0}))
+    user = tmp_path / "user.json"
+    monkeypatch.setenv("NSCCN_CONFIG", str(user))
+    for setting, want in ((3, 3), (25, 10)):
+        user.write_text(json.dumps({"bulk_nice": setting}))
+        assert {k: default_spec(k, str(repo)).nice for k in ("parser", "writer", "embedder", "watcher")} == {
+            "parser": want, "writer": want, "embedder": want, "watcher": 0}
+    refused = load_settings(repo).refused
+    assert any("'bulk_nice' = 25" in r for r in refused) and any("ignoring 'bulk_nice' in" in r for r in refused)
 
 
 def alive(pid: int) -> bool:
@@ -370,6 +404,17 @@ def test_live_pipeline(tmp_path):
                            text=True, timeout=60)
         live = json.loads(r.stdout)["pipeline"]
         assert live["mode"] == "serve" and set(live["actors"]) == {"writer", "watcher", "parser-0"}
+        text = subprocess.run([PY, "-m", "nsccn.cli", "status", "--root", str(repo)], capture_output=True, text=True,
+                              timeout=60).stdout.splitlines()
+        at = text.index("pipeline:")  # readable lines, not one long JSON line
+        assert "  actors:" in text[at:] and "    writer:" in text[at:] and max(map(len, text)) < 200, [t for t in text if len(t) >= 200]
+        # Bulk work yields the CPU to queries: the parsers and the writer run nicer (`bulk_nice`),
+        # their heartbeats and the watcher (which brings edits in) do not.
+        ours = os.getpriority(os.PRIO_PROCESS, 0)
+        for name, actor in live["actors"].items():
+            want = yielded(ours) if name != "watcher" else ours
+            assert os.getpriority(os.PRIO_PROCESS, actor["pid"]) == want, (name, want)
+            assert thread_nices(actor["pid"]).get("nsccn-heartbeat") == [ours], name
 
         # 50 changes in one second: one parse, of the last version.
         target = repo / "pkg1" / "mod1.py"
@@ -516,7 +561,8 @@ def test_a_writer_asks_the_watcher_again_until_it_hears_where_the_bulk_stands(tm
 
 
 def test_embedder_answers_queries_before_the_next_bulk_batch(tmp_path):
-    """The real (bundled) model: a query sent behind a large job is answered before that job is."""
+    """The real (bundled) model: a query sent behind a large job is answered before that job is,
+    by the query lane, which does not yield the CPU as the bulk work does."""
     from msgspec.structs import replace
 
     from workers.base import default_spec
@@ -534,6 +580,12 @@ def test_embedder_answers_queries_before_the_next_bulk_batch(tmp_path):
         assert writer.poll(60_000), "no ModelInfo from the embedder"
         info = decode(writer.recv())
         assert isinstance(info, ModelInfo) and info.dim > 0 and info.pid == proc.pid
+        # The bulk work (the main thread and the threads it started: the model's) yields the CPU;
+        # the query lane and the heartbeat keep the process's priority.
+        ours = os.getpriority(os.PRIO_PROCESS, 0)
+        threads = thread_nices(proc.pid)
+        assert threads["nsccn-query"] == [ours] and threads["nsccn-heartbeat"] == [ours], threads
+        assert os.getpriority(os.PRIO_PROCESS, proc.pid) == yielded(ours), threads
         for addr, kind in ((spec.addresses.embedder, zmq.PUSH), (spec.addresses.query, zmq.DEALER)):
             send_junk(addr, JUNK, kind=kind)
         texts = [f"def function_{i}(alpha, beta):\n    return compute_{i}(alpha) + beta * {i}" for i in range(48)]

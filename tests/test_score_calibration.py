@@ -65,3 +65,36 @@ def test_scores_are_probabilities_the_same_on_both_fronts(acme, query):
     by_cli = json.loads(cli.stdout)
     assert [(r["id"], r["score"]) for r in by_cli["results"]] == [(r["id"], r["score"]) for r in by_mcp["results"]]
     assert [r["score"] for r in by_cli["results"]] == [round(s, 4) for s in scores]
+
+
+def test_localize_functions_carry_the_same_probability_as_search(acme):
+    """localize's functions are the learned ranker's, through the same curve as search's (it was
+    fitted on exactly that list: the model's top 10 functions for a commit message); its files are
+    ordered without a score, as the docs say. The same numbers on the command line and over MCP."""
+    nav = Navigator(acme)
+    try:
+        loc = nav.localize(PHRASE, limit=5)
+        found = nav.search(PHRASE, limit=5)
+    finally:
+        nav.close()
+    assert "learned" in loc.ranking
+    scores = [f.score for f in loc.functions]
+    assert len(scores) == 5 and all(0.0 < s < 1.0 for s in scores) and scores == sorted(scores, reverse=True)
+    model_hits = [(r.id, r.score) for r in found.results]
+    assert [(f.id, f.score) for f in loc.functions] == model_hits
+    assert all(isinstance(f, str) for f in loc.files)  # paths, no score
+
+    cli = subprocess.run([str(NSCCN), "localize", PHRASE, "--limit", "5", "--json"], cwd=acme, capture_output=True,
+                         text=True, timeout=120)
+    assert cli.returncode == 0, cli.stderr
+    text = subprocess.run([str(NSCCN), "localize", PHRASE, "--limit", "5"], cwd=acme, capture_output=True,
+                          text=True, timeout=120).stdout
+    assert f"  1. {scores[0]:.4f}  {loc.functions[0].id}" in text, text
+
+    async def mcp():
+        async with Client(create_server(acme)) as c:
+            return (await c.call_tool("localize_issue", {"report": PHRASE, "limit": 5})).structured_content
+
+    by_mcp = asyncio.run(mcp())
+    for answer in (by_mcp, json.loads(cli.stdout)):
+        assert [(f["id"], f["score"]) for f in answer["functions"]] == [(f.id, f.score) for f in loc.functions]

@@ -92,6 +92,16 @@ def _set_parent_death_signal() -> None:
         pass
 
 
+def name_os_thread(name: str) -> None:
+    """Linux: give the calling thread a name the system shows (`top -H`, /proc/PID/task/*/comm),
+    so which thread runs at which priority can be seen. Elsewhere nothing."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(15, name.encode()[:15])  # PR_SET_NAME
+    except (OSError, AttributeError):
+        pass
+
+
 class Actor:
     kind = "actor"
 
@@ -213,6 +223,7 @@ class Actor:
         return dict(self.stats)
 
     def _heartbeat_loop(self) -> None:
+        name_os_thread("nsccn-heartbeat")
         sock = self.ctx.socket(zmq.PUSH)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.SNDHWM, 100)
@@ -272,6 +283,20 @@ class Actor:
         self.state = "stopping"
         self.stop.set()
 
+    # -- priority ------------------------------------------------------------------------------
+
+    # True: `run` calls `yield_cpu` itself, once the threads that keep the process's priority
+    # have started (the embedder's query lane).
+    yields_in_run = False
+
+    def yield_cpu(self) -> None:
+        """Lower the calling thread's CPU priority by `spec.nice` (bulk work yields to queries).
+        On Linux a nice value belongs to a thread and the threads it starts later, so threads
+        started before keep the process's priority; elsewhere the whole process yields."""
+        if self.spec.nice:
+            with contextlib.suppress(OSError):
+                os.nice(self.spec.nice)
+
     # -- life ----------------------------------------------------------------------------------
 
     def run(self) -> None:
@@ -295,13 +320,12 @@ class Actor:
                 return 1  # the supervisor died while we were starting
         else:
             signal.signal(signal.SIGINT, self._on_signal)
-        if self.spec.nice:
-            with contextlib.suppress(OSError):
-                os.nice(self.spec.nice)
         self._hb_stop = threading.Event()
         self._hb_wake = threading.Event()  # set to beat now (stop sets it too)
         self._hb_thread = threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True)
-        self._hb_thread.start()
+        self._hb_thread.start()  # before the work yields: the beats keep their priority (on Linux)
+        if not self.yields_in_run:
+            self.yield_cpu()
         code = 0
         try:
             self.run()
@@ -355,6 +379,7 @@ def default_spec(kind: str, root: str, name: str | None = None) -> ActorSpec:
         addresses=addresses(root_path, config),
         debounce_ms=config.watch_debounce_ms,
         embed_batch=config.embedding_batch_size,
+        nice=config.bulk_nice if kind in ("parser", "writer", "embedder") else 0,
     )
 
 

@@ -1,16 +1,18 @@
-"""Embedder actor: bulk embedding jobs from the writer, and a priority lane for query embeddings.
+"""Embedder actor: bulk embedding jobs from the writer, and a query lane for query embeddings.
 
 Two sockets: a PULL inbox for `EmbedJob`s (at most `embed_window` of them are ever in flight,
-the writer's credits) and a ROUTER for `QueryEmbed` requests from MCP fronts (DEALER). Queries
-are answered before the next model call of a bulk job: a job is embedded `embed_sub_batch`
-texts at a time, and the query socket is drained between those calls, so a query waits at most
-one small model call. The process runs at a lower CPU priority (nice) than the readers, so
-graph queries keep their latency while a large repository is being embedded.
+the writer's credits) and a ROUTER for `QueryEmbed` requests from MCP fronts and CLI searches
+(DEALER). The query lane is a thread of its own with its own copy of the model, started before
+the bulk work lowers its CPU priority (`bulk_nice`): a query is embedded at once, at the
+process's priority, while a bulk model call runs (on Linux, where a nice value is a thread's;
+elsewhere the whole process yields). Before, queries were served between the bulk calls of
+a process that yielded to everything else, and waited seconds behind them on a busy machine.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import numpy as np
@@ -20,7 +22,7 @@ from nsccn.config import load_config
 from nsccn.vectors.static_embed import ModelUnavailable
 from nsccn.vectors.static_file import configured_model
 from nsccn.messages import EmbedJob, Hello, ModelInfo, QueryEmbed, QueryVector, Vectors, encode
-from workers.base import Actor, actor_main
+from workers.base import Actor, ActorFailed, actor_main, name_os_thread
 
 
 class HashEmbedder:
@@ -53,7 +55,7 @@ class HashEmbedder:
 
 def embed_in_calls(model, texts: list[str], step: int, between_calls=None) -> np.ndarray | None:
     """Vectors of `texts` (in their order), `step` texts per model call; `between_calls()` runs
-    after each call (the actor answers queries there) and stops the work by returning False
+    after each call (the actor's heartbeat tick) and stops the work by returning False
     (then None is returned). The texts are taken shortest first: a call pads its texts to the
     longest of them, so texts of like length go together."""
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -84,19 +86,40 @@ def load_model(root):
 
 
 class Embedder(Actor):
-    """Embed entity texts for the writer and queries for the MCP fronts."""
+    """Embed entity texts for the writer and queries for the MCP fronts and CLI searches."""
 
     kind = "embedder"
+    yields_in_run = True  # after the query lane has started: it keeps the process's priority
 
     def run(self) -> None:
+        self.model = None
+        self.model_error = None
+        self.stats.update(jobs=0, embedded=0, queries=0, seconds=0.0)
+        self._lane_failed: str | None = None
+        self._lane = threading.Thread(target=self._query_lane_thread, name="query-lane", daemon=True)
+        self._lane.start()
+        try:
+            self._bulk()
+        finally:
+            self.stop.set()
+            self._lane.join(timeout=5)
+        if self._lane_failed:  # no query could be answered: the supervisor starts us again
+            raise ActorFailed(f"the query lane failed: {self._lane_failed}")
+
+    def _bulk(self) -> None:
+        self.yield_cpu()  # this thread and those it starts (the model's) yield; the lane does not
         inbox = self.socket(zmq.PULL, bind=self.addrs.embedder)
-        self.router = self.socket(zmq.ROUTER, bind=self.addrs.query)
         self.to_writer = self.socket(zmq.PUSH, connect=self.addrs.writer)
         with self.busy("loading model"):
             try:
                 self.model = load_model(self.root)
             except ModelUnavailable as exc:  # (`nsccn serve` checks first; a Procfile run may not)
-                self._without_model(str(exc))
+                self.log.error("no vectors: %s", exc)
+                self.stats.update(model=None, error=str(exc))
+                self.model_error = str(exc)
+                self.tick(f"no model: {exc}")
+                while not self.stop.wait(0.2):  # stay up (a crash loop would only say it again)
+                    self.tick()
                 return
         info = self.model.info()
         self.model_info = ModelInfo(
@@ -108,13 +131,12 @@ class Embedder(Actor):
         )
         self.log.info("model %s (dim %d) from %s", self.model.model_id, self.model.dim, info.get("source"))
         self.send(self.to_writer, self.model_info)
-        self.stats.update(jobs=0, embedded=0, queries=0, model=self.model.model_id, seconds=0.0)
-        poller = self.poller(self.router, inbox)
+        self.stats.update(model=self.model.model_id)
+        poller = self.poller(inbox)
         self.tick("running")
         while not self.stop.is_set():
             self.tick()
             ready = self.wait(poller, 200)
-            self._serve_queries()
             if inbox in ready:
                 try:
                     _, msg = self.recv(inbox)
@@ -130,44 +152,68 @@ class Embedder(Actor):
                 else:
                     self.unexpected(msg)
 
-    def _without_model(self, why: str) -> None:
-        """No model can load: say so once and stay up (a crash loop would only say it again);
-        queries get the reason, no job ever comes (the writer waits for a ModelInfo first)."""
-        self.log.error("no vectors: %s", why)
-        self.stats.update(model=None, error=why)
-        self.model = None
-        self.model_error = why
-        poller = self.poller(self.router)
-        self.tick(f"no model: {why}")
-        while not self.stop.is_set():
-            self.tick()
-            if self.router in self.wait(poller, 200):
-                self._serve_queries()
+    def _query_lane_thread(self) -> None:
+        try:
+            self._query_lane()
+        except Exception as exc:
+            self.log.exception("the query lane failed")
+            self._lane_failed = f"{type(exc).__name__}: {exc}"
+            self.stop.set()
 
-    def _serve_queries(self) -> None:
-        while True:
+    def _query_lane(self) -> None:
+        """The query lane's thread: its own socket and its own model (one ONNX session serves one
+        call at a time, and the bulk one is busy), loaded at the process's priority."""
+        name_os_thread("nsccn-query")
+        router = self.socket(zmq.ROUTER, bind=self.addrs.query)
+        model, error = None, None
+
+        def load() -> None:
+            nonlocal model, error
             try:
-                route, msg = self.recv(self.router)
-            except zmq.Again:
-                return
-            if not route:
-                continue  # a ROUTER always has the peer's identity; anything else is junk
-            if not isinstance(msg, QueryEmbed):
-                if msg is not None:
-                    self.unexpected(msg)
-                continue
-            try:
-                if self.model is None:  # no model could load (`_without_model`): the reason
-                    raise ModelUnavailable(self.model_error)
-                vec = np.asarray(self.model.embed_query(msg.text), dtype=np.float32)
-                reply = QueryVector(req=msg.req, model_id=self.model.model_id, dim=int(vec.shape[0]), data=vec.tobytes())
+                model = load_model(self.root)
+            except ModelUnavailable as exc:
+                error = str(exc)  # queries get the reason
             except Exception as exc:
-                reply = QueryVector(req=msg.req, error=f"{type(exc).__name__}: {exc}")
-            self.stats["queries"] += 1
-            try:
-                self.router.send_multipart([*route, encode(reply)], zmq.NOBLOCK)
-            except zmq.ZMQError:
-                pass  # the asker is gone
+                error = f"{type(exc).__name__}: {exc}"
+                self.log.exception("the query lane's model failed to load")
+
+        # The copy costs memory (the bundled MiniLM: ~170 MB): a serving pipeline loads it at once,
+        # an index run (`once`), which seldom gets a query, at its first query.
+        loaded = not self.spec.once
+        if loaded:
+            load()
+        while not self.stop.is_set():
+            if not router.poll(200):
+                continue
+            if not loaded:
+                loaded = True
+                load()
+            while True:
+                try:
+                    route, msg = self.recv(router)
+                except zmq.Again:
+                    break
+                if not route:
+                    continue  # a ROUTER always has the peer's identity; anything else is junk
+                if not isinstance(msg, QueryEmbed):
+                    if msg is not None:
+                        self.unexpected(msg)
+                    continue
+                self._answer(router, route, msg, model, error)
+
+    def _answer(self, router: zmq.Socket, route: list[bytes], msg: QueryEmbed, model, error: str | None) -> None:
+        try:
+            if model is None:  # no model could load: the reason
+                raise ModelUnavailable(error)
+            vec = np.asarray(model.embed_query(msg.text), dtype=np.float32)
+            reply = QueryVector(req=msg.req, model_id=model.model_id, dim=int(vec.shape[0]), data=vec.tobytes())
+        except Exception as exc:
+            reply = QueryVector(req=msg.req, error=f"{type(exc).__name__}: {exc}")
+        self.stats["queries"] += 1
+        try:
+            router.send_multipart([*route, encode(reply)], zmq.NOBLOCK)
+        except zmq.ZMQError:
+            pass  # the asker is gone
 
     def _embed_job(self, job: EmbedJob) -> None:
         t = time.perf_counter()
@@ -177,7 +223,6 @@ class Embedder(Actor):
 
         def between_calls() -> bool:
             self.tick("running")
-            self._serve_queries()  # the priority lane, between model calls
             return not self.stop.is_set()
 
         try:

@@ -81,3 +81,15 @@ def probabilities(hits: list[Hit]) -> list[Hit]:
             p = min(p, floor)
         out.append(replace(h, score=p, scored_by="probability"))
     return out
+
+
+def function_probabilities(raw: dict[str, float]) -> dict[str, float]:
+    """`localize`'s functions, each the probability that the fix changes it: the learned ranker's
+    raw scores of one report through the same curve as `search`'s. The curve fits exactly this: the
+    model's top 10 functions for a commit message, labelled by whether the commit changed them
+    (`benchmarks/score_calibration.py`). Empty without a fitted curve or raw scores."""
+    curve = curves().get("model")
+    if curve is None or not raw:
+        return {}
+    best = max(raw.values())
+    return {f: curve.probability(s, best) for f, s in raw.items()}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from nsccn.model import split_entity_id
@@ -159,6 +159,9 @@ class Localization:
     files: list[str]
     functions: list[str]  # entity ids of functions, methods and classes (outermost functions)
     seconds: float
+    # function id -> score: the learned ranker's raw score, made the probability that the fix
+    # changes it by the query path (`calibration.function_probabilities`); none from the fusion.
+    function_scores: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

@@ -13,6 +13,7 @@ A stage that answers before the fusion (an exact name lookup) belongs in `search
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from nsccn import ranking
@@ -21,7 +22,7 @@ from nsccn.query import fusion
 from nsccn.query.fusion import Localization
 from nsccn.query.query_analysis import analyze_query
 from nsccn.ranking import Ranker
-from nsccn.query.calibration import probabilities
+from nsccn.query.calibration import function_probabilities, probabilities
 from nsccn.store import Store
 from nsccn.query.streams import Hit
 
@@ -72,8 +73,11 @@ def search(store: Store, query: str, limit: int, ranker: Ranker | None, signals:
 def localize(store: Store, report: str, limit: int, ranker: Ranker | None, signals: frozenset[str] | None = None,
              embedder=None, rrf_k: int = fusion.RRF_K, use_vectors: bool = True) -> Localization:
     """Files and functions where the fix for a report most likely goes: the learned ranker's when
-    `ranker` is given, else the fusion's (`signals` chooses its streams)."""
+    `ranker` is given, each function with the probability that the fix changes it
+    (`function_scores`; files have none), else the fusion's, without scores (`signals` chooses its
+    streams)."""
     if ranker is None:
         return fusion.localize(store, report, limit=limit, signals=signals, embedder=embedder, rrf_k=rrf_k)
-    return ranking.localize(store, report, ranker, limit=limit, embedder=embedder, rrf_k=rrf_k,
-                            use_vectors=use_vectors)
+    loc = ranking.localize(store, report, ranker, limit=limit, embedder=embedder, rrf_k=rrf_k,
+                           use_vectors=use_vectors)
+    return replace(loc, function_scores=function_probabilities(loc.function_scores))

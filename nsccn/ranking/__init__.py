@@ -194,9 +194,16 @@ class Ranker:
     def rank(self, store: Store, fusion: Fusion, vector: list[int] | None = None, query: str = "") -> tuple[list[str], list[str]]:
         """Files and functions, best first: the candidates in the model's order, then the rest of
         the fusion's ranking."""
+        files, functions, _ = self.rank_scored(store, fusion, vector, query)
+        return files, functions
+
+    def rank_scored(self, store: Store, fusion: Fusion, vector: list[int] | None = None,
+                    query: str = "") -> tuple[list[str], list[str], dict[str, float]]:
+        """`rank`, and the model's raw score of each candidate function (the rest have none)."""
         cands = candidates(store, query, fusion, vector)
         file_scores, fn_scores = self.score(cands)
-        return (order(cands.files, file_scores, fusion.files), order(cands.functions, fn_scores, fusion.functions))
+        raw = {eid: float(fn_scores[i]) for i, eid in enumerate(cands.functions)}
+        return (order(cands.files, file_scores, fusion.files), order(cands.functions, fn_scores, fusion.functions), raw)
 
 
 def with_function_evidence(files: list[str], file_scores: np.ndarray, functions: list[str],
@@ -325,8 +332,10 @@ def localize(store: Store, query: str, ranker: Ranker, limit: int = 50, embedder
     started = time.perf_counter()
     fusion, vector = featurize(store, query, embedder=embedder, use_vectors=use_vectors and ranker.reads("vectors"),
                                rrf_k=rrf_k)
-    files, functions = ranker.rank(store, fusion, vector, query)
-    return Localization(files[:limit], functions[:limit], time.perf_counter() - started)
+    files, functions, raw = ranker.rank_scored(store, fusion, vector, query)
+    functions = functions[:limit]
+    return Localization(files[:limit], functions, time.perf_counter() - started,
+                        function_scores={f: raw[f] for f in functions if f in raw})
 
 
 def search(store: Store, query: str, limit: int, ranker: Ranker, kinds: tuple[str, ...] | None = None,

@@ -74,9 +74,16 @@ class SearchAnswer(Answer, kw_only=True):
     stale: str | None = None  # the command line's: files of the answer changed on disk
 
 
+class LocalizedFunction(Entity, kw_only=True):
+    """A function `localize` lists: the entity and the probability that the fix changes it, where
+    the learned ranker scored it (None, left out: the fusion answered)."""
+
+    score: float | None = None
+
+
 class LocalizeAnswer(Answer, kw_only=True):
-    files: list[str]
-    functions: list[Entity]
+    files: list[str]  # best first, without a score (no curve is fitted for files)
+    functions: list[LocalizedFunction]
     signals: list[str]
     ranking: str
     vectors: str | None

@@ -30,9 +30,9 @@ from nsccn.tokens import count_tokens, truncate_to_tokens
 from nsccn.reading.repofile import PathOutsideRepository, UnreadableFile, repository_path, safe_path, stat_file
 from nsccn.errors import ArgumentError, NavigatorError, NoIndex, said  # noqa: F401  (the Navigator's errors)
 from nsccn.serving import params
-from nsccn.serving.answers import (ContextAnswer, ImpactAnswer, LocalizeAnswer, Reference, ReferencesAnswer,
-                                   RepoMapAnswer, SearchAnswer, SkeletonAnswer, SymbolAnswer, TraceAnswer, WindowAnswer,
-                                   entity, search_result)
+from nsccn.serving.answers import (ContextAnswer, ImpactAnswer, LocalizeAnswer, LocalizedFunction, Reference,
+                                   ReferencesAnswer, RepoMapAnswer, SearchAnswer, SkeletonAnswer, SymbolAnswer,
+                                   TraceAnswer, WindowAnswer, entity, search_result)
 from nsccn.vocab import MAX_LOCALIZE, MAX_SEARCH
 from nsccn.serving.window import read_source, relocate, window_of_lines
 
@@ -178,7 +178,11 @@ class Navigator:
         loc = search_mod.localize(self.store, report, limit, ranker, signals=signals, embedder=self.embedder,
                                   rrf_k=self.config.rrf_k, use_vectors=vectors is not None)
         rows = self.store.entities(loc.functions)
-        return LocalizeAnswer(files=loc.files, functions=[entity(rows[f]) for f in loc.functions if f in rows],
+        scores = loc.function_scores  # the probability that the fix changes it, where the model scored it
+        functions = [LocalizedFunction(id=r.id, kind=r.kind, file=r.path, line=r.start_line, end_line=r.end_line,
+                                       signature=r.signature, score=round(scores[f], 4) if f in scores else None)
+                     for f, r in ((f, rows[f]) for f in loc.functions if f in rows)]
+        return LocalizeAnswer(files=loc.files, functions=functions,
                               signals=sorted(signals), ranking=which, vectors=vectors, seconds=round(loc.seconds, 3),
                               vectors_note=vectors_note, query_capped=capped_note(analyze_query(report)) or None)
 

@@ -222,7 +222,8 @@ class Localize(Tool):
     description = (
         "Localize a bug: paste an issue, bug report, traceback or task; get the files and the functions its fix most "
         "likely touches, best first (the ranking measured by NSCCN's localization benchmark: tests and docs demoted, "
-        "hits rolled up to files and outermost functions). Then read_skeleton the files, open_surgical_window the functions."
+        "hits rolled up to files and outermost functions). Then read_skeleton the files, open_surgical_window the functions. "
+        "A function's score is the estimated probability (0-1) that the fix changes it; files are ordered without a score."
     )
     params = P.LOCALIZE
     help = "files and functions a bug report's fix most likely touches"
@@ -232,7 +233,8 @@ class Localize(Tool):
     def answer(self, ctx, req):
         cap = ctx.cap
         res = ctx.nav.localize(req.report, limit=req.limit)  # checks report and limit
-        functions = [{"id": r.id, "sig": short(r.signature), "file": r.file, "line": r.line} for r in res.functions]
+        functions = [{"id": r.id, **({"score": r.score} if r.score is not None else {}), "sig": short(r.signature),
+                      "file": r.file, "line": r.line} for r in res.functions]
         base = {"report": echo(req.report), "signals": res.signals, **vectors_of(res)}
         if res.query_capped:
             base["query_capped"] = res.query_capped
@@ -260,9 +262,11 @@ class Localize(Tool):
             print("files, most likely to change first:")
             for i, path in enumerate(out.files, start=1):
                 print(f"{i:>3}. {one_line(path)}")
-            print("functions:")
+            scored = any(r.score is not None for r in out.functions)
+            print("functions, each with the probability that the fix changes it:" if scored else "functions:")
             for i, r in enumerate(out.functions, start=1):
-                print(f"{i:>3}. {one_line(r.id)}  ({one_line(r.file)}:{r.line})")
+                score = f"{r.score:.4f}  " if r.score is not None else ""  # none from the fusion
+                print(f"{i:>3}. {score}{one_line(r.id)}  ({one_line(r.file)}:{r.line})")
             if not out.files:
                 print("nothing matched: try other words, or `nsccn map` to see what exists")
             print(f"# ranking: {out.ranking}", file=sys.stderr)
@@ -726,10 +730,10 @@ class Status(Tool):
 
 
 def _print_field(key: str, value, indent: int = 0) -> None:
-    """One field of an answer as readable lines: a dict as indented `key: value` lines (three
+    """One field of an answer as readable lines: a dict as indented `key: value` lines (four
     levels; deeper ones as compact JSON), a list of plain values on one line."""
     pad = "  " * indent
-    if isinstance(value, dict) and value and indent < 3:
+    if isinstance(value, dict) and value and indent < 4:
         print(f"{pad}{key}:")
         for k, v in value.items():
             _print_field(str(k), v, indent + 1)
