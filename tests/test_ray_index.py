@@ -368,3 +368,33 @@ def test_the_static_models_vectors_are_made_on_the_nodes(cluster, tmp_path):
     assert want and _vectors(root / ".nsccn" / "index.db") == want
     assert summary.vectors["embedded"] == 0 and summary.vectors["from_nodes"] == len(want), summary.vectors
     assert summary.ray["vectors_from_nodes"] == len(want) and summary.ray["vectors_refused"] == 0
+
+
+def test_a_transformer_embeds_on_a_pool_of_ray_actors(cluster, tmp_path):
+    """A transformer (a user setting; here the bundled MiniLM) is embedded by Ray actors, one
+    model load each, after the parse; the driver only stores the vectors: those of
+    `nsccn index --in-process` (each chunk the same call on the same ONNX settings)."""
+    import numpy as np
+
+    from nsccn.config import load_config
+    from nsccn.indexing.ray_cluster import ray_runtime
+    from nsccn.indexing.ray_index import index_with_ray
+
+    files = dict(SHOP)
+    for i in range(9):  # more than one chunk of texts (EMBED_CHUNK): both actors get work
+        files[f"pkg/m{i}.py"] = "".join(f"def f{i}_{j}(x):\n    '''Return x times {j}.'''\n    return x * {j}\n\n"
+                                        for j in range(30))
+    overrides = {"embedding_model": "minilm"}
+    local = write_repo(tmp_path / "local", files)
+    index_repository(local, workers=1, embed=True, config=load_config(local, overrides))
+    root = write_repo(tmp_path / "ray", files)
+    with ray_runtime(cluster.address) as runtime:
+        summary = index_with_ray(root, runtime, embed=True, config=load_config(root, overrides))
+    want, got = _vectors(local / ".nsccn" / "index.db"), _vectors(root / ".nsccn" / "index.db")
+    assert len(want) > 256 and sorted(got) == sorted(want)
+    worst = max(float(np.abs(np.frombuffer(got[e], np.float32) - np.frombuffer(want[e], np.float32)).max()) for e in want)
+    assert worst < 1e-5, worst  # (bit for bit here, in every run so far: the same batches, one thread or many)
+    assert summary.vectors["model"] == "nsccn/minilm-code-v1" and summary.vectors["embedded"] == len(want), summary.vectors
+    r = summary.ray
+    assert r["embed_actors"] == 2 and len(r["actors_by_node"]) == 2 and r["vectors_from_actors"] == len(want), r
+    assert r["vectors_refused"] == 0
