@@ -313,7 +313,9 @@ def cmd_real(args) -> int:
                                     "--json", "--ray", address])
                     run = run_tree(cmd, env={**os.environ, **c.env, **user, "NSCCN_INDEX_DIR": str(d)})
                     if run.returncode:
-                        raise SystemExit(f"{' '.join(cmd)} failed:\n{run.stderr[-3000:]}")
+                        logs = Path(tempfile.mkdtemp(prefix="nsccn-ray-real-logs-"))
+                        shutil.copytree(c.temp_dir / "session_latest" / "logs", logs, dirs_exist_ok=True)
+                        raise SystemExit(f"{' '.join(cmd)} failed (the cluster's logs: {logs}):\n{run.stderr[-3000:]}")
                     s = json.loads(run.stdout)
                     diff = index_identity.compare(a, index_identity.dump(str(d / "index.db")))
                     same_vectors = _same_vectors(_vectors(d / "index.db"), want) if args.embed else None

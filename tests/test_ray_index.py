@@ -6,8 +6,10 @@ there) and two worker nodes of one CPU each. Checked: the index equals `nsccn in
 (benchmarks/index_identity.py) with tasks on both worker nodes; a worker process killed in the
 middle of its task is retried and the index is still the same; a driver killed mid-run leaves an
 index that the next run completes to the same; one failing repository among several is reported
-and the others are indexed (a re-run parses nothing); a node removed mid-run costs nothing; and
-without Ray installed, `--ray` is one line naming the extra.
+and the others are indexed (a re-run parses nothing); the static model's vectors made beside the
+parse and a transformer's on a pool of actors (one on each worker node) are the local index's; a
+node removed mid-run costs nothing (last: it leaves one worker node); and without Ray installed,
+`--ray` is one line naming the extra.
 """
 
 from __future__ import annotations
@@ -227,27 +229,6 @@ def test_one_failing_repository_does_not_stop_the_others(cluster, tmp_path, caps
     assert again["a"]["summary"]["files_indexed"] == 0 and again["a"]["summary"]["files_unchanged"] == len(SHOP)
 
 
-def test_a_node_removed_mid_run_costs_nothing(cluster, local_dump, tmp_path):
-    """Last in the module: it leaves one worker node."""
-    files = _tree()
-    root = write_repo(tmp_path / "ray", files)
-    removed = []
-
-    def remove_its_node(pid: int) -> None:
-        for node in cluster.workers:
-            if _is_under(pid, node):
-                cluster.remove_node(node, allow_graceful=False)
-                removed.append(node)
-
-    watcher = _when_a_task_runs(remove_its_node)
-    summary = _on_ray(root, cluster.address)
-    watcher.join()
-    assert removed, "the node of a running task was not found"
-    assert summary.ray["retries"] >= 1
-    got = index_identity.dump(str(root / ".nsccn" / "index.db"))
-    assert index_identity.compare(local_dump, got) == []
-
-
 def _is_under(pid: int, node) -> bool:
     """Whether process `pid` was started by one of the node's processes (its raylet)."""
     ours = {p.process.pid for procs in node.all_processes.values() for p in procs}
@@ -398,3 +379,24 @@ def test_a_transformer_embeds_on_a_pool_of_ray_actors(cluster, tmp_path):
     r = summary.ray
     assert r["embed_actors"] == 2 and len(r["actors_by_node"]) == 2 and r["vectors_from_actors"] == len(want), r
     assert r["vectors_refused"] == 0
+
+
+def test_a_node_removed_mid_run_costs_nothing(cluster, local_dump, tmp_path):
+    """Last in the module: it leaves one worker node."""
+    files = _tree()
+    root = write_repo(tmp_path / "ray", files)
+    removed = []
+
+    def remove_its_node(pid: int) -> None:
+        for node in cluster.workers:
+            if _is_under(pid, node):
+                cluster.remove_node(node, allow_graceful=False)
+                removed.append(node)
+
+    watcher = _when_a_task_runs(remove_its_node)
+    summary = _on_ray(root, cluster.address)
+    watcher.join()
+    assert removed, "the node of a running task was not found"
+    assert summary.ray["retries"] >= 1
+    got = index_identity.dump(str(root / ".nsccn" / "index.db"))
+    assert index_identity.compare(local_dump, got) == []

@@ -122,6 +122,7 @@ class RayPoolEmbedder:
         self.model_id, self.dim, self.max_chars = planned.model_id, planned.dim, planned.max_chars
         self.cpus, self.stats = max(1, cpus), stats
         self.actors: list = []
+        self._pool = None
         self._here = None  # this process's embedder, when the nodes cannot make these vectors
 
     def info(self) -> dict:
@@ -136,7 +137,9 @@ class RayPoolEmbedder:
 
         if not chunks:
             return
-        pool = None if self._here else self._start(min(self.cpus, len(chunks)))
+        if self._pool is None and self._here is None:
+            self._pool = self._start(min(self.cpus, len(chunks)))
+        pool = self._pool
         if pool is None:
             yield from (self._local().embed_documents(c) for c in chunks)
             self.stats.vectors_refused += sum(map(len, chunks))
@@ -191,7 +194,7 @@ class RayPoolEmbedder:
         for actor in waiting.values():
             ray.kill(actor)
         self.actors = ready
-        self.stats.embed_actors = len(ready)
+        self.stats.embed_actors += len(ready)
         self.stats.seconds["embed_actors_start"] = time.perf_counter() - started
         if not ready:
             self.stats.embed_refused_because = why
@@ -202,7 +205,12 @@ class RayPoolEmbedder:
         if self._here is None:
             from nsccn.vectors.semantic import default_embedder
 
-            self._here = default_embedder(self.model, self.requested_dim)
+            here = default_embedder(self.model, self.requested_dim)
+            if here.model_id != self.model_id:  # never: planned_model follows load_embedder
+                from nsccn.indexing.ray_index import RayTaskFailed
+
+                raise RayTaskFailed(f"this process loaded {here.model_id}, not {self.model_id}")
+            self._here = here
         return self._here
 
     def close(self) -> None:
@@ -216,4 +224,4 @@ class RayPoolEmbedder:
                 pass
         for actor in self.actors:
             ray.kill(actor)
-        self.actors = []
+        self.actors, self._pool = [], None
