@@ -269,15 +269,16 @@ def cmd_actors(args) -> int:
           f" of {ref['vectors']['model']}; a simulated {args.nodes}-node cluster on loopback (the head runs no task);"
           f" {args.rounds} rounds, --ray then --in-process, each a fresh process and index")
     print("| round | run | wall s | driver CPU s | nodes CPU s | actors (on nodes) | actors' start s | embedding s |"
-          " vectors vs in-process | load |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          " actors' CPU s | vectors vs in-process | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for k, r in enumerate(rows):
         ray = r["s"].get("ray") or {}
         sec = ray.get("seconds", {})
         same = _same_vectors(r["vectors"], rows[k + 1]["vectors"]) if r["mode"] == "ray" else "-"  # its round's
         print(f"| {r['round']} | {r['mode']} | {r['run'].wall_s:.1f} | {max(r['run'].cpu_s, r['run'].sampled_cpu_s):.1f} |"
               f" {r['nodes_cpu_s']:.1f} | {ray.get('embed_actors', '-')} ({len(ray.get('actors_by_node', {})) or '-'}) |"
-              f" {sec.get('embed_actors_start', 0):.1f} | {sec.get('embed_on_actors', 0):.1f} | {same} | {r['load']:.1f} |")
+              f" {sec.get('embed_actors_start', 0):.1f} | {sec.get('embed_on_actors', 0):.1f} |"
+              f" {sec.get('embed_actors_cpu', 0):.1f} | {same} | {r['load']:.1f} |")
     ray_d = [r["run"].cpu_s for r in rows if r["mode"] == "ray"]
     loc_d = [r["run"].cpu_s for r in rows if r["mode"] == "in-process"]
     print(f"median driver CPU: --ray {statistics.median(ray_d):.1f} s, --in-process {statistics.median(loc_d):.1f} s")
