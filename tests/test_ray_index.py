@@ -104,15 +104,15 @@ def _on_ray(root: Path, address: str):
 
 
 def _task_processes() -> list[int]:
-    """Ray worker processes running our parse task now (Ray titles them `ray::look_at_batch`)."""
+    """Ray worker processes of this test's cluster running our parse task now (Ray titles them
+    `ray::look_at_batch`); only this process's descendants: another suite's on this host are not ours."""
     out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if (d / "cmdline").read_bytes().startswith(b"ray::look_at_batch"):
-                    out.append(int(d.name))
-            except OSError:
-                pass
+    for pid in _descendants():
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::look_at_batch"):
+                out.append(pid)
+        except OSError:
+            pass
     return out
 
 

@@ -40,6 +40,11 @@ class RayRefused(ValueError):
     """A Ray address or setting nsccn will not use, or a cluster it cannot reach: one line."""
 
 
+class RayTaskFailed(RuntimeError):
+    """Work that failed on the cluster after the retries (a parse task, the embedding actors), or
+    came from another nsccn."""
+
+
 @dataclass
 class Runtime:
     """The Ray runtime a run uses: its address, nodes and CPUs, and how long joining took."""

@@ -150,7 +150,7 @@ class RayPoolEmbedder:
                 self.stats.vectors_from_actors += len(vectors)
                 yield vectors
         except ray.exceptions.RayError as exc:
-            from nsccn.indexing.ray_index import RayTaskFailed
+            from nsccn.indexing.ray_cluster import RayTaskFailed
 
             raise RayTaskFailed(f"embedding on the Ray actors failed: {' '.join(str(exc).split())[:300]}") from None
         finally:
@@ -207,7 +207,7 @@ class RayPoolEmbedder:
 
             here = default_embedder(self.model, self.requested_dim)
             if here.model_id != self.model_id:  # never: planned_model follows load_embedder
-                from nsccn.indexing.ray_index import RayTaskFailed
+                from nsccn.indexing.ray_cluster import RayTaskFailed
 
                 raise RayTaskFailed(f"this process loaded {here.model_id}, not {self.model_id}")
             self._here = here

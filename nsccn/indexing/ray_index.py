@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nsccn.indexing.ray_cluster import Runtime, ray_runtime
+from nsccn.indexing.ray_cluster import RayTaskFailed, Runtime, ray_runtime
 
 if TYPE_CHECKING:
     from nsccn.config import Config
@@ -42,10 +42,6 @@ BATCH_FILES = 128  # ...and files: a task's overhead (~1 ms) stays small beside 
 BATCHES_PER_CPU = 4  # at least this many batches per CPU, so the last ones end close together
 WINDOW_PER_CPU = 2  # batches in flight per CPU of the cluster
 MAX_RETRIES = 3  # a task lost with its worker or node is sent again this many times
-
-
-class RayTaskFailed(RuntimeError):
-    """A batch that failed on the cluster after Ray's retries, or came from another nsccn."""
 
 
 @dataclass
