@@ -6,6 +6,8 @@
     python benchmarks/ray_index.py ceiling TREE [TREE ...]         # the writer fed pre-computed results
     python benchmarks/ray_index.py many TREE [TREE ...] [--nodes 3] # one --repos job against one index after another
     python benchmarks/ray_index.py vectors TREE [--nodes 3] [--rounds 3]  # the static model's vectors on the nodes
+    python benchmarks/ray_index.py real TREE [--nodes 2] [--embed] [--model M]  # a cluster started with `ray start`, HOST:PORT and ray://
+    python benchmarks/ray_index.py actors TREE [--nodes 3] [--rounds 2] [--model minilm]  # a transformer on Ray actors
 
 Every Ray node starts on 127.0.0.1 with token authentication (a simulated cluster:
 `ray.cluster_utils.Cluster`, each node a real Ray node on this host; the head runs no task).
@@ -217,6 +219,134 @@ def cmd_vectors(args) -> int:
     return 0
 
 
+def _user_config(work: Path, model: str | None) -> dict:
+    """The environment of a user config that sets the embedding model (a user setting), or {}."""
+    if not model:
+        return {}
+    f = work / "user-config.json"
+    f.write_text(json.dumps({"embedding_model": model}))
+    return {"NSCCN_CONFIG": str(f)}
+
+
+def _same_vectors(got: dict[str, bytes], want: dict[str, bytes]) -> str:
+    """'identical' (bit for bit), 'within 1e-5', or what differs."""
+    import numpy as np
+
+    if sorted(got) != sorted(want):
+        return f"DIFFER: {len(set(got) ^ set(want))} entities have a vector in one index only"
+    if got == want:
+        return "identical"
+    worst = max(float(np.abs(np.frombuffer(got[e], np.float32) - np.frombuffer(want[e], np.float32)).max())
+                for e in want) if want else 0.0
+    return "within 1e-5" if worst < 1e-5 else f"DIFFER by up to {worst:.2g}"
+
+
+def cmd_actors(args) -> int:
+    """A transformer (a user setting) on a pool of Ray actors (nsccn.indexing.ray_embed), one
+    model load each, against `--in-process` embedding it in the one writer: a simulated cluster,
+    interleaved rounds, fresh processes and indexes; the driver's CPU (the command's process tree)
+    and the nodes' (the cluster's processes); the vectors compared."""
+    tree = Path(args.tree).resolve()
+    work = Path(tempfile.mkdtemp(prefix="nsccn-ray-actors-"))
+    user = _user_config(work, args.model)
+    rows = []
+    try:
+        with simulated_cluster(args.nodes) as (address, env):
+            for i in range(args.rounds):
+                for mode in ("ray", "in-process"):
+                    d = work / f"{i}-{mode}"
+                    extra = ("--ray", address) if mode == "ray" else ("--in-process", "--workers", "0")
+                    before = cluster_cpu()
+                    run, s = nsccn(tree, d, *extra, env={**env, **user}, embed=True)
+                    nodes = cpu_since(before) if mode == "ray" else 0.0
+                    rows.append({"round": i, "mode": mode, "run": run, "s": s, "nodes_cpu_s": nodes,
+                                 "vectors": _vectors(d / "index.db"), "load": os.getloadavg()[0]})
+                    shutil.rmtree(d, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    ref = rows[1]["s"]
+    print(f"tree {tree.name}: {ref['files_indexed']} files, {ref['entities']} entities, {len(rows[1]['vectors'])} vectors"
+          f" of {ref['vectors']['model']}; a simulated {args.nodes}-node cluster on loopback (the head runs no task);"
+          f" {args.rounds} rounds, --ray then --in-process, each a fresh process and index")
+    print("| round | run | wall s | driver CPU s | nodes CPU s | actors (on nodes) | actors' start s | embedding s |"
+          " actors' CPU s | vectors vs in-process | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for k, r in enumerate(rows):
+        ray = r["s"].get("ray") or {}
+        sec = ray.get("seconds", {})
+        same = _same_vectors(r["vectors"], rows[k + 1]["vectors"]) if r["mode"] == "ray" else "-"  # its round's
+        print(f"| {r['round']} | {r['mode']} | {r['run'].wall_s:.1f} | {max(r['run'].cpu_s, r['run'].sampled_cpu_s):.1f} |"
+              f" {r['nodes_cpu_s']:.1f} | {ray.get('embed_actors', '-')} ({len(ray.get('actors_by_node', {})) or '-'}) |"
+              f" {sec.get('embed_actors_start', 0):.1f} | {sec.get('embed_on_actors', 0):.1f} |"
+              f" {sec.get('embed_actors_cpu', 0):.1f} | {same} | {r['load']:.1f} |")
+    ray_d = [r["run"].cpu_s for r in rows if r["mode"] == "ray"]
+    loc_d = [r["run"].cpu_s for r in rows if r["mode"] == "in-process"]
+    print(f"median driver CPU: --ray {statistics.median(ray_d):.1f} s, --in-process {statistics.median(loc_d):.1f} s")
+    return 0
+
+
+def cmd_real(args) -> int:
+    """A real multi-process cluster, started the way users start one (`ray start --head`, then
+    `ray start --address` for each other node: benchmarks/ray_start_cluster.py, in a network
+    namespace with only loopback), joined by `nsccn index --ray 127.0.0.1:PORT` (the GCS) and
+    `--ray ray://127.0.0.1:PORT` (Ray Client); each index compared with `--in-process`'s."""
+    from ray_start_cluster import ray_start_cluster
+
+    tree = Path(args.tree).resolve()
+    work = Path(tempfile.mkdtemp(prefix="nsccn-ray-real-"))
+    try:
+        user = _user_config(work, args.model)
+        t = time.perf_counter()
+        _, ref = nsccn(tree, work / "local", "--in-process", embed=args.embed, env=user)
+        local_s = time.perf_counter() - t
+        a = index_identity.dump(str(work / "local" / "index.db"))
+        want = _vectors(work / "local" / "index.db") if args.embed else {}
+        rows = []
+        before = set(listening_off_loopback())
+        t = time.perf_counter()
+        with ray_start_cluster(worker_nodes=args.nodes - 1, cpus_per_node=args.cpus) as c:
+            up_s = time.perf_counter() - t
+            exposed = sorted(set(listening_off_loopback()) - before)
+            for label, address in (("GCS address", c.address), ("Ray Client", c.client_address)):
+                for i in range(args.rounds):
+                    d = work / f"{label}-{i}".replace(" ", "-")
+                    cmd = c.inside([PY, "-m", "nsccn_cli", "index", str(tree), *(() if args.embed else ("--no-embed",)),
+                                    "--json", "--ray", address])
+                    run = run_tree(cmd, env={**os.environ, **c.env, **user, "NSCCN_INDEX_DIR": str(d)})
+                    if run.returncode:
+                        logs = Path(tempfile.mkdtemp(prefix="nsccn-ray-real-logs-"))
+                        shutil.copytree(c.temp_dir / "session_latest" / "logs", logs, dirs_exist_ok=True)
+                        raise SystemExit(f"{' '.join(cmd)} failed (the cluster's logs: {logs}):\n{run.stderr[-3000:]}")
+                    s = json.loads(run.stdout)
+                    diff = index_identity.compare(a, index_identity.dump(str(d / "index.db")))
+                    same_vectors = _same_vectors(_vectors(d / "index.db"), want) if args.embed else None
+                    rows.append((label, address, run, s, diff, same_vectors))
+                    shutil.rmtree(d, ignore_errors=True)
+            t = time.perf_counter()
+        down_s = time.perf_counter() - t
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"tree {tree.name}: {ref['files_indexed']} files, {ref['entities']} entities, {ref['edges']} edges"
+          f" (nsccn index --in-process: {local_s:.1f} s)")
+    print(f"cluster: a head (0 CPUs) and {args.nodes - 1} node(s) of {args.cpus} CPU(s), each `ray start --block`, token"
+          f" authentication; head up in {c.start_s['head']:.1f} s, the other nodes {c.start_s['worker_nodes']:.1f} s"
+          f" (all {up_s:.1f} s), torn down in {down_s:.1f} s")
+    print(f"new listening sockets off loopback on this host while it ran: {exposed or 'none'}")
+    print("| joined through | index | vectors | tasks on nodes (address id: tasks) | wall s | driver CPU s |"
+          " of it joining s | parse s |")
+    print("|---|---|---|---|---|---|---|---|")
+    ok = True
+    for label, address, run, s, diff, same_vectors in rows:
+        r = s["ray"]
+        ok &= not diff and same_vectors in (None, "identical", "within 1e-5")
+        vec = "-" if same_vectors is None else same_vectors
+        vec += f" ({r['embed_actors']} actors)" if r.get("embed_actors") else ""
+        print(f"| {label} `{address}` | {'identical' if not diff else 'DIFFERS: ' + '; '.join(diff)} | {vec} |"
+              f" {r['nodes']} nodes, {r['tasks']} tasks: {r['tasks_by_node']} | {run.wall_s:.1f} |"
+              f" {max(run.cpu_s, run.sampled_cpu_s):.1f} | {r['seconds']['ray_start']:.1f} | {r['seconds'].get('parse', 0):.1f} |")
+    return 0 if ok else 1
+
+
 def cmd_ceiling(args) -> int:
     """Parse every file first (in this process, timed: what a node does), then replay the results
     into a fresh index through IndexSession in the batches `nsccn index` commits (timed: what the
@@ -364,6 +494,18 @@ def main() -> int:
     sp.add_argument("tree")
     sp.add_argument("--nodes", type=int, default=3)
     sp.add_argument("--rounds", type=int, default=3)
+    sp = sub.add_parser("real")
+    sp.add_argument("tree")
+    sp.add_argument("--nodes", type=int, default=2, help="Ray nodes, the head included (it runs no task)")
+    sp.add_argument("--cpus", type=int, default=2, help="CPUs of each node but the head")
+    sp.add_argument("--rounds", type=int, default=1)
+    sp.add_argument("--embed", action="store_true", help="with vectors (the static model's, made on the nodes)")
+    sp.add_argument("--model", help="the embedding model (a user setting; with --embed): e.g. minilm, on Ray actors")
+    sp = sub.add_parser("actors")
+    sp.add_argument("tree")
+    sp.add_argument("--nodes", type=int, default=3)
+    sp.add_argument("--rounds", type=int, default=2)
+    sp.add_argument("--model", default="minilm", help="a transformer (the bundled MiniLM by default)")
     sp = sub.add_parser("ceiling")
     sp.add_argument("trees", nargs="+")
     sp = sub.add_parser("merge")
@@ -373,7 +515,8 @@ def main() -> int:
     sp.add_argument("--nodes", type=int, default=3)
     args = p.parse_args()
     return {"identity": cmd_identity, "cost": cmd_cost, "ceiling": cmd_ceiling, "merge": cmd_merge,
-            "many": cmd_many, "vectors": cmd_vectors}[args.cmd](args)
+            "many": cmd_many, "vectors": cmd_vectors, "real": cmd_real,
+            "actors": cmd_actors}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -188,6 +188,10 @@ def print_index_summary(summary, as_json: bool) -> int:
         r = summary.ray
         print(f"  ray: {r['tasks']} tasks on {r['nodes']} node(s), {r['cpus']} CPUs, {r['retries']} retried;"
               f" start {r['seconds']['ray_start']:.1f} s, parse {r['seconds'].get('parse', 0):.1f} s")
+        if r.get("embed_actors") or r.get("embed_refused_because"):
+            print(f"  ray: vectors by {r['embed_actors']} actor(s) (one model load each), {r['vectors_from_actors']} made"
+                  + (f"; the nodes could not load the model, embedded here: {one_line(r['embed_refused_because'])}"
+                     if r.get("embed_refused_because") else ""))
     return EXIT_OK
 
 

@@ -6,8 +6,10 @@ there) and two worker nodes of one CPU each. Checked: the index equals `nsccn in
 (benchmarks/index_identity.py) with tasks on both worker nodes; a worker process killed in the
 middle of its task is retried and the index is still the same; a driver killed mid-run leaves an
 index that the next run completes to the same; one failing repository among several is reported
-and the others are indexed (a re-run parses nothing); a node removed mid-run costs nothing; and
-without Ray installed, `--ray` is one line naming the extra.
+and the others are indexed (a re-run parses nothing); the static model's vectors made beside the
+parse and a transformer's on a pool of actors (one on each worker node) are the local index's; a
+node removed mid-run costs nothing (last: it leaves one worker node); and without Ray installed,
+`--ray` is one line naming the extra.
 """
 
 from __future__ import annotations
@@ -102,15 +104,15 @@ def _on_ray(root: Path, address: str):
 
 
 def _task_processes() -> list[int]:
-    """Ray worker processes running our parse task now (Ray titles them `ray::look_at_batch`)."""
+    """Ray worker processes of this test's cluster running our parse task now (Ray titles them
+    `ray::look_at_batch`); only this process's descendants: another suite's on this host are not ours."""
     out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if (d / "cmdline").read_bytes().startswith(b"ray::look_at_batch"):
-                    out.append(int(d.name))
-            except OSError:
-                pass
+    for pid in _descendants():
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::look_at_batch"):
+                out.append(pid)
+        except OSError:
+            pass
     return out
 
 
@@ -225,27 +227,6 @@ def test_one_failing_repository_does_not_stop_the_others(cluster, tmp_path, caps
     assert main(argv) == 1  # a re-run: nothing parsed again
     again = {r["name"]: r for r in json.loads(capsys.readouterr().out)["repositories"]}
     assert again["a"]["summary"]["files_indexed"] == 0 and again["a"]["summary"]["files_unchanged"] == len(SHOP)
-
-
-def test_a_node_removed_mid_run_costs_nothing(cluster, local_dump, tmp_path):
-    """Last in the module: it leaves one worker node."""
-    files = _tree()
-    root = write_repo(tmp_path / "ray", files)
-    removed = []
-
-    def remove_its_node(pid: int) -> None:
-        for node in cluster.workers:
-            if _is_under(pid, node):
-                cluster.remove_node(node, allow_graceful=False)
-                removed.append(node)
-
-    watcher = _when_a_task_runs(remove_its_node)
-    summary = _on_ray(root, cluster.address)
-    watcher.join()
-    assert removed, "the node of a running task was not found"
-    assert summary.ray["retries"] >= 1
-    got = index_identity.dump(str(root / ".nsccn" / "index.db"))
-    assert index_identity.compare(local_dump, got) == []
 
 
 def _is_under(pid: int, node) -> bool:
@@ -368,3 +349,54 @@ def test_the_static_models_vectors_are_made_on_the_nodes(cluster, tmp_path):
     assert want and _vectors(root / ".nsccn" / "index.db") == want
     assert summary.vectors["embedded"] == 0 and summary.vectors["from_nodes"] == len(want), summary.vectors
     assert summary.ray["vectors_from_nodes"] == len(want) and summary.ray["vectors_refused"] == 0
+
+
+def test_a_transformer_embeds_on_a_pool_of_ray_actors(cluster, tmp_path):
+    """A transformer (a user setting; here the bundled MiniLM) is embedded by Ray actors, one
+    model load each, after the parse; the driver only stores the vectors: those of
+    `nsccn index --in-process` (each chunk the same call on the same ONNX settings)."""
+    import numpy as np
+
+    from nsccn.config import load_config
+    from nsccn.indexing.ray_cluster import ray_runtime
+    from nsccn.indexing.ray_index import index_with_ray
+
+    files = dict(SHOP)
+    for i in range(9):  # more than one chunk of texts (EMBED_CHUNK): both actors get work
+        files[f"pkg/m{i}.py"] = "".join(f"def f{i}_{j}(x):\n    '''Return x times {j}.'''\n    return x * {j}\n\n"
+                                        for j in range(30))
+    overrides = {"embedding_model": "minilm"}
+    local = write_repo(tmp_path / "local", files)
+    index_repository(local, workers=1, embed=True, config=load_config(local, overrides))
+    root = write_repo(tmp_path / "ray", files)
+    with ray_runtime(cluster.address) as runtime:
+        summary = index_with_ray(root, runtime, embed=True, config=load_config(root, overrides))
+    want, got = _vectors(local / ".nsccn" / "index.db"), _vectors(root / ".nsccn" / "index.db")
+    assert len(want) > 256 and sorted(got) == sorted(want)
+    worst = max(float(np.abs(np.frombuffer(got[e], np.float32) - np.frombuffer(want[e], np.float32)).max()) for e in want)
+    assert worst < 1e-5, worst  # (bit for bit here, in every run so far: the same batches, one thread or many)
+    assert summary.vectors["model"] == "nsccn/minilm-code-v1" and summary.vectors["embedded"] == len(want), summary.vectors
+    r = summary.ray
+    assert r["embed_actors"] == 2 and len(r["actors_by_node"]) == 2 and r["vectors_from_actors"] == len(want), r
+    assert r["vectors_refused"] == 0
+
+
+def test_a_node_removed_mid_run_costs_nothing(cluster, local_dump, tmp_path):
+    """Last in the module: it leaves one worker node."""
+    files = _tree()
+    root = write_repo(tmp_path / "ray", files)
+    removed = []
+
+    def remove_its_node(pid: int) -> None:
+        for node in cluster.workers:
+            if _is_under(pid, node):
+                cluster.remove_node(node, allow_graceful=False)
+                removed.append(node)
+
+    watcher = _when_a_task_runs(remove_its_node)
+    summary = _on_ray(root, cluster.address)
+    watcher.join()
+    assert removed, "the node of a running task was not found"
+    assert summary.ray["retries"] >= 1
+    got = index_identity.dump(str(root / ".nsccn" / "index.db"))
+    assert index_identity.compare(local_dump, got) == []

@@ -115,12 +115,14 @@ def index_repository(
     scan: ScanResult | None = None,
     parse: ParseAll | None = None,
     precomputed_vectors: Mapping[str, bytes] | None = None,
+    make_embedder: Callable[[], object] | None = None,
 ) -> IndexSummary:
     """Bring the index of `root` up to date; only new, changed and deleted files cost work.
     `scan`: the repository's scan, when the caller has just made it. `parse`: who looks at the
     files to parse (default: this process, or a pool of `workers`; nsccn.indexing.ray_index: a Ray cluster).
     `precomputed_vectors`: text hash -> vector of the configured model, made beside the parse
-    (filled while `parse` runs; read when the vectors are brought up to date)."""
+    (filled while `parse` runs; read when the vectors are brought up to date). `make_embedder`:
+    makes the embedder of the vectors (default: the configured model loaded here; a Ray actor pool)."""
     started = time.perf_counter()
     root = Path(root).resolve()
     config = config or load_config(root)
@@ -177,7 +179,7 @@ def index_repository(
             from nsccn.vectors.semantic import default_embedder, embed_index
 
             try:
-                embedder = default_embedder(config.embedding_model, config.embedding_dim or None)
+                embedder = make_embedder() if make_embedder else default_embedder(config.embedding_model, config.embedding_dim or None)
             except ModelUnavailable as exc:  # the index is complete without vectors; search says so
                 summary.warnings.append(f"no vectors: {exc}")
             else:

@@ -40,6 +40,11 @@ class RayRefused(ValueError):
     """A Ray address or setting nsccn will not use, or a cluster it cannot reach: one line."""
 
 
+class RayTaskFailed(RuntimeError):
+    """Work that failed on the cluster after the retries (a parse task, the embedding actors), or
+    came from another nsccn."""
+
+
 @dataclass
 class Runtime:
     """The Ray runtime a run uses: its address, nodes and CPUs, and how long joining took."""
@@ -147,7 +152,9 @@ def ray_runtime(address: str, cpus: int | None = None) -> Iterator[Runtime]:
             else:
                 ray.init(address=address, **kwargs)
         except (ConnectionError, TimeoutError, ValueError, RuntimeError) as exc:
-            raise RayRefused(f"cannot use the Ray cluster at {address}: {' '.join(str(exc).split())[:400]}") from None
+            raise RayRefused(f"cannot use the Ray cluster at {address}: {' '.join(str(exc).split())[:400]} (is it up,"
+                             " reachable from here, and is RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token"
+                             " its token?)") from None
         try:
             nodes = [n["NodeManagerAddress"] for n in ray.nodes() if n.get("Alive")]
             runtime = Runtime(address, nodes, int(ray.cluster_resources().get("CPU", 1)) or 1,

@@ -14,8 +14,10 @@ nsccn installed (the same version: a result from another is refused). Files are 
 the writer: the driver's memory stays bounded and no worker waits. Results are written in the
 scan's order, as `nsccn index --in-process` writes them: the same input makes the same index
 whichever task ends first. A task whose worker process or node dies
-is run again by Ray (`MAX_RETRIES`); the writer commits whole batches in transactions, so a
-killed driver leaves committed files that the next run counts as done.
+is sent again by this driver (`MAX_RETRIES`, counted here: Ray tells a task's attempts only
+through a private call, or its state API, which needs the dashboard's HTTP server); the writer
+commits whole batches in transactions, so a killed driver leaves committed files that the next run
+counts as done.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nsccn.indexing.ray_cluster import Runtime, ray_runtime
+from nsccn.indexing.ray_cluster import RayTaskFailed, Runtime, ray_runtime
 
 if TYPE_CHECKING:
     from nsccn.config import Config
@@ -39,11 +41,7 @@ BATCH_BYTES = 2 << 20  # a task's bytes at most (a single larger file goes alone
 BATCH_FILES = 128  # ...and files: a task's overhead (~1 ms) stays small beside its parse
 BATCHES_PER_CPU = 4  # at least this many batches per CPU, so the last ones end close together
 WINDOW_PER_CPU = 2  # batches in flight per CPU of the cluster
-MAX_RETRIES = 3  # a task lost with its worker or node is run again this many times
-
-
-class RayTaskFailed(RuntimeError):
-    """A batch that failed on the cluster after Ray's retries, or came from another nsccn."""
+MAX_RETRIES = 3  # a task lost with its worker or node is sent again this many times
 
 
 @dataclass
@@ -54,17 +52,22 @@ class RayStats:
     nodes: int = 0
     cpus: int = 0
     tasks: int = 0
-    retries: int = 0  # task attempts beyond the first (a worker or node lost)
+    retries: int = 0  # tasks sent again (their worker or node lost)
     files_shipped: int = 0
     bytes_shipped: int = 0
     vectors_from_nodes: int = 0  # static-model vectors made beside the parse
-    vectors_refused: int = 0  # ...by a node whose model file is not this process's (made here again)
+    vectors_refused: int = 0  # ...by a node whose model is not this process's (made here again)
+    embed_actors: int = 0  # a transformer's actors (nsccn.indexing.ray_embed), one model load each
+    vectors_from_actors: int = 0  # ...the vectors they made
+    embed_refused_because: str = ""  # why no actor could make them (this process made them)
+    actors_by_node: Counter = field(default_factory=Counter)  # 'address node-id' -> actors
     tasks_by_node: Counter = field(default_factory=Counter)  # 'address node-id' -> tasks
     seconds: dict = field(default_factory=dict)  # stage -> seconds
 
     def as_dict(self) -> dict:
         d = dict(self.__dict__)
         d["tasks_by_node"] = dict(self.tasks_by_node)
+        d["actors_by_node"] = dict(self.actors_by_node)
         d["seconds"] = {k: round(v, 3) for k, v in self.seconds.items()}
         return d
 
@@ -108,7 +111,7 @@ def look_at_batch(items: list[tuple[str, bytes, int, float, str | None]],
     frames = [encode(r) for r in results]
     parsed = time.perf_counter()
     vectors = _embed_results(results, *embed) if embed else {}
-    where = {"node": _node_address(), "pid": os.getpid(), "attempt": _attempt(), "seconds": time.perf_counter() - started,
+    where = {"node": _node_address(), "pid": os.getpid(), "seconds": time.perf_counter() - started,
              "embed_seconds": time.perf_counter() - parsed}
     return __version__, where, frames, vectors
 
@@ -140,16 +143,6 @@ def _node_address() -> str:
     return f"{ray.util.get_node_ip_address()} {ray.get_runtime_context().get_node_id()[:8]}"
 
 
-def _attempt() -> int:
-    """This task's attempt (0 the first): Ray tells it only through its core worker."""
-    try:
-        import ray
-
-        return int(ray._private.worker.global_worker.core_worker.get_current_task_attempt_number())
-    except Exception:  # a Ray without it: retries go uncounted, nothing else changes
-        return 0
-
-
 def _static_max_chars() -> int:
     """What the driver's static embedder cuts an entity's text to (a node's texts must be the same)."""
     from nsccn.vectors.embed import KNOWN_MODELS, STATIC_MODEL
@@ -165,7 +158,8 @@ def _task():
     if _remote is None:
         import ray
 
-        _remote = ray.remote(max_retries=MAX_RETRIES, retry_exceptions=False, num_cpus=1)(look_at_batch)
+        # No retries by Ray: this driver sends a lost task again itself, and so counts it.
+        _remote = ray.remote(max_retries=0, num_cpus=1)(look_at_batch)
     return _remote
 
 
@@ -189,7 +183,7 @@ def parse_on_ray(root: Path, todo: list[FileInfo], config: Config, known: dict, 
     ours = model_digest() if embed else None  # the model file read once a process, only when there is work
     batches = balanced_batches([f.size for f in todo], stats.cpus or 1)
     window = max(2, (stats.cpus or 1) * WINDOW_PER_CPU)
-    pending: dict = {}  # ObjectRef -> batch number
+    pending: dict = {}  # ObjectRef -> (batch number, its items' ObjectRef, attempt)
     local: dict[int, dict[int, FileResult]] = {}  # batch -> {file: result answered here}
     ready: dict[int, list[bytes]] = {}  # batch -> frames, back before an earlier batch
     started = time.perf_counter()
@@ -211,7 +205,8 @@ def parse_on_ray(root: Path, todo: list[FileInfo], config: Config, known: dict, 
         local[b] = here
         if items:
             stats.files_shipped += len(items)
-            pending[task.remote(ray.put(items), embed)] = b
+            shipped = ray.put(items)
+            pending[task.remote(shipped, embed)] = (b, shipped, 0)
         else:
             ready[b] = []
 
@@ -229,17 +224,21 @@ def parse_on_ray(root: Path, todo: list[FileInfo], config: Config, known: dict, 
         t = time.perf_counter()
         done, _ = ray.wait(list(pending), num_returns=1)
         waiting += time.perf_counter() - t
-        b = pending.pop(done[0])
+        b, shipped, attempt = pending.pop(done[0])
         try:
             version, where, frames, vectors = ray.get(done[0])
         except ray.exceptions.RayError as exc:
-            raise RayTaskFailed(f"a parse task failed on the Ray cluster after {MAX_RETRIES} retries: "
+            # Lost with its worker or node (not an error of the parse itself): sent again.
+            if not isinstance(exc, ray.exceptions.RayTaskError) and attempt < MAX_RETRIES:
+                pending[task.remote(shipped, embed)] = (b, shipped, attempt + 1)
+                stats.retries += 1
+                continue
+            raise RayTaskFailed(f"a parse task failed on the Ray cluster ({attempt} retries): "
                                 f"{' '.join(str(exc).split())[:300]}") from None
         if version != __version__:
             raise RayTaskFailed(f"a Ray node runs nsccn {version}, this one {__version__}: install the same nsccn on"
                                 " every node (the index must not mix two extractors)")
         stats.tasks += 1
-        stats.retries += where["attempt"]
         stats.tasks_by_node[where["node"]] += 1
         if vectors:
             if vectors["model"] == ours:
@@ -273,16 +272,33 @@ def index_with_ray(
     stats.seconds["ray_start"] = runtime.started_s
     config = config or load_config(Path(root).resolve())
     # The static model embeds beside the parse, on the nodes: its vectors cost the writer nothing
-    # but their storing. A transformer (a user setting) embeds here after the parse, as locally.
+    # but their storing. A transformer (a user setting) embeds after the parse, as locally, on a
+    # pool of Ray actors (one model load each) when the nodes can load it as this process would.
     node_vectors = {} if embed and is_static_model(config.embedding_model) and not file_problem() else None
+    pool: list = []
+
+    def make_pool():
+        from nsccn.indexing.ray_embed import RayPoolEmbedder, planned_model
+        from nsccn.vectors.semantic import default_embedder
+
+        planned = planned_model(config.embedding_model, config.embedding_dim or None)
+        if planned is None:  # a model this process would not load as named: embedded here
+            return default_embedder(config.embedding_model, config.embedding_dim or None)
+        pool.append(RayPoolEmbedder(config.embedding_model, config.embedding_dim or None, planned, runtime.cpus, stats))
+        return pool[0]
 
     def parse(root_: Path, todo: list, config_: Config, known: dict) -> Iterator[FileResult]:
         return parse_on_ray(root_, todo, config_, known, stats, node_vectors)
 
     started = time.perf_counter()
-    summary = index_repository(root, config=config, workers=0, progress=progress, embed=embed,
-                               embed_progress=embed_progress, scan=scan, parse=parse,
-                               precomputed_vectors=node_vectors)
+    try:
+        summary = index_repository(root, config=config, workers=0, progress=progress, embed=embed,
+                                   embed_progress=embed_progress, scan=scan, parse=parse,
+                                   precomputed_vectors=node_vectors,
+                                   make_embedder=None if node_vectors is not None or not embed else make_pool)
+    finally:
+        for p in pool:
+            p.close()
     total = time.perf_counter() - started
     stats.seconds["index"] = total
     stats.seconds["after_parse"] = max(0.0, total - stats.seconds.get("parse", 0.0))  # scan, resolve, ranks, vectors

@@ -104,9 +104,11 @@ def embed_index(
         given = len(have)
         todo = [e for e in todo if wanted[e] not in precomputed]
     done = 0
-    for i in range(0, len(todo), batch):
-        ids = todo[i : i + batch]
-        vectors = embedder.embed_documents([texts[e] for e in ids])
+    chunks = [todo[i : i + batch] for i in range(0, len(todo), batch)]
+    # An embedder with `embed_chunks` (a pool of Ray actors: nsccn.indexing.ray_embed) has the
+    # chunks embedded side by side, each with the call made here otherwise.
+    embed_chunks = getattr(embedder, "embed_chunks", None) or (lambda cs: map(embedder.embed_documents, cs))
+    for ids, vectors in zip(chunks, embed_chunks([[texts[e] for e in ids] for ids in chunks])):
         vs.upsert((e, wanted[e], v) for e, v in zip(ids, vectors))
         done += len(ids)
         if progress:
