@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from nsccn.graph import fixtures
+from nsccn.graph import fixtures, mentions
 from nsccn.reading.changes import Change
 from nsccn.reading.diff import FileDiff
 from nsccn.store import EntityRow, Store
@@ -221,6 +221,8 @@ class Dependents:
                         out.append((over, "OVERRIDES", conf))
         for r in fixtures.consumers(store, row):
             out.append((r.id, "USES_FIXTURE", fixtures.CONFIDENCE))
+        for source in mentions.mentioners(store, row):  # a test's string names it: `locate_app("pkg.app")`
+            out.append((source, "MENTIONS", mentions.CONFIDENCE))
         if row.kind == "module" and not changed:
             # its top-level code runs what the walk came from: the globals it sets may hold what that
             # built (`cli = Group(...)`), and whoever imports one gets it

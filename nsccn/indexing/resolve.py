@@ -298,8 +298,8 @@ class Resolver:
     def resolve(self, path: str, source: str, relation: str, target: str, scope: str) -> list[tuple[str, float, str]]:
         if relation == "CONTAINS":
             return [(target, 1.0, "structural")]
-        if relation == "RETURNS":
-            return []  # what a function returns: read by `_return_class`, no edge
+        if relation in ("RETURNS", "MENTIONS"):
+            return []  # what a function returns (read by `_return_class`), a name in a string: no edge
         if relation == "IMPORTS":
             found = self.dotted(target)
             if found is None:

@@ -18,6 +18,8 @@ import tree_sitter as ts
 import tree_sitter_python
 
 from nsccn.reading.entity_bounds import head_lines
+from nsccn.reading.testpaths import is_test_path
+from nsccn.languages.mentions import mentions
 from nsccn.languages.receivers import (CALLED_RANK, DECLARED_RANK, FIXTURE_DECORATOR, GETTER, INJECTED_RANK, PREFIXES,
                                       Bindings, type_name)
 from nsccn.model import Entity, Ref, entity_id
@@ -261,6 +263,8 @@ class PythonExtractor:
                 body_head="",
             ),
         )
+        if is_test_path(self.path):  # dotted names a test spells in strings (`locate_app("pkg.app")`)
+            self.refs.extend(mentions(root, self._src, self.entities[1:], mod_id))
         skeleton = SkeletonBuilder(self.data, self.text_lines, self._max_depth)
         self.skeleton = skeleton.build(root)
         self.deep_lines.extend(skeleton.deep_lines)
