@@ -600,6 +600,11 @@ class PythonExtractor:
             if held:
                 self._typing.holds(scope.class_qualname, name, held)
             return
+        if scope.kind in ("func", "method") and "." not in name and annotation is None and right is not None \
+                and right.type in ("identifier", "attribute"):
+            held = _expr_name(right, self._src)  # `cls = Option`: `cls(...)` here or in a nested def builds it
+            if held and held.rsplit(".", 1)[-1][:1].isupper():
+                self._typing.holds(f"def {scope.qualname}", name, held)
         typ, rank = None, DECLARED_RANK if annotation is not None else CALLED_RANK
         if annotation is not None:
             typ = type_name(_text(annotation))
@@ -671,6 +676,28 @@ class PythonExtractor:
             how, what = "name", _text(value)
         self._returns.append((scope.eid, how, ("yield:" if node.type == "yield" else "") + what, line))
 
+    def _held_calls(self) -> None:
+        """`cls(...)` where the function (or one enclosing it) bound `cls = Option` (a class, by its
+        spelling): a call of `Option`. Two different classes bound to one name say nothing."""
+        held = {q[4:]: names for q, names in self._typing.held.items() if q.startswith("def ")}
+        if not held:
+            return
+        out = []
+        for r in self.refs:
+            if r.relation == "CALLS" and "." not in r.target and not r.target.startswith(PREFIXES):
+                qualname = r.source.split(":", 2)[-1] if not r.source.startswith("module:") else ""
+                while qualname:
+                    value = held.get(qualname, {}).get(r.target)
+                    if value is not None:
+                        if value:
+                            r = Ref(r.source, r.relation, value, r.line, r.scope)
+                        break
+                    qualname = qualname.rpartition(".")[0]
+            out.append(r)
+        self.refs = out
+        for q in [q for q in self._typing.held if q.startswith("def ")]:
+            del self._typing.held[q]
+
     def _typed_calls(self, mod_id: str) -> None:
         """Calls on a name whose type the source states, as typed references (after the whole
         file: `self.x = T()` in `__init__` may come after the method that calls `self.x.m()`);
@@ -697,6 +724,7 @@ class PythonExtractor:
                 if not target.startswith(PREFIXES):
                     continue  # a receiver of no known type: no getter to name
             self.refs.append(Ref(fid, "CALLS", GETTER + target, line, cls))
+        self._held_calls()
         if not self._typing.locals and not self._typing.fields and not self._typing.held:
             return
         self.refs = [Ref(r.source, r.relation, self._typing.rewrite(r.target, [r.source, mod_id], r.scope, r.line - 1 if r.source != mod_id else None), r.line, r.scope)
