@@ -69,7 +69,9 @@ def _side(store: Store, path: str | None, data: bytes | None) -> Side:
 def _innermost(entities: list, line: int):
     best = None
     for e in entities:
-        if e.start_line <= line <= e.end_line and (best is None or e.end_line - e.start_line < best.end_line - best.start_line):
+        # of two as long, a definition beats its module (a file that is one function and nothing else)
+        if e.start_line <= line <= e.end_line and (best is None or (e.end_line - e.start_line, e.kind == "module")
+                                                    < (best.end_line - best.start_line, best.kind == "module")):
             best = e
     return best
 
