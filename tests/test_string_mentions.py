@@ -70,6 +70,17 @@ FILES = {
             if flag:
                 kind = Other
             return kind("x")
+
+
+        def nested():
+            class Error(Exception):
+                pass
+
+            def raise_it():
+                raise Error(1)
+
+            Error = SystemExit
+            return raise_it
     """,
     "tests/apps/webapp/__init__.py": "",
     "tests/apps/webapp/main.py": """
@@ -185,5 +196,7 @@ def test_a_class_bound_to_a_local_name_is_called_through_it(indexed):
     assert (deco, "method:src/pkg/options.py:Option.__init__") in edges
     # bound to two classes: says nothing
     assert not [k for k in edges if k[0] == "func:src/pkg/options.py:pick" and k[1].startswith("class:")]
+    # a class defined under that name there as well: the call keeps its own class
+    assert edges[("func:src/pkg/options.py:nested.raise_it", "class:src/pkg/options.py:nested.Error")].resolution == "same_scope"
     tests = _tests_of(root, "src/pkg/options.py", "name.strip()", "name.strip() or name")
     assert "func:tests/test_strings.py:test_option" in tests

@@ -678,10 +678,16 @@ class PythonExtractor:
 
     def _held_calls(self) -> None:
         """`cls(...)` where the function (or one enclosing it) bound `cls = Option` (a class, by its
-        spelling): a call of `Option`. Two different classes bound to one name say nothing."""
+        spelling): a call of `Option`. Two different classes bound to one name (a nested class of
+        that name among them) say nothing."""
         held = {q[4:]: names for q, names in self._typing.held.items() if q.startswith("def ")}
         if not held:
             return
+        defined = {e.qualname for e in self.entities}
+        for q, names in held.items():  # a def or class of that name in the function binds it too: no one class
+            for name in names:
+                if f"{q}.{name}" in defined:
+                    names[name] = ""
         out = []
         for r in self.refs:
             if r.relation == "CALLS" and "." not in r.target and not r.target.startswith(PREFIXES):
