@@ -12,7 +12,9 @@ in it: nothing is walked from it), or its body.
 changed override overrides (dynamic dispatch: `self.m()` written in the base runs the override), importers (IMPORTS, not
 followed further: an import alone runs nothing), the readers of what a changed entity MUTATES
 (state coupling), the class a changed method belongs to (those who construct or subclass it may
-call it), the function a changed nested function or class is defined in, and tests a pytest fixture is injected into (`nsccn.graph.fixtures`). Each entity keeps the
+call it), the function a changed nested function or class is defined in, tests a pytest fixture is injected
+into (`nsccn.graph.fixtures`), and test code whose strings spell a reached entity's dotted name
+(`nsccn.graph.mentions`). Each entity keeps the
 shortest path that reaches it (the most confident among the shortest), its distance and the
 path's confidence (the product of its edges').
 """
