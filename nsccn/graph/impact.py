@@ -182,6 +182,7 @@ class Dependents:
         self.store = store
         self._rows: dict[str, EntityRow | None] = {}
         self._subs: dict[str, list[tuple[str, float]]] = {}
+        self._mentions: mentions.Mentions | None = None
 
     def row(self, eid: str) -> EntityRow | None:
         if eid not in self._rows:
@@ -225,7 +226,9 @@ class Dependents:
                         out.append((over, "OVERRIDES", conf))
         for r in fixtures.consumers(store, row):
             out.append((r.id, "USES_FIXTURE", fixtures.CONFIDENCE))
-        for source in mentions.mentioners(store, row):  # a test's string names it: `locate_app("pkg.app")`
+        if self._mentions is None:
+            self._mentions = mentions.Mentions(store)
+        for source in self._mentions.mentioners(row):  # a test's string names it: `locate_app("pkg.app")`
             out.append((source, "MENTIONS", mentions.CONFIDENCE))
         if row.kind == "module" and not changed:
             # its top-level code runs what the walk came from: the globals it sets may hold what that

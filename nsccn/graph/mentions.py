@@ -24,27 +24,44 @@ def tails(dotted: str) -> list[str]:
     return [".".join(parts[i:]) for i in range(len(parts))]
 
 
-def names(store: Store, row: EntityRow) -> list[str]:
-    """The strings that would name `row`."""
-    if row.kind == "module":
-        return [t for t in tails(row.qualname) if "." in t]
-    owners = [_module_qualname(store, row.path)]
-    if row.parent and row.parent.startswith("module:"):  # re-exported: `from .app import Flask` in a package
-        owners += [split_entity_id(e.source)[2] for e in store.edges_to(row.id, ("IMPORTS",))
-                   if e.source.startswith("module:")]
-    out = []
-    for owner in dict.fromkeys(o for o in owners if o):
-        for t in tails(owner):
-            out += [f"{t}.{row.qualname}", f"{t}:{row.qualname}"]
-    return out
+class Mentions:
+    """The repository's string mentions, read once per walk: the names they spell, so an entity
+    no string could name (nearly every one) costs a set lookup, not a query."""
 
+    def __init__(self, store: Store):
+        self.store = store
+        q = ("SELECT DISTINCT t.name FROM refs r JOIN symbols t ON t.id = r.target"
+             " WHERE r.relation = (SELECT id FROM symbols WHERE name = ?)")
+        self.targets = {t for (t,) in store.conn.execute(q, (RELATION,))}
+        self.last = {t.replace(":", ".").rsplit(".", 1)[-1] for t in self.targets}  # `a.b:c` -> c
+        self._modules: dict[str, str | None] = {}
 
-def mentioners(store: Store, row: EntityRow) -> list[str]:
-    """The entities whose strings name `row` (its source ids), each once."""
-    found = store.refs_naming(names(store, row), RELATION)
-    return list(dict.fromkeys(source for source, _target, _line in found if source != row.id))
+    def names(self, row: EntityRow) -> list[str]:
+        """The strings that would name `row`."""
+        if row.kind == "module":
+            return [t for t in tails(row.qualname) if "." in t]
+        owners = [self._module_qualname(row.path)]
+        if row.parent and row.parent.startswith("module:"):  # re-exported: `from .app import Flask` in a package
+            owners += [split_entity_id(e.source)[2] for e in self.store.edges_to(row.id, ("IMPORTS",))
+                       if e.source.startswith("module:")]
+        out = []
+        for owner in dict.fromkeys(o for o in owners if o):
+            for t in tails(owner):
+                out += [f"{t}.{row.qualname}", f"{t}:{row.qualname}"]
+        return out
 
+    def mentioners(self, row: EntityRow) -> list[str]:
+        """The entities whose strings name `row` (their ids), each once."""
+        last = row.qualname.rsplit(".", 1)[-1]  # what a string naming it ends with
+        if last not in self.last:
+            return []
+        wanted = [n for n in self.names(row) if n in self.targets]
+        found = self.store.refs_naming(wanted, RELATION) if wanted else []
+        return list(dict.fromkeys(source for source, _target, _line in found if source != row.id))
 
-def _module_qualname(store: Store, path: str) -> str | None:
-    got = store.conn.execute("SELECT qualname FROM entities WHERE path=? AND kind='module'", (path,)).fetchone()
-    return got[0] if got else None
+    def _module_qualname(self, path: str) -> str | None:
+        if path not in self._modules:
+            got = self.store.conn.execute("SELECT qualname FROM entities WHERE path=? AND kind='module'",
+                                          (path,)).fetchone()
+            self._modules[path] = got[0] if got else None
+        return self._modules[path]

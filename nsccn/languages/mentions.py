@@ -10,10 +10,6 @@ string that spells a module of the repository is nearly always one the test impo
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-
-import tree_sitter as ts
-import tree_sitter_python
 
 from nsccn.model import Ref
 
@@ -24,24 +20,17 @@ MAX_PER_FILE = 2_000  # a generated test file full of dotted strings says little
 MAX_STRING = 4_000  # characters of one string read (a module's source written by a test is short)
 
 
-@lru_cache(maxsize=1)
-def _strings() -> ts.Query:
-    return ts.Query(ts.Language(tree_sitter_python.language()), "(string) @s")
-
-
-def mentions(root: ts.Node, src: bytes, entities: list, module_id: str) -> list[Ref]:
-    """MENTIONS references for the dotted names in a file's strings, each from the innermost
-    entity holding the string (a `parametrize` decorator's strings belong to the test it decorates)."""
+def mentions(strings: list[tuple[int, str]], entities: list, module_id: str) -> list[Ref]:
+    """MENTIONS references for the dotted names in a file's strings ((line, text), as the walk met
+    them), each from the innermost entity holding the string's line (a `parametrize` decorator's
+    strings belong to the test it decorates)."""
     spans = sorted(((e.start_line, e.end_line, e.id) for e in entities), key=lambda s: s[1] - s[0])
     out: list[Ref] = []
     seen: set[tuple[str, str]] = set()
-    nodes = ts.QueryCursor(_strings()).captures(root).get("s", [])
-    for node in sorted(nodes, key=lambda n: n.start_byte):
-        text = src[node.start_byte:min(node.end_byte, node.start_byte + MAX_STRING)].decode("utf-8", "replace")
-        found = DOTTED.findall(text)
+    for line, text in strings:
+        found = DOTTED.findall(text[:MAX_STRING])
         if not found:
             continue
-        line = node.start_point[0] + 1
         source = next((eid for start, end, eid in spans if start <= line <= end), module_id)
         for name in found:
             if (source, name) in seen:

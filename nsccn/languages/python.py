@@ -220,6 +220,7 @@ class PythonExtractor:
         self.imports: dict[str, str] = {}
         self.star_imports: list[str] = []
         self.module_globals: list[str] = []
+        self._strings: list[tuple[int, str]] | None = [] if is_test_path(path) else None  # (line, text) of a test file's strings
         self._typing = Bindings()  # receiver types the source states (nsccn/languages/receivers.py)
         self._returns: list[tuple[str, str, str, int]] = []  # (function, "call"/"name", what it returns, line)
         self._reads: dict[tuple[str, str], tuple[int, str]] = {}  # (function, `obj.attr` read) -> (line, class)
@@ -263,8 +264,8 @@ class PythonExtractor:
                 body_head="",
             ),
         )
-        if is_test_path(self.path):  # dotted names a test spells in strings (`locate_app("pkg.app")`)
-            self.refs.extend(mentions(root, self._src, self.entities[1:], mod_id))
+        if self._strings:  # dotted names a test spells in strings (`locate_app("pkg.app")`)
+            self.refs.extend(mentions(self._strings, self.entities[1:], mod_id))
         skeleton = SkeletonBuilder(self.data, self.text_lines, self._max_depth)
         self.skeleton = skeleton.build(root)
         self.deep_lines.extend(skeleton.deep_lines)
@@ -425,6 +426,8 @@ class PythonExtractor:
                 value = _string_value(child, src)
                 if value and len(value) < 300:
                     terms.extend(_WORD.findall(value))
+                if value and self._strings is not None and "." in value:  # a test file's: dotted names it spells
+                    self._strings.append((child.start_point[0] + 1, value))
             elif walk == _SUBSCRIPT:
                 self._config_subscript(child, scope)
             # Its named children, first on top. Most nodes have one or two: `named_child(i)`
