@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from nsccn.reading.diff import parse_diff  # noqa: E402
 from nsccn.indexing.indexer import index_repository  # noqa: E402
+from nsccn.serving.answers import plain  # noqa: E402
 from nsccn.serving.navigator import Navigator  # noqa: E402
 from nsccn.reading.testpaths import is_test_path  # noqa: E402
 
@@ -196,7 +197,7 @@ def why_missed(nav: Navigator, missed: set[str], commit: str, changed: list[dict
     in the test (or a helper of its file) that no edge resolved to (a receiver whose type the
     resolver did not know), or nothing in the test names it (reached at run time only: through a
     public API the graph did not follow, dynamic dispatch, a fixture of a plugin, parametrization)."""
-    deep = {node(t["file"], t.get("qualname")) for t in nav.impact(commit=commit, test_depth=10)["tests"]}
+    deep = {node(t["file"], t.get("qualname")) for t in plain(nav.impact(commit=commit, test_depth=10))["tests"]}
     names = {c["id"].rsplit(":", 1)[-1].rsplit(".", 1)[-1] for c in changed
              if c["kind"] != "module" and not is_test_path(c["file"])}
     reasons: dict[str, int] = {}
@@ -275,7 +276,7 @@ def main() -> int:
         index_repository(tree, workers=1, embed=False)
         nav = Navigator(tree)
         t0 = time.perf_counter()
-        out = nav.impact(commit=sha)
+        out = plain(nav.impact(commit=sha))  # as its JSON
         seconds = time.perf_counter() - t0
         all_tests = set(times)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from nsccn.serving.answers import plain
 from nsccn.serving.navigator import Navigator
 
 
@@ -31,7 +32,7 @@ def main() -> int:
     nav = Navigator(args.tree, db_path=args.db)
     answers = []
     for report in reports:
-        a = nav.localize(report, limit=10)
+        a = plain(nav.localize(report, limit=10))  # the answer as its JSON
         a.pop("ranking", None)  # names the model file's path
         a.pop("seconds", None)
         answers.append(a)

@@ -114,7 +114,7 @@ def run_repo(tree: Path, sample_size: int, seed: int, observed: Observed | None)
     rows = []
     started = time.perf_counter()
     for form, q, gold in asked:
-        ids = [r["id"] for r in nav.search(q, limit=10)["results"]]
+        ids = [r.id for r in nav.search(q, limit=10).results]
         row = {"form": form, "query": q, "definitions": len(gold), "rank": _rank(ids, gold), "top": ids[:3]}
         if observed is not None:
             row["rank_without"] = _rank(observed.before, gold)

@@ -370,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not args.needs_nav:
             return args.func(args)
+        from nsccn.serving.answers import plain
         from nsccn.serving.navigator import ArgumentError, Navigator, NavigatorError, NoIndex
 
         given = Path(args.root).resolve()
@@ -388,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "embeds_query", False):
             nav.embedder = pipeline_embedder(nav)
         args.pipeline_status = live_status
-        out = args.func(nav, args)
+        out = plain(args.func(nav, args))  # the answer as JSON-able data, once, here
         full = nav.disk_note() if isinstance(out, dict) else None
         if full:  # in every answer: edits made now are not in the index until there is room
             out["disk_full"] = full

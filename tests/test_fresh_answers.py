@@ -40,11 +40,11 @@ def test_window_shows_the_current_lines_of_a_moved_entity(edited):
     repo, nav = edited
     w = nav.window("method:shop/base.py:Model.save", context_lines=0)
     lines = (repo / "shop/base.py").read_text().splitlines()
-    assert (w["start"], w["end"]) == (7, 10)  # indexed at 4-7
-    code = w["code"].splitlines()
+    assert (w.start, w.end) == (7, 10)  # indexed at 4-7
+    code = w.code.splitlines()
     assert code[0] == f" 7 | {lines[6]}" and "def save(self):" in code[0]
     assert "Model.registry.append(self)" in code[-1]
-    assert "4-7" in w["stale"] and "7-10" in w["stale"]
+    assert "4-7" in w.stale and "7-10" in w.stale
 
 
 def test_window_of_an_entity_gone_from_the_file_is_refused(shop_index):
@@ -54,7 +54,7 @@ def test_window_of_an_entity_gone_from_the_file_is_refused(shop_index):
     with _closing(Navigator(repo)) as nav:
         with pytest.raises(NavigatorError, match="no longer defines method:shop/base.py:Model.validate"):
             nav.window("method:shop/base.py:Model.validate")
-        assert "def save" in nav.window("method:shop/base.py:Model.save")["code"]
+        assert "def save" in nav.window("method:shop/base.py:Model.save").code
 
 
 def test_skeleton_of_an_edited_file_is_of_the_current_file(shop_index):
@@ -63,14 +63,14 @@ def test_skeleton_of_an_edited_file_is_of_the_current_file(shop_index):
     p.write_text(p.read_text() + "\n\ndef added_later(x):\n    return x\n")
     with _closing(Navigator(repo)) as nav:
         out = nav.skeleton("shop/base.py")
-    assert "def added_later(x):" in out["skeleton"] and "changed since it was indexed" in out["stale"]
+    assert "def added_later(x):" in out.skeleton and "changed since it was indexed" in out.stale
 
 
 def test_trace_carries_stale(edited):
     _, nav = edited
     out = nav.trace("method:shop/base.py:Model.validate", "upstream", depth=1)
-    assert "shop/base.py" in out["stale"]
-    assert "stale" not in nav.trace("func:shop/service.py:register", "downstream", depth=1)
+    assert "shop/base.py" in out.stale
+    assert nav.trace("func:shop/service.py:register", "downstream", depth=1).stale is None
 
 
 def test_cli_json_answers_carry_stale(edited):

@@ -203,9 +203,9 @@ def test_backslash_is_part_of_a_file_name(tmp_path):
     nav = Navigator(repo)
     try:
         out = nav.skeleton("back\\slash.py")
-        assert out["file"] == "back\\slash.py" and "def odd():" in out["skeleton"]
-        assert "def odd():" in nav.window("func:back\\slash.py:odd", 0)["code"]
-        assert nav.skeleton("pkg\\mod.py")["file"] == "pkg/mod.py"  # a Windows-style path still works
+        assert out.file == "back\\slash.py" and "def odd():" in out.skeleton
+        assert "def odd():" in nav.window("func:back\\slash.py:odd", 0).code
+        assert nav.skeleton("pkg\\mod.py").file == "pkg/mod.py"  # a Windows-style path still works
     finally:
         nav.close()
     r = nsccn("skeleton", "back\\slash.py", "--root", str(repo))

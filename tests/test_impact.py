@@ -17,6 +17,7 @@ from fastmcp.exceptions import ToolError
 
 from nsccn.reading.diff import DiffError, apply_hunks, parse_diff
 from nsccn.indexing.indexer import index_repository
+from nsccn.serving.answers import ImpactAnswer
 from nsccn.serving.navigator import Navigator
 
 NSCCN = Path(sys.executable).parent / "nsccn"
@@ -247,75 +248,75 @@ def nav_of(root: Path) -> Navigator:
     return Navigator(root)
 
 
-def changed_of(out: dict) -> dict[str, str]:
-    return {c["id"]: c["change"] for c in out["changed"]}
+def changed_of(out: ImpactAnswer) -> dict[str, str]:
+    return {c.id: c.change for c in out.changed}
 
 
 def test_a_body_change_selects_the_test_three_calls_away_and_not_an_unrelated_one(repo):
     out = nav_of(repo["root"]).impact(commit=repo["body"])
     assert changed_of(out) == {"func:pkg/core.py:helper": "body", "func:web/cart.ts:total": "body",
                                "func:calc/calc.go:Add": "body"}
-    tests = {t["id"]: t for t in out["tests"]}
+    tests = {t.id: t for t in out.tests}
     assert "func:tests/test_core.py:test_top" in tests
-    assert tests["func:tests/test_core.py:test_top"]["distance"] == 3  # test_top -> top -> mid -> helper
+    assert tests["func:tests/test_core.py:test_top"].distance == 3  # test_top -> top -> mid -> helper
     assert "func:tests/test_core.py:test_unrelated" not in tests
-    assert "CALLS" in tests["func:tests/test_core.py:test_top"]["reason"]
+    assert "CALLS" in tests["func:tests/test_core.py:test_top"].reason
     # TypeScript: the test file (its tests are anonymous callbacks); Go: the test function
     assert "file:web/cart.test.ts" in tests and "file:web/other.test.ts" not in tests
     assert "func:calc/calc_test.go:TestAdd" in tests and "func:calc/calc_test.go:TestSub" not in tests
-    run = out["run"]
+    run = out.run
     assert "python -m pytest tests/test_core.py::test_top" in run
     assert "npx jest web/cart.test.ts" in run and "go test ./calc -run '^(TestAdd)$'" in run
-    impacted = {i["id"]: i for i in out["impacted"]}
-    assert impacted["func:pkg/core.py:mid"]["distance"] == 1
-    assert impacted["func:pkg/core.py:top"]["path"].startswith("func:pkg/core.py:top -CALLS(1)-> func:pkg/core.py:mid")
-    assert out["risk"]["untested_changes"] == []
+    impacted = {i.id: i for i in out.impacted}
+    assert impacted["func:pkg/core.py:mid"].distance == 1
+    assert impacted["func:pkg/core.py:top"].path.startswith("func:pkg/core.py:top -CALLS(1)-> func:pkg/core.py:mid")
+    assert out.risk.untested_changes == []
 
 
 def test_a_deleted_function_is_found_as_it_was_and_its_callers_are_impacted(repo, tmp_path):
     out = nav_of(repo["root"]).impact(commit=repo["delete"])
     assert changed_of(out) == {"func:pkg/core.py:gone": "deleted"}
-    assert out["changed"][0]["in_index"] == "func:pkg/core.py:gone"
-    assert "func:pkg/core.py:uses_gone" in {i["id"] for i in out["impacted"]}
-    assert "func:tests/test_core.py:test_uses_gone" in {t["id"] for t in out["tests"]}
-    assert out["risk"]["signature_or_removal"] == ["func:pkg/core.py:gone"]
+    assert out.changed[0].in_index == "func:pkg/core.py:gone"
+    assert "func:pkg/core.py:uses_gone" in {i.id for i in out.impacted}
+    assert "func:tests/test_core.py:test_uses_gone" in {t.id for t in out.tests}
+    assert out.risk.signature_or_removal == ["func:pkg/core.py:gone"]
     # An index made after the deletion no longer holds it: its callers are found by name.
     later = tmp_path / "later"
     shutil.copytree(repo["root"], later, ignore=shutil.ignore_patterns(".nsccn"))
     git(later, "checkout", "-q", repo["delete"])
     index_repository(later, workers=1, embed=False)
     out = nav_of(later).impact(commit=repo["delete"])
-    assert out["changed"][0]["in_index"] is None
-    assert "func:pkg/core.py:uses_gone" in {i["id"] for i in out["impacted"]}
+    assert out.changed[0].in_index is None
+    assert "func:pkg/core.py:uses_gone" in {i.id for i in out.impacted}
 
 
 def test_a_signature_change_is_told_apart_from_a_body_change(repo):
     out = nav_of(repo["root"]).impact(commit=repo["signature"])
     assert changed_of(out) == {"func:pkg/core.py:mid": "signature", "func:pkg/core.py:documented": "docstring"}
-    assert not any("documented" in i["path"] for i in out["impacted"])  # a docstring alone impacts nothing
-    assert out["risk"]["signature_or_removal"] == ["func:pkg/core.py:mid"]
-    assert out["risk"]["level"] == "high"  # a signature change with callers
+    assert not any("documented" in i.path for i in out.impacted)  # a docstring alone impacts nothing
+    assert out.risk.signature_or_removal == ["func:pkg/core.py:mid"]
+    assert out.risk.level == "high"  # a signature change with callers
 
 
 def test_overrides_fixtures_nested_functions_and_dispatch(repo):
     out = nav_of(repo["root"]).impact(commit=repo["override"])
     assert changed_of(out) == {"method:pkg/core.py:Base.step": "body", "func:pkg/core.py:load_settings": "body",
                                "func:pkg/core.py:helper_twice": "body"}
-    impacted = {i["id"]: i for i in out["impacted"]}
-    assert "OVERRIDES" in impacted["method:pkg/core.py:Child.step"]["path"]
+    impacted = {i.id: i for i in out.impacted}
+    assert "OVERRIDES" in impacted["method:pkg/core.py:Child.step"].path
     assert "method:pkg/core.py:Base.run" in impacted
-    tests = {t["id"]: t for t in out["tests"]}
+    tests = {t.id: t for t in out.tests}
     # test_settings(settings): pytest injects the fixture that calls load_settings
-    assert "USES_FIXTURE" in tests["func:tests/test_core.py:test_settings"]["reason"]
+    assert "USES_FIXTURE" in tests["func:tests/test_core.py:test_settings"].reason
     assert "func:tests/test_core.py:test_unrelated" not in tests
     # a view registered by a decorator inside the test: no call names it, the test defines it
-    assert "DEFINES" in tests["func:tests/test_core.py:test_registered_view"]["reason"]
-    stand_in = tests["func:tests/test_core.py:test_stand_in_class"]["reason"]
+    assert "DEFINES" in tests["func:tests/test_core.py:test_registered_view"].reason
+    stand_in = tests["func:tests/test_core.py:test_stand_in_class"].reason
     assert stand_in.startswith("func:tests/test_core.py:test_stand_in_class -DEFINES(0.8)-> class:")
     # a changed override: whoever calls the base method through self may run it
     out = nav_of(repo["root"]).impact(commit=repo["dispatch"])
-    impacted = {i["id"]: i for i in out["impacted"]}
-    assert "DISPATCHES_TO" in impacted["method:pkg/core.py:Base.run"]["path"]
+    impacted = {i.id: i for i in out.impacted}
+    assert "DISPATCHES_TO" in impacted["method:pkg/core.py:Base.run"].path
 
 
 def cli(root: Path, *args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -339,7 +340,7 @@ def test_staged_base_commit_and_a_diff_on_stdin_agree(repo, tmp_path):
     for how, proc in answers.items():
         assert proc.returncode == 0, (how, proc.stderr)
         out = json.loads(proc.stdout)
-        seen[how] = (sorted(changed_of(out).items()), [t["id"] for t in out["tests"]], out["run"])
+        seen[how] = (sorted((c["id"], c["change"]) for c in out["changed"]), [t["id"] for t in out["tests"]], out["run"])
     first = seen["commit"]
     assert all(v == first for v in seen.values()), seen
     text = cli(root, "--staged")

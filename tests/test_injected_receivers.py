@@ -237,7 +237,7 @@ def test_a_test_reaches_a_change_through_its_fixture(indexed):
     finally:
         nav.close()
         path.write_text(text)
-    tests = {t["id"]: t["reason"] for t in out["tests"]}
+    tests = {t.id: t.reason for t in out.tests}
     assert tests["func:tests/test_run.py:test_invoke"].startswith(
         "func:tests/test_run.py:test_invoke -CALLS(0.9)-> method:src/pkg/runner.py:Runner.invoke"), tests
 
@@ -265,8 +265,8 @@ def test_a_parametrized_test_reaches_what_its_module_builds(indexed):
     finally:
         nav.close()
         path.write_text(text)
-    assert [c["id"] for c in out["changed"]] == ["method:src/pkg/runner.py:Case.expected"]
-    tests = {t["id"]: t["reason"] for t in out["tests"]}
+    assert [c.id for c in out.changed] == ["method:src/pkg/runner.py:Case.expected"]
+    tests = {t.id: t.reason for t in out.tests}
     # `case.expected`: no type, no edge; the module builds the cases parametrize hands the test
     assert "PARAMETRIZES" in tests["func:tests/test_cases.py:test_case"], tests
     # a global the library's top-level code builds (`DEFAULT_CASE = Case()`), imported by a test
@@ -294,5 +294,5 @@ def test_a_changed_module_line_reaches_only_the_globals_it_sets(indexed):
     finally:
         nav.close()
         path.write_text(text)
-    assert "module:src/pkg/runner.py:src.pkg.runner" in [c["id"] for c in out["changed"]]
-    assert "func:tests/test_cases.py:test_default" not in {t["id"] for t in out["tests"]}
+    assert "module:src/pkg/runner.py:src.pkg.runner" in [c.id for c in out.changed]
+    assert "func:tests/test_cases.py:test_default" not in {t.id for t in out.tests}

@@ -514,13 +514,13 @@ def test_skeleton_and_window(tmp_path, lang, path, entity, kept, cut):
     repo = write_repo(tmp_path / "repo", files)
     index_repository(repo, workers=1)
     nav = Navigator(repo)
-    skeleton = nav.skeleton(path, tokens=False)["skeleton"]
+    skeleton = nav.skeleton(path, tokens=False).skeleton
     for line in kept:
         assert line in skeleton
     assert cut not in skeleton
     win = nav.window(entity, context_lines=0)
     doc_line = kept[0].strip().lstrip("/*# ").split()[0]
-    assert doc_line in win["code"].splitlines()[0] or doc_line in win["code"]  # the doc comment is in the window
+    assert doc_line in win.code.splitlines()[0] or doc_line in win.code  # the doc comment is in the window
 
 
 def test_polyglot_stays_two_graphs(tmp_path):

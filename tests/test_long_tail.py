@@ -254,15 +254,15 @@ def test_definitions_edges_skeleton_window(tail_repo, lang):
     assert any(t == callee for t, _ in edges), (caller, edges)
     how = next(r for t, r in edges if t == callee)
     assert how in ("same_module", "unique_name", "same_scope"), how
-    skeleton = nav.skeleton(path, tokens=False)["skeleton"]
+    skeleton = nav.skeleton(path, tokens=False).skeleton
     assert kept in skeleton, skeleton
     if elided is not None:
         assert elided not in skeleton, skeleton
     for eid, first, last in defs:
         assert rows[eid].name in skeleton
     w = nav.window(caller, context_lines=0)
-    assert (w["start"], w["end"]) == (rows[caller].start_line, rows[caller].end_line)
-    assert rows[caller].name in w["code"] and kept.split("(")[0].split(" {")[0].strip() in w["code"] + skeleton
+    assert (w.start, w.end) == (rows[caller].start_line, rows[caller].end_line)
+    assert rows[caller].name in w.code and kept.split("(")[0].split(" {")[0].strip() in w.code + skeleton
 
 
 def test_unknown_languages_are_text_in_file_search_and_the_map(tail_repo):
@@ -276,11 +276,11 @@ def test_unknown_languages_are_text_in_file_search_and_the_map(tail_repo):
     assert file_bm25(store, ["wombat_ledger"]) == ["db/schema.sql"]
     assert file_bm25(store, ["flamingo"]) == ["conf/app.zzz"]
     assert file_bm25(store, ["quokka"], code_only=True) == []  # localization ranks code files only
-    listed = nav.repo_map(max_tokens=4000)["map"]
+    listed = nav.repo_map(max_tokens=4000).map
     for path in TEXT_FILES:
         assert f"{path}:" in listed
     assert listed.index("src/cart.c:") < listed.index("docs/notes.txt:")  # code first
-    assert "quokka" in nav.skeleton("docs/notes.txt", tokens=False)["skeleton"]
+    assert "quokka" in nav.skeleton("docs/notes.txt", tokens=False).skeleton
 
 
 def test_languages_setting_names_long_tail_and_text(tmp_path):

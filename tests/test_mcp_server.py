@@ -463,9 +463,9 @@ def test_following_the_continuation_yields_everything(capped):
 
     nav = Navigator(repo)
     try:
-        assert "".join(pages) == nav.skeleton("acme/big.py")["skeleton"]
-        assert "".join(lines) == nav.window("class:acme/big.py:Giant", 0)["code"]
-        assert len(refs) == total == nav.find_references("func:acme/big.py:helper")["total"]
+        assert "".join(pages) == nav.skeleton("acme/big.py").skeleton
+        assert "".join(lines) == nav.window("class:acme/big.py:Giant", 0).code
+        assert len(refs) == total == nav.find_references("func:acme/big.py:helper").total
         assert len({(r["from"], r["line"], r["relation"]) for r in refs}) == total
     finally:
         nav.close()

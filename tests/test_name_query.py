@@ -127,25 +127,25 @@ def nav(repo):
     ("Session.send redirects", "method:web/sessions.py:Session.send"),  # a name in a phrase
 ])
 def test_a_name_puts_its_definition_first(nav, query, first):
-    results = nav.search(query, limit=5)["results"]
-    assert results[0]["id"] == first, [r["id"] for r in results]
-    assert results[0]["matched_by"].get("name") == 1
+    results = nav.search(query, limit=5).results
+    assert results[0].id == first, [r.id for r in results]
+    assert results[0].matched_by.get("name") == 1
 
 
 def test_several_definitions_library_first_then_the_rest_as_ranked(nav):
-    ids = [r["id"] for r in nav.search("send", limit=10)["results"]]
+    ids = [r.id for r in nav.search("send", limit=10).results]
     library = {"method:web/sessions.py:Session.send", "method:web/sessions.py:SessionRedirectMixin.send",
                "func:lib/response.js:send"}
     assert set(ids[:3]) == library
     assert ids.index("method:tests/test_web.py:RedirectSession.send") > 2
     # kinds and paging still hold
-    assert all(r["kind"] == "class" for r in nav.search("Response", kinds=["class"])["results"])
-    assert nav.search("send", limit=1, offset=1)["results"][0]["id"] == ids[1]
+    assert all(r.kind == "class" for r in nav.search("Response", kinds=["class"]).results)
+    assert nav.search("send", limit=1, offset=1).results[0].id == ids[1]
 
 
 def test_find_symbol_reads_names_the_same_way(nav):
-    assert nav.find_symbol("res.send")["definitions"][0]["id"] == "func:lib/response.js:send"
-    assert [d["id"] for d in nav.find_symbol("web.get")["definitions"]] == ["func:web/api.py:get"]
+    assert nav.find_symbol("res.send").definitions[0].id == "func:lib/response.js:send"
+    assert [d.id for d in nav.find_symbol("web.get").definitions] == ["func:web/api.py:get"]
 
 
 @pytest.mark.parametrize("typed", [
@@ -153,7 +153,7 @@ def test_find_symbol_reads_names_the_same_way(nav):
     "web/sessions.py:Session.send", "sessions.py:Session.send", "Session::send",
 ])
 def test_any_unambiguous_name_is_an_id(nav, typed):
-    assert nav.window(typed, context_lines=0)["entity_id"] == "method:web/sessions.py:Session.send"
+    assert nav.window(typed, context_lines=0).entity_id == "method:web/sessions.py:Session.send"
 
 
 def test_an_ambiguous_name_lists_its_definitions_and_a_prefix_is_completed(nav):

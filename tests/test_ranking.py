@@ -369,12 +369,12 @@ def test_a_repository_model_is_used_and_a_stale_one_falls_back(ranked_repo):
     save_ranker(model, index_dir / ranking.USER_MODEL_NAME)
     nav = Navigator(ranked_repo)
     out = nav.localize(QUERY, limit=5)
-    assert out["ranking"].startswith("learned ranker (repository model")
-    assert out["files"] and out["functions"]
+    assert out.ranking.startswith("learned ranker (repository model")
+    assert out.files and out.functions
     rewrite_header(index_dir / ranking.USER_MODEL_NAME, lambda h: h["features"].update(file=h["features"]["file"][:-1]))
     out = nav.localize(QUERY, limit=5)
     # A repository model made for other features is refused: the shipped one answers.
-    assert out["ranking"].startswith("learned ranker (shipped model")
+    assert out.ranking.startswith("learned ranker (shipped model")
     assert "ranking" in nav.status()
     nav.close()
 

@@ -66,9 +66,9 @@ def _blocks(text: str) -> list[list[str]]:
 @pytest.mark.parametrize("budget", [300, 1000])
 def test_map_fills_its_budget_library_first_methods_under_their_class(mixed_repo, budget):
     m = mixed_repo.repo_map(max_tokens=budget)
-    assert 0.9 * budget <= m["tokens"] <= budget, m
-    blocks = _blocks(m["map"])
-    assert len(blocks) == m["files_shown"] > 1
+    assert 0.9 * budget <= m.tokens <= budget, m
+    blocks = _blocks(m.map)
+    assert len(blocks) == m.files_shown > 1
     paths = [b[0].rstrip(":") for b in blocks]
     assert not is_test_path(paths[0])
     tests_at = [is_test_path(p) for p in paths]
@@ -81,7 +81,7 @@ def test_map_fills_its_budget_library_first_methods_under_their_class(mixed_repo
                 assert re.match(r"\s*(class|def|async def) ", above), (block, line)
                 assert (len(above) - len(above.lstrip()) - 2) // 4 == depth - 1
     assert any("    def step_" in line for b in blocks for line in b), "no method shown"
-    assert "\n  def hook" not in m["map"]  # a nested function only under the function around it
+    assert "\n  def hook" not in m.map  # a nested function only under the function around it
 
 
 def test_map_with_room_for_everything_shows_everything(mixed_repo):
@@ -91,8 +91,8 @@ def test_map_with_room_for_everything_shows_everything(mixed_repo):
     wide = Navigator(mixed_repo.root, config=load_config(mixed_repo.root, {"result_token_cap": 200_000}))
     m = wide.repo_map(max_tokens=200_000)
     wide.close()
-    assert m["files_shown"] == m["files_total"] and not m["truncated"]
-    assert m["map"].count("def hook") == 14 * 12 + 150  # every definition, nested ones under their test
+    assert m.files_shown == m.files_total and not m.truncated
+    assert m.map.count("def hook") == 14 * 12 + 150  # every definition, nested ones under their test
 
 
 @pytest.mark.parametrize("block_rows", [repomap.BLOCK_ROWS, 3])  # 3: edges read in many blocks
@@ -123,9 +123,9 @@ def test_text_files_come_after_all_code_and_only_when_it_fits(tmp_path):
     nav = Navigator(root)
     try:
         cut = nav.repo_map(max_tokens=150)
-        assert cut["truncated"] and "AUTHORS.rst" not in cut["map"] and "POLICY.md" not in cut["map"]
+        assert cut.truncated and "AUTHORS.rst" not in cut.map and "POLICY.md" not in cut.map
         full = nav.repo_map(max_tokens=4000)
-        assert not full["truncated"] and full["files_shown"] == full["files_total"] == 5
-        assert full["map"].index("AUTHORS.rst") > full["map"].index("pkg/m2.py")  # after every code file
+        assert not full.truncated and full.files_shown == full.files_total == 5
+        assert full.map.index("AUTHORS.rst") > full.map.index("pkg/m2.py")  # after every code file
     finally:
         nav.close()

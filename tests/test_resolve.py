@@ -81,17 +81,19 @@ def test_ambiguous_names_split_confidence(tmp_path):
     from nsccn.store import Store
 
     repo = write_repo(tmp_path / "r", {
-        "a.py": "def handle():\n    pass\n",
-        "b.py": "def handle():\n    pass\n",
-        "c.py": "def go():\n    handle()\n\ndef solo_user():\n    only_here()\n",
-        "d.py": "def only_here():\n    pass\n",
+        "a.py": "class A:\n    def handle(self):\n        pass\n",
+        "b.py": "class B:\n    def handle(self):\n        pass\n\ndef free():\n    pass\n",
+        "c.py": "def go(x):\n    x.handle()\n\ndef solo_user(x):\n    x.only_here()\n\ndef bare(free):\n    free()\n",
+        "d.py": "class D:\n    def only_here(self):\n        pass\n",
     })
     index_repository(repo, workers=1)
     with Store(repo / ".nsccn/index.db", readonly=True) as store:
         go = edges_of(store, "func:c.py:go", "CALLS")
-        assert go == {"func:a.py:handle": (0.5, "ambiguous:2"), "func:b.py:handle": (0.5, "ambiguous:2")}
+        assert go == {"method:a.py:A.handle": (0.25, "ambiguous:2"), "method:b.py:B.handle": (0.25, "ambiguous:2")}
         solo = edges_of(store, "func:c.py:solo_user", "CALLS")
-        assert solo == {"func:d.py:only_here": (0.7, "unique_name")}
+        assert solo == {"method:d.py:D.only_here": (0.35, "unique_name")}
+        # a bare name the module binds by no import or definition (here a parameter) is no guess
+        assert edges_of(store, "func:c.py:bare", "CALLS") == {}
 
 
 def test_src_layout_canonical_module_names(tmp_path):
@@ -162,7 +164,7 @@ def test_a_first_build_writes_refs_without_their_indexes_and_resolution_makes_th
         finally:
             conn.close()
 
-    root = write_repo(tmp_path / "repo", {"a.py": "def f():\n    g()\n", "b.py": "def g():\n    pass\n"})
+    root = write_repo(tmp_path / "repo", {"a.py": "from b import g\n\n\ndef f():\n    g()\n", "b.py": "def g():\n    pass\n"})
     db = root / ".nsccn" / "index.db"
     store = Store(db)
     assert ref_indexes(db) == {"refs_tail", "refs_head"}  # a new index has them

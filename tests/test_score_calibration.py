@@ -46,12 +46,12 @@ def test_scores_are_probabilities_the_same_on_both_fronts(acme, query):
         out = nav.search(query, limit=8)
     finally:
         nav.close()
-    scores = [r["score"] for r in out["results"]]
+    scores = [r.score for r in out.results]
     assert scores and all(0.0 < s < 1.0 for s in scores), scores
-    if "learned" in out["ranking"]:
+    if "learned" in out.ranking:
         assert scores == sorted(scores, reverse=True)  # the learned order, never contradicted
     if query == NAME:  # the definition of exactly the name typed: first, and likely the one sought
-        assert out["results"][0]["id"] == "method:acme/auth.py:AuthService.login" and scores[0] > 0.5 > scores[1]
+        assert out.results[0].id == "method:acme/auth.py:AuthService.login" and scores[0] > 0.5 > scores[1]
 
     cli = subprocess.run([str(NSCCN), "search", query, "--limit", "8", "--json"], cwd=acme, capture_output=True,
                          text=True, timeout=120)

@@ -150,7 +150,7 @@ def _tests_of(root, path, old, new):
     finally:
         nav.close()
         file.write_text(text)
-    return {t["id"]: t["reason"] for t in out["tests"]}
+    return {t.id: t.reason for t in out.tests}
 
 
 def test_a_test_string_that_spells_a_dotted_name_is_a_mention(indexed):

@@ -414,11 +414,10 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
 
 
 def _read(root: Path, rel: str) -> bytes | None:
-    from nsccn.reading.repofile import UnreadableFile
-    from nsccn.serving.window import read_source
+    from nsccn.reading.repofile import UnreadableFile, read_bytes
 
     try:
-        return read_source(root, rel, 1 << 20)[0]
+        return read_bytes(root, rel, 1 << 20)[0]
     except UnreadableFile:
         return None
 

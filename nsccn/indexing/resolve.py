@@ -13,8 +13,10 @@ Resolutions, strongest first:
   builtin         a builtin exception or base class                               1.0, target `ext:builtins.X`
   environment     os.environ / os.getenv                                          1.0, target `env:NAME`
   config_access   settings.X / config["x"]                                        1.0, target `config:...`
-  unique_name     the only definition with that name in the repository            0.7 (0.5 for obj.m())
+  unique_name     the only definition with that name in the repository            0.7 (0.35 for obj.m())
   ambiguous       one of k definitions with that name                             1/k (0.5/k for obj.m())
+                  (no guess for a bare name in a language that binds names by import only, nor
+                  for obj.m() with m a method of the language's own types: `res.json()`)
   typed           `obj.m()` on a receiver of a type the source states, through the type's
                   bases: declared (a typed parameter, local or field)            1.0
                   inferred from a constructor (`x = new T()`)                    0.9
@@ -37,6 +39,7 @@ from nsccn.languages import query_language
 from nsccn.languages.receivers import (CONSTRUCTED, DECLARED, FIXTURE_DECORATOR, GETTER, IMPL_OF, INJECTED,
                                       PREFIXES, PYTHON_RETURN_TYPE, type_name)
 from nsccn.languages.naming import Project, package_groups
+from nsccn.languages.scopes import LOCAL, OUTER
 from nsccn.model import split_entity_id
 from nsccn.store import Store
 
@@ -48,6 +51,7 @@ PROJECT_LANGUAGES = frozenset(("go.mod", "tsconfig", "cargo"))  # files of facts
 FAMILIES = {"typescript": "javascript", "tsx": "javascript", "cpp": "c"}
 PROPERTY_DECORATORS = frozenset(("property", "cached_property", "abstractproperty"))  # a read runs the method
 TYPED_GUESSED_TYPE = 0.75  # the receiver's type named by a unique class name, not an import
+_THIS_MEMBER = re.compile(r"this\.(#?[\w$]+)\s*=")  # `this.use = (...) => ...` in a method: a member
 _PARTS = re.compile(r"[./:]+")  # the names in an import's target (`pkg.mod.f`, `./lib/tool`, `crate::m`)
 _ABSTRACT = re.compile(r"(?:^|\s)(?:interface|trait|protocol)\b")  # a type whose methods declare, not implement
 # obj.items(), obj.append(): with an unknown receiver these are almost always builtin containers.
@@ -113,6 +117,8 @@ class Resolver:
             entry = (eid, kinds.setdefault(kind, kind))
             self.by_key[(path, qualname)] = entry
             self.by_name[qualname if name == qualname else name].append(entry)
+        if "this" in {n for lang in set(self.language.values()) for n in _self_names(lang)}:
+            self._assigned_members(c)
         stars = ((p, [v for k, v in imp.items() if k.startswith("*")]) for p, imp in self.imports.items())
         self.stars = {p: found for p, found in stars if found}
         self._dotted_cache: dict[str, list[str] | None] = {}
@@ -139,6 +145,21 @@ class Resolver:
         self.declared_only = frozenset(
             eid for eid, parent, sig in c.execute("SELECT id, parent, signature FROM entities WHERE kind IN ('method', 'func')")
             if parent in abstract or sig.endswith(";"))
+
+    def _assigned_members(self, c) -> None:
+        """`this.use = (...) => {...}` in a method of class C (a constructor, mostly) makes `use` a
+        member of C: `C.use` names it, as a method written in the class body would be named."""
+        for eid, path, qualname, sig in c.execute(
+                "SELECT id, path, qualname, signature FROM entities WHERE kind = 'func' AND signature LIKE 'this.%'"
+                " ORDER BY path, start_line, id"):  # two assignments of one name: the first written
+            owner, _, name = qualname.rpartition(".")
+            cls = owner.rpartition(".")[0]
+            m = _THIS_MEMBER.match(sig)
+            if not cls or not m or m.group(1) != name:
+                continue
+            hit = self.by_key.get((path, cls))
+            if hit and hit[1] == "class":
+                self.by_key.setdefault((path, f"{cls}.{name}"), (eid, "func"))
 
     def order_bases(self, sources) -> None:
         """`bases` of these classes again from `_base_refs`, in the references' order; every
@@ -192,6 +213,8 @@ class Resolver:
                     self.modules.setdefault(name, path)
         self.siblings = package_groups([(p, lang, m) for p, m, _, _, lang in rows])
         self._builtins: dict[str, frozenset[str]] = {"python": _BUILTINS}
+        self._builtin_methods: dict[str, frozenset[str]] = {"python": _BUILTIN_METHODS}
+        self._names_by_import: dict[str, bool] = {"python": True}  # `from m import *` is an import too
 
     def in_package(self, path: str, qualname: str) -> tuple[str, str] | None:
         """(id, kind) of `qualname` in the file, or in another file of its package (Go, Java)."""
@@ -212,6 +235,30 @@ class Resolver:
             except KeyError:
                 found = frozenset()
             self._builtins[language] = found
+        return found
+
+    def builtin_methods(self, path: str) -> frozenset[str]:
+        """Method names of the language's own types: `obj.m()` on an unknown receiver is no guess."""
+        language = self.language.get(path, "python")
+        found = self._builtin_methods.get(language)
+        if found is None:
+            try:
+                found = _BUILTIN_METHODS | query_language(language).builtin_methods
+            except KeyError:
+                found = _BUILTIN_METHODS
+            self._builtin_methods[language] = found
+        return found
+
+    def names_by_import(self, path: str) -> bool:
+        """Whether a bare name reaches another file only through an import (no name guess)."""
+        language = self.language.get(path, "python")
+        found = self._names_by_import.get(language)
+        if found is None:
+            try:
+                found = query_language(language).names_by_import
+            except KeyError:
+                found = False
+            self._names_by_import[language] = found
         return found
 
     def _constructor(self, class_id: str) -> tuple[str, bool] | None:
@@ -324,7 +371,18 @@ class Resolver:
             return self.getter(path, source, target[len(GETTER):], scope)
         if relation == "CALLS" and target.startswith(PREFIXES):
             return self.typed(path, source, target, scope)
-        results = self.name(path, source, target, scope, relation)
+        if target.startswith(LOCAL):  # the file's definition the name reaches (a callback's own)
+            qualname = target[len(LOCAL):]
+            hit = self.by_key.get((path, qualname))
+            name = qualname.rpartition(".")[2].partition("#")[0]
+            if hit and not (name in self.imports.get(path, {}) and self._property(hit[0])):
+                results = [(hit[0], 1.0, "same_scope" if "." in qualname else "same_module")]
+            else:  # a property (`obj.f = function`) binds no name: the import is meant
+                results = self._bare(path, source, name, relation, own=False)
+        elif target.startswith(OUTER):  # none of the file's definitions is in scope there
+            results = self._bare(path, source, target[len(OUTER):], relation, own=False)
+        else:
+            results = self.name(path, source, target, scope, relation)
         if relation == "CALLS":
             extra = []
             for tid, conf, how in results:
@@ -521,13 +579,18 @@ class Resolver:
             found = self.dotted(expr)
             if found:
                 return [(t, 0.9, "qualified_name") for t in found]
-        if (head in ("self", "cls") or relation == "CALLS") and parts[-1] not in _BUILTIN_METHODS:
+        # the language's own types' methods rule out a guess on a receiver of unknown type, not on
+        # `this` outside a class (an object literal's methods: `this.set()` is one of them)
+        own = head in ("self", "cls")
+        if (own or relation == "CALLS") and parts[-1] not in (_BUILTIN_METHODS if own else self.builtin_methods(path)):
             return self._by_name(parts[-1], relation, method=True, path=path, source=source)
         return []
 
-    def _bare(self, path: str, source: str, name: str, relation: str) -> list[tuple[str, float, str]]:
+    def _bare(self, path: str, source: str, name: str, relation: str, own: bool = True) -> list[tuple[str, float, str]]:
+        """A bare name; `own` False: no definition of the file is in scope (a callback's local
+        elsewhere in the file), only its imports, globals and builtins."""
         _, _, qualname = split_entity_id(source)
-        if not source.startswith("module:"):
+        if own and not source.startswith("module:"):
             prefix = qualname
             while prefix:
                 hit = self.by_key.get((path, f"{prefix}.{name}"))
@@ -543,7 +606,7 @@ class Resolver:
                 return [(f"ext:{imports[name]}", 1.0, "external")]
             if found:
                 return [(t, 1.0, "import") for t in found]
-        hit = self.by_key.get((path, name))
+        hit = self.by_key.get((path, name)) if own else None
         property_only = bool(hit and (name in imports or name in self.builtins(path)) and self._property(hit[0]))
         if property_only:
             hit = None  # `req.accepts = function`, `{ vary () {} }`: no local name; the import (or global) is meant
@@ -551,7 +614,7 @@ class Resolver:
             hit = self._body_of(path, name) or hit
         if hit:
             return [(hit[0], 1.0, "same_module")]
-        hit = None if property_only else self.in_package(path, name)
+        hit = None if property_only or not own else self.in_package(path, name)
         if hit:
             return [(hit[0], 1.0, "same_package")]
         if name in imports:
@@ -573,6 +636,8 @@ class Resolver:
             if relation == "CALLS":
                 return []  # len(), print(): every function calls them, no agent asks
             return [(f"ext:builtins.{name}", 1.0, "builtin")]
+        if self.names_by_import(path):
+            return []  # bound by nothing of the file, no import resolves it: a parameter, a local, a global
         return self._by_name(name, relation, method=False, path=path, source=source)
 
     def _imported_here(self, source: str, dotted: str) -> bool:
@@ -652,6 +717,14 @@ class Resolver:
             return [(cands[0], 0.7 * scale, "unique_name")]
         # sorted: a guess's edges in one order, whichever file was written first
         return [(c, round(scale / k, 4), f"ambiguous:{k}") for c in sorted(cands)]
+
+
+def _self_names(language: str) -> tuple[str, ...]:
+    """The receivers a language reads as the enclosing type (`this` where a method can assign one)."""
+    try:
+        return query_language(language).self_names
+    except KeyError:
+        return ()
 
 
 def _canonical_module(path: str, module: str, packages: set[str]) -> str:

@@ -37,7 +37,8 @@ from pathlib import Path
 import tree_sitter as ts
 
 from nsccn.reading.entity_bounds import head_lines
-from nsccn.languages.receivers import CALLED_RANK, CONSTRUCTED_RANK, DECLARED_RANK, IMPL_OF, Bindings, type_name
+from nsccn.languages.scopes import Scopes
+from nsccn.languages.receivers import CALLED_RANK, CONSTRUCTED, CONSTRUCTED_RANK, DECLARED_RANK, IMPL_OF, Bindings, type_name
 from nsccn.model import Entity, Ref, entity_id
 
 HERE = Path(__file__).parent
@@ -68,10 +69,17 @@ class QueryLanguage:
     doc_parents: tuple[str, ...] = ()  # a definition first in one of these is documented before it (Go `type`)
     signature_prefix: dict[str, str] = {}  # node type -> words its signature starts with (`type ` for a type_spec)
     builtins: frozenset[str] = frozenset()  # names resolved to `ext:builtins.X` when nothing else defines them
+    # methods of the standard library's own types (`arr.map()`, `res.json()`): with a receiver of
+    # unknown type a call of one of these names is no guess at ours
+    builtin_methods: frozenset[str] = frozenset()
+    # a bare name reaches another file's definition only through an import (ES modules): a name
+    # neither imported nor defined in the file is a parameter, a local or a global, never a guess
+    names_by_import = False
     elide_unbodied = False  # a function without a body keeps its header line only in the skeleton (tags queries)
     implicit_self: tuple[str, ...] = ()  # call nodes whose bare name inside a class means `this.m()` (Java)
     return_type = ""  # regex over a function's signature, group 1 the type it declares it returns
     property_definition = ""  # regex over a signature: a definition that binds no name (`obj.f = function`, `{ m() {} }`)
+    anonymous_functions: tuple[str, ...] = ()  # unnamed function nodes: a definition inside one is seen only there
 
     def grammar(self):  # the tree-sitter language capsule
         raise NotImplementedError
@@ -212,6 +220,13 @@ class QueryExtractor:
                     defs.append(_Def(node, node, "impl", node_text(typ), None, is_scope=True,
                                      trait=node_text(trait) if trait is not None else None))
                 return
+            if cap == "reference.call" and "callee.new" in one:  # `new T().m()`: T's method, as built
+                typ = type_name(node_text(one["callee.new"]))
+                if typ:
+                    method = one["callee.method"]
+                    refs.append((node.start_byte, node.end_byte, "CALLS",
+                                 f"{CONSTRUCTED}{typ.replace('.', '/')}:{typ}.{node_text(method)}", node, method.start_byte))
+                return
             if cap in ("reference.call", "reference.class"):
                 callee = one.get("callee") or one.get("name")
                 if callee is not None:
@@ -312,13 +327,16 @@ class QueryExtractor:
                     parent.children.append((d.start, d.end))
             stack.append(d)
         self._parents = {}
+        parent_defs = {}
         stack = []
         for d in defs:
             while stack and stack[-1].end <= d.start:
                 stack.pop()
             owner = next((p for p in reversed(stack) if not p.is_scope), None)
             self._parents[id(d)] = owner.eid if owner is not None else mod_id
+            parent_defs[id(d)] = owner
             stack.append(d)
+        self._scopes = Scopes(defs, self.lang.anonymous_functions, parent_defs)
 
     def _attach_refs(self, defs: list[_Def], refs: list, mod_id: str) -> None:
         """Each reference to its innermost enclosing definition, in source order."""
@@ -349,6 +367,9 @@ class QueryExtractor:
                 continue
             source = owner.eid if owner is not None else mod_id
             receiver = next((d.receiver_name for d in reversed(stack) if d.receiver_name), None)
+            if relation == "CALLS" and target.startswith(CONSTRUCTED):  # typed where it was written
+                self.refs.append(Ref(source, relation, target, line, cls))
+                continue
             if relation in ("CALLS", "MUTATES", "PROPAGATES_ERROR"):
                 path = self._path(target, receiver)
                 if path is None:
@@ -358,6 +379,8 @@ class QueryExtractor:
                     path = f"self.{path}"
                 if relation == "MUTATES" and not path.startswith("self."):
                     continue
+                if relation == "CALLS" and "." not in path:
+                    path = self._scopes.rewrite(path, start)
                 if relation == "CALLS" and typing is not None and "." in path:
                     owners = [d.eid for d in reversed(stack) if not d.is_scope]
                     # inside a function a binding counts after it (not in its own right-hand side); at

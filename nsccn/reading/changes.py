@@ -106,11 +106,10 @@ def _blob(root: Path, rev: str, path: str, max_size: int) -> bytes | None:
 
 
 def _disk(root: Path, path: str, max_size: int) -> bytes | None:
-    from nsccn.reading.repofile import UnreadableFile
-    from nsccn.serving.window import read_source
+    from nsccn.reading.repofile import UnreadableFile, read_bytes
 
     try:
-        return read_source(root, path, max_size)[0]
+        return read_bytes(root, path, max_size)[0]
     except UnreadableFile:
         return None
 

@@ -50,6 +50,7 @@ from nsccn import __version__
 from nsccn.serving.escape import one_line
 from nsccn.serving.navigator import ArgumentError, Navigator, NavigatorError, said
 from nsccn.serving.render import render_json  # noqa: F401  (tests read answers with it)
+from nsccn.store import IndexOutdated
 from nsccn.tokens import count_tokens
 from nsccn.serving.tools import MCP_TOOLS, REQUIRED, Tool, mcp_signature
 
@@ -234,10 +235,8 @@ class NavigatorService:
             raise _user_error(exc.message) from None
         except NavigatorError as exc:
             raise _user_error(_closest_message(exc)) from None
-        except RuntimeError as exc:
-            if "nsccn index" in str(exc):  # e.g. an index of another schema version: actionable
-                raise _user_error(str(exc)) from None
-            raise self._internal(tool, exc) from None
+        except IndexOutdated as exc:  # an index of another schema version: actionable (`nsccn index`)
+            raise _user_error(str(exc)) from None
         except Exception as exc:  # never a stack trace to the agent; the log has it
             raise self._internal(tool, exc) from None
         finally:
@@ -294,12 +293,13 @@ class NavigatorService:
         return None
 
     def notes(self, out: dict, files: Iterable[str] | None = None, whole_index: bool = False,
-              answer: dict | None = None, vectors: bool = False) -> dict:
+              answer=None, vectors: bool = False) -> dict:
         """Add `stale` / `partial` notes to an answer; `answer`: the navigator's answer it is made
         from, whose `unresolved` note (an answer built from edges) it keeps; `vectors`: the answer
         reads vectors (only then do pending vectors make it partial)."""
-        if answer and answer.get("unresolved"):
-            out["unresolved"] = answer["unresolved"]
+        unresolved = answer.get("unresolved") if isinstance(answer, dict) else getattr(answer, "unresolved", None)
+        if unresolved:
+            out["unresolved"] = unresolved
         if files is not None:
             changed = self.changed_files(files)
             if changed and "stale" not in out:

@@ -1,7 +1,8 @@
 """The tools, as one class both front ends call: the CLI and the MCP server.
 
-Every method returns plain JSON-able data or raises `NavigatorError` with a message an agent
-can act on (the valid range, the closest ids). Nothing here prints.
+Every tool's method returns a typed answer (nsccn.serving.answers; `plain()` makes it JSON-able
+data) or raises `NavigatorError` with a message an agent can act on (the valid range, the closest
+ids). Nothing here prints.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import difflib
 import json
 import time
 from pathlib import Path
+
+import msgspec
 
 from nsccn.query import fusion
 
@@ -27,6 +30,9 @@ from nsccn.tokens import count_tokens, truncate_to_tokens
 from nsccn.reading.repofile import PathOutsideRepository, UnreadableFile, repository_path, safe_path, stat_file
 from nsccn.errors import ArgumentError, NavigatorError, NoIndex, said  # noqa: F401  (the Navigator's errors)
 from nsccn.serving import params
+from nsccn.serving.answers import (ContextAnswer, ImpactAnswer, LocalizeAnswer, Reference, ReferencesAnswer,
+                                   RepoMapAnswer, SearchAnswer, SkeletonAnswer, SymbolAnswer, TraceAnswer, WindowAnswer,
+                                   entity, search_result)
 from nsccn.vocab import MAX_LOCALIZE, MAX_SEARCH
 from nsccn.serving.window import read_source, relocate, window_of_lines
 
@@ -141,7 +147,7 @@ class Navigator:
 
     def search(
         self, query: str, limit: int = 10, offset: int = 0, kinds: list[str] | None = None, diversity: float = 0.0
-    ) -> dict:
+    ) -> SearchAnswer:
         self._check(params.SEARCH, query=query, limit=limit, offset=offset, kinds=kinds, diversity=diversity)
         from nsccn.query import search as search_mod  # numpy and the model: only for the queries that rank
 
@@ -152,18 +158,13 @@ class Navigator:
                                  kinds=tuple(kinds) if kinds else None, embedder=self.embedder,
                                  rrf_k=self.config.rrf_k, diversity=float(diversity), use_vectors=vectors is not None)
         hits = probabilities(names_first(self.store, query, hits, limit + offset, tuple(kinds) if kinds else None))
-        results = [h.as_dict() for h in hits[offset : offset + limit]]
-        out = {"query": query, "results": results, "signals": sorted(signals), "ranking": which, "vectors": vectors}
-        if vectors_note:
-            out["vectors_note"] = vectors_note
-        capped = capped_note(analyze_query(query))
-        if capped:
-            out["query_capped"] = capped
-        if len(hits) == limit + offset:
-            out["more"] = f"call again with offset={offset + limit} for the next results"
-        return out
+        results = [search_result(h) for h in hits[offset : offset + limit]]
+        more = f"call again with offset={offset + limit} for the next results" if len(hits) == limit + offset else None
+        return SearchAnswer(query=query, results=results, signals=sorted(signals), ranking=which, vectors=vectors,
+                            vectors_note=vectors_note, query_capped=capped_note(analyze_query(query)) or None,
+                            more=more)
 
-    def localize(self, report: str, limit: int = 10) -> dict:
+    def localize(self, report: str, limit: int = 10) -> LocalizeAnswer:
         """Where the fix for a bug report (or a task in words) most likely goes: files and
         functions, best first, by the ranking the localization benchmark measures as `default`:
         the learned ranker (`nsccn.ranking`) over every signal the index has, or the hand-tuned
@@ -177,20 +178,9 @@ class Navigator:
         loc = search_mod.localize(self.store, report, limit, ranker, signals=signals, embedder=self.embedder,
                                   rrf_k=self.config.rrf_k, use_vectors=vectors is not None)
         rows = self.store.entities(loc.functions)
-        out = {
-            "files": loc.files,
-            "functions": [rows[f].brief() for f in loc.functions if f in rows],
-            "signals": sorted(signals),
-            "ranking": which,
-            "vectors": vectors,
-            "seconds": round(loc.seconds, 3),
-        }
-        if vectors_note:
-            out["vectors_note"] = vectors_note
-        capped = capped_note(analyze_query(report))
-        if capped:
-            out["query_capped"] = capped
-        return out
+        return LocalizeAnswer(files=loc.files, functions=[entity(rows[f]) for f in loc.functions if f in rows],
+                              signals=sorted(signals), ranking=which, vectors=vectors, seconds=round(loc.seconds, 3),
+                              vectors_note=vectors_note, query_capped=capped_note(analyze_query(report)) or None)
 
     def train_ranker(self, commits: int = 300, rounds: int = 60, reset: bool = False, progress=None,
                      force: bool = False) -> dict:
@@ -265,7 +255,7 @@ class Navigator:
         except ImportError:
             return False
 
-    def skeleton(self, file_path: str, tokens: bool = True) -> dict:
+    def skeleton(self, file_path: str, tokens: bool = True) -> SkeletonAnswer:
         """The file's skeleton; `tokens`: with its token count and the source's (loading the
         tokenizer costs about a second, which a CLI call that does not show them skips)."""
         rel = self._check_file(file_path)
@@ -285,15 +275,12 @@ class Navigator:
             skel = parse_file(rel, data).skeleton
             stale = (f"{rel} changed since it was indexed: this skeleton is of the current file, re-parsed; "
                      "its entity ids are the indexed ones until it is re-indexed")
-        out = {"file": rel, "skeleton": skel}
+        out = SkeletonAnswer(file=rel, skeleton=skel, entities=[e.id for e in self.store.entities_in_file(rel)],
+                             stale=stale)
         if tokens:
-            source_tokens = count_tokens(data.decode("utf-8", "replace"))
-            skel_tokens = count_tokens(skel)
-            out.update(tokens=skel_tokens, source_tokens=source_tokens,
-                       reduction=round(1 - skel_tokens / source_tokens, 3) if source_tokens else 0.0)
-        out["entities"] = [e.id for e in self.store.entities_in_file(rel)]
-        if stale:
-            out["stale"] = stale
+            out.source_tokens = count_tokens(data.decode("utf-8", "replace"))
+            out.tokens = count_tokens(skel)
+            out.reduction = round(1 - out.tokens / out.source_tokens, 3) if out.source_tokens else 0.0
         return out
 
     def trace(
@@ -303,19 +290,18 @@ class Navigator:
         depth: int = 3,
         relations: list[str] | None = None,
         min_confidence: float = 0.0,
-    ) -> dict:
+    ) -> TraceAnswer:
         self._check(params.TRACE, direction=direction, depth=depth, relations=relations, min_confidence=min_confidence)
         row = self.entity(entity_id)
         try:
-            out = graph.trace(self.store, row.id, direction, depth, relations, min_confidence)
+            traced = graph.trace(self.store, row.id, direction, depth, relations, min_confidence)
         except ValueError as exc:
             raise NavigatorError(str(exc)) from exc
-        stale = self.stale_note(meta["file"] for meta in out["entities"].values() if "file" in meta)
-        if stale:
-            out["stale"] = stale
+        out = msgspec.convert(traced, TraceAnswer)  # (a shape the type does not declare: an error of ours)
+        out.stale = self.stale_note(node.file for node in out.entities.values() if node.file is not None)
         return self._with_unresolved(out)
 
-    def window(self, entity_id: str, context_lines: int = 5) -> dict:
+    def window(self, entity_id: str, context_lines: int = 5) -> WindowAnswer:
         self._check(params.WINDOW, context_lines=context_lines)
         row = self.entity(entity_id)
         data, digest = self._read_indexed(row.path)
@@ -334,10 +320,7 @@ class Navigator:
             stale = (f"{row.path} changed since it was indexed: these are its current lines, found by re-parsing it"
                      f"{moved}; re-index for the graph to follow")
         lines = data.decode("utf-8", "replace").splitlines()
-        out = {"entity_id": row.id, **window_of_lines(lines, row.path, start, end, context_lines)}
-        if stale:
-            out["stale"] = stale
-        return out
+        return WindowAnswer(entity_id=row.id, **window_of_lines(lines, row.path, start, end, context_lines), stale=stale)
 
     def _read_indexed(self, rel: str) -> tuple[bytes, str]:
         """(bytes, hash) of an indexed file as it is on disk now, or a NavigatorError saying why not."""
@@ -379,10 +362,9 @@ class Navigator:
         return ("files were written since their references were last resolved (they are being resolved now, or an "
                 "index run stopped first: the next `nsccn index` resolves them): edges may be missing or out of date")
 
-    def _with_unresolved(self, out: dict) -> dict:
-        note = self.unresolved_note()
-        if note:
-            out["unresolved"] = note
+    def _with_unresolved(self, out):
+        """The answer, with its `unresolved` note when the graph is behind the files."""
+        out.unresolved = self.unresolved_note()
         return out
 
     def stale_note(self, paths) -> str | None:
@@ -397,7 +379,7 @@ class Navigator:
 
     # -- beyond the specification ---------------------------------------------------------------
 
-    def find_symbol(self, name: str, limit: int = 20) -> dict:
+    def find_symbol(self, name: str, limit: int = 20) -> SymbolAnswer:
         self._check(params.SYMBOL, name=name, limit=limit)
         name = name.strip()
         parts = name_query.name_parts(name)  # bare, qualified, dotted, `Foo::bar`, re-exported: best first
@@ -406,26 +388,25 @@ class Navigator:
             names = [n for (n,) in self.store.conn.execute("SELECT DISTINCT name FROM entities")]
             close = difflib.get_close_matches(name.rsplit(".", 1)[-1], names, n=5, cutoff=0.6)
             raise NavigatorError(f"no definition named {said(name)}", close)
-        return {"name": name, "definitions": [r.brief() for r in rows[:limit]], "total": len(rows)}
+        return SymbolAnswer(name=name, definitions=[entity(r) for r in rows[:limit]], total=len(rows))
 
     def find_references(self, entity_id: str, limit: int = params.named(params.REFERENCES, "limit").default,
-                        offset: int = 0) -> dict:
+                        offset: int = 0) -> ReferencesAnswer:
         self._check(params.REFERENCES, limit=limit, offset=offset)
         row = self.entity(entity_id)
         edges = [e for e in self.store.edges_to(row.id) if e.relation != "CONTAINS"]
         edges.sort(key=lambda e: (-e.confidence, e.path, e.line))
-        refs = [
-            {"from": e.source, "relation": e.relation, "file": e.path, "line": e.line,
-             "confidence": round(e.confidence, 3), "resolution": e.resolution}
-            for e in edges[offset : offset + limit]
-        ]
-        out = {"entity_id": row.id, "references": refs, "total": len(edges)}
+        refs = [Reference(from_=e.source, relation=e.relation, file=e.path, line=e.line,
+                          confidence=round(e.confidence, 3), resolution=e.resolution)
+                for e in edges[offset : offset + limit]]
+        out = ReferencesAnswer(entity_id=row.id, references=refs, total=len(edges))
         if len(edges) > offset + limit:
-            out["more"] = f"{len(edges) - offset - limit} more; raise limit (at most {params.MAX_REFS_LIMIT}) or offset"
+            out.more = f"{len(edges) - offset - limit} more; raise limit (at most {params.MAX_REFS_LIMIT}) or offset"
         return self._with_unresolved(out)
 
     def impact(self, staged: bool = False, base: str | None = None, commit: str | None = None,
-               diff: str | None = None, depth: int = 3, min_confidence: float = 0.0, test_depth: int = 8) -> dict:
+               diff: str | None = None, depth: int = 3, min_confidence: float = 0.0,
+               test_depth: int = 8) -> ImpactAnswer:
         """What a change touches, what depends on it and which tests reach it (`nsccn.graph.impact`): the
         working tree against HEAD, or the staged changes, or since `base`, or one `commit`, or a diff."""
         from nsccn.reading import changes
@@ -447,26 +428,25 @@ class Navigator:
                 pass  # an index outside the tree
             change = changes.from_git(self.root, staged=bool(staged), base=base, commit=commit,
                                       max_size=self.config.max_file_size, skip=tuple(skip))
-        out = impact.analyze(store, self.root, change, depth, float(min_confidence), test_depth)
-        paths = [x["file"] for key in ("impacted", "tests") for x in out[key] if "file" in x]
-        stale = self.stale_note(paths)
-        if stale:
-            out["stale"] = stale
+        out = msgspec.convert(impact.analyze(store, self.root, change, depth, float(min_confidence), test_depth),
+                              ImpactAnswer)
+        out.stale = self.stale_note([x.file for x in out.impacted if x.file is not None] + [t.file for t in out.tests])
         return self._with_unresolved(out)
 
-    def repo_map(self, max_tokens: int = 1024, focus: list[str] | None = None) -> dict:
+    def repo_map(self, max_tokens: int = 1024, focus: list[str] | None = None) -> RepoMapAnswer:
         self._check(params.REPO_MAP, max_tokens=max_tokens)
         try:
             from nsccn.indexing.repomap import repo_map  # numpy: loaded by the commands that need it
 
-            return self._with_unresolved(repo_map(self.store, max_tokens, focus))
+            mapped = repo_map(self.store, max_tokens, focus)
         except ValueError as exc:
             raise NavigatorError(str(exc)) from exc
+        return self._with_unresolved(msgspec.convert(mapped, RepoMapAnswer))
 
-    def assemble_context(self, query: str, max_tokens: int = 8000) -> dict:
+    def assemble_context(self, query: str, max_tokens: int = 8000) -> ContextAnswer:
         """The best entities' code, their neighbours' signatures and a map slice, within max_tokens."""
         self._check(params.CONTEXT, query=query, max_tokens=max_tokens)
-        found = self.search(query, limit=10)["results"]
+        found = self.search(query, limit=10).results
         parts: list[str] = []
         used = 0
         included: list[str] = []
@@ -485,16 +465,16 @@ class Navigator:
             if used >= budget_code:
                 break
             try:
-                w = self.window(hit["id"], context_lines=2)
+                w = self.window(hit.id, context_lines=2)
             except NavigatorError:
                 continue
-            block = f"## {one_line(hit['id'])}\n{w['code']}"
+            block = f"## {one_line(hit.id)}\n{w.code}"
             if used + count_tokens(block) > budget_code:
                 block, _ = truncate_to_tokens(block, budget_code - used)
                 if block.count("\n") < 4:
                     continue
             if add(block):
-                included.append(hit["id"])
+                included.append(hit.id)
         neighbours: list[str] = []
         for eid in included[:5]:
             for e in self.store.edges_from(eid, ("CALLS",)) + self.store.edges_to(eid, ("CALLS",)):
@@ -509,15 +489,15 @@ class Navigator:
                 add(block)
         remaining = max_tokens - used
         if remaining > 150:
-            files = list(dict.fromkeys(h["file"] for h in found))[:5]
+            files = list(dict.fromkeys(h.file for h in found))[:5]
             from nsccn.indexing.repomap import repo_map
 
             m = repo_map(self.store, max_tokens=max(64, remaining - 20), focus=files) if files else None
             if m and m["map"]:
                 add("## repository map (focused)\n" + m["map"])
         text = "\n".join(parts)
-        return self._with_unresolved({"query": query, "context": text, "tokens": count_tokens(text),
-                                      "max_tokens": max_tokens, "entities": included})
+        return self._with_unresolved(ContextAnswer(query=query, context=text, tokens=count_tokens(text),
+                                                   max_tokens=max_tokens, entities=included))
 
     def disk_note(self) -> str | None:
         """'disk full' while the index's file system has no room: every answer carries it."""
@@ -544,7 +524,9 @@ class Navigator:
         }
         if counts.get("files_with_syntax_errors"):
             out["syntax_errors"] = self.syntax_errors(5)
-        self._with_unresolved(out)
+        unresolved = self.unresolved_note()
+        if unresolved:
+            out["unresolved"] = unresolved
         try:
             from nsccn.vectors import semantic
 

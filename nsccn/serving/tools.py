@@ -8,8 +8,10 @@ input schema and the command's options are made from them, and both fronts check
 them before it runs (as the Navigator checks its own calls), so a bad value gets the same message
 naming the valid range through either; `cli` are the command's own arguments besides them (how it
 reads or prints); `answer(ctx, req)` is the MCP answer (text for the model, the same data
-structured), `run(nav, args)` the command's call and printout. A bad argument raises
-`ArgumentError`; a tool that cannot answer, `NavigatorError` (no index: `NoIndex`).
+structured), `run(nav, args)` the command's call and printout; both read the Navigator's typed
+answers (nsccn.serving.answers) by attribute, and the command line makes the answer it returns
+plain data for `--json`. A bad argument raises `ArgumentError`; a tool that cannot answer,
+`NavigatorError` (no index: `NoIndex`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from nsccn import __version__
 from nsccn.errors import ArgumentError, NavigatorError, said
+from nsccn.serving.answers import plain
 from nsccn.serving.escape import block, one_line
 from nsccn.serving.render import echo, fit, note_lines, render_json, short
 from nsccn.tokens import count_tokens, truncate_to_tokens
@@ -32,21 +35,21 @@ from nsccn.serving.params import CAP, MIN_CONTEXT_TOKENS, MIN_MAP_TOKENS, REQUIR
 from nsccn.vocab import KINDS as ENTITY_KINDS
 
 if TYPE_CHECKING:  # the query stack: loaded by the commands that query, not to build the parser
+    from nsccn.serving.answers import ImpactAnswer, LocalizeAnswer, SearchAnswer, TraceAnswer
     from nsccn.serving.navigator import Navigator
 
 
 
-def vectors_of(res: dict) -> dict:
+def vectors_of(res: SearchAnswer | LocalizeAnswer) -> dict:
     """Which model's vectors answered (`vectors`), or why none did (`vectors_note`)."""
-    out = {"vectors": res.get("vectors")}
-    if res.get("vectors_note"):
-        out["vectors_note"] = res["vectors_note"]
+    out = {"vectors": res.vectors}
+    if res.vectors_note:
+        out["vectors_note"] = res.vectors_note
     return out
 
 
-def print_vectors(out: dict) -> None:
-    print(f"# vectors: {out['vectors']}" if out.get("vectors") else f"# note: {out.get('vectors_note')}",
-          file=sys.stderr)
+def print_vectors(out: SearchAnswer | LocalizeAnswer) -> None:
+    print(f"# vectors: {out.vectors}" if out.vectors else f"# note: {out.vectors_note}", file=sys.stderr)
 
 class AnswerContext(Protocol):
     """What an MCP answer is made with (the server's NavigatorService): the navigator of this call,
@@ -56,7 +59,7 @@ class AnswerContext(Protocol):
     root: Path
     cap: int
 
-    def notes(self, out: dict, files=None, whole_index: bool = False, answer: dict | None = None,
+    def notes(self, out: dict, files=None, whole_index: bool = False, answer=None,
               vectors: bool = False) -> dict: ...
 
     def pipeline_status(self, fresh: bool = False) -> dict | None: ...
@@ -174,22 +177,22 @@ class Search(Tool):
         cap = ctx.cap
         res = ctx.nav.search(req.query, limit=req.limit, offset=req.offset, kinds=req.kinds or None,
                              diversity=req.diversity)
-        rows = [{"id": r["id"], "score": round(r["score"], 4), "sig": short(r["signature"]), "file": r["file"],
-                 "line": r["line"], "kind": r["kind"]} for r in res["results"]]
-        base = {"query": echo(req.query), "signals": res.get("signals", []), **vectors_of(res)}
-        if res.get("query_capped"):  # what the caps on query analysis left out
-            base["query_capped"] = res["query_capped"]
+        rows = [{"id": r.id, "score": round(r.score, 4), "sig": short(r.signature), "file": r.file,
+                 "line": r.line, "kind": r.kind} for r in res.results]
+        base = {"query": echo(req.query), "signals": res.signals, **vectors_of(res)}
+        if res.query_capped:  # what the caps on query analysis left out
+            base["query_capped"] = res.query_capped
 
         def build(k: int) -> dict:
             out = {**base, "results": rows[:k]}
             if k < len(rows):
                 out["truncated"] = (f"cut to {k} of {len(rows)} results by the {cap}-token cap; "
                                     f"call again with offset={req.offset + k} for the rest")
-            elif res.get("more"):
-                out["more"] = res["more"]
+            elif res.more:
+                out["more"] = res.more
             return out
 
-        ctx.notes(base, [r["file"] for r in rows], vectors=True)
+        ctx.notes(base, [r.file for r in res.results], vectors=True)
         if not rows:
             base["hint"] = "nothing matched: try other words, a bare identifier, or repo_map to see what exists"
         k, text = fit(len(rows), lambda k: render_json(build(k)), cap)
@@ -197,21 +200,19 @@ class Search(Tool):
 
     def run(self, nav, args):
         out = nav.search(args.query, limit=args.limit, offset=args.offset, kinds=args.kinds, diversity=args.diversity)
-        stale = nav.stale_note(r["file"] for r in out["results"])
-        if stale:  # in the answer itself, not only on stderr
-            out["stale"] = stale
+        out.stale = nav.stale_note(r.file for r in out.results)  # in the answer itself, not only on stderr
         if not args.json:
-            for i, r in enumerate(out["results"], start=args.offset + 1):
-                print(f"{i:>3}. {r['score']:.4f}  {one_line(r['id'])}  ({one_line(r['file'])}:{r['line']})")
-                print(f"       {one_line(r['signature'])}")
-            if not out["results"]:
+            for i, r in enumerate(out.results, start=args.offset + 1):
+                print(f"{i:>3}. {r.score:.4f}  {one_line(r.id)}  ({one_line(r.file)}:{r.line})")
+                print(f"       {one_line(r.signature)}")
+            if not out.results:
                 print("no results")
-            if out.get("more"):  # the command line's own words, not the MCP parameter's
+            if out.more:  # the command line's own words, not the MCP parameter's
                 print(f"  ... more results: run again with --offset {args.offset + args.limit}")
-            if out.get("query_capped"):
-                print(f"# note: {out['query_capped']}", file=sys.stderr)
-            print_notes(out, "stale")
-            print(f"# ranking: {out['ranking']}", file=sys.stderr)
+            if out.query_capped:
+                print(f"# note: {out.query_capped}", file=sys.stderr)
+            print_notes(out.stale)
+            print(f"# ranking: {out.ranking}", file=sys.stderr)
             print_vectors(out)
         return out
 
@@ -231,23 +232,22 @@ class Localize(Tool):
     def answer(self, ctx, req):
         cap = ctx.cap
         res = ctx.nav.localize(req.report, limit=req.limit)  # checks report and limit
-        functions = [{"id": r["id"], "sig": short(r["signature"]), "file": r["file"], "line": r["line"]}
-                     for r in res["functions"]]
-        base = {"report": echo(req.report), "signals": res["signals"], **vectors_of(res)}
-        if res.get("query_capped"):
-            base["query_capped"] = res["query_capped"]
+        functions = [{"id": r.id, "sig": short(r.signature), "file": r.file, "line": r.line} for r in res.functions]
+        base = {"report": echo(req.report), "signals": res.signals, **vectors_of(res)}
+        if res.query_capped:
+            base["query_capped"] = res.query_capped
 
         def build(k: int) -> dict:
-            out = {**base, "files": res["files"][:k], "functions": functions[:k]}
-            if k < max(len(functions), len(res["files"])):
+            out = {**base, "files": res.files[:k], "functions": functions[:k]}
+            if k < max(len(functions), len(res.files)):
                 out["truncated"] = (f"cut to the first {k} files and functions by the {cap}-token cap; "
                                     "the rest rank lower (search_and_rank pages through entities)")
             return out
 
-        ctx.notes(base, res["files"], vectors=True)
-        if not res["files"]:
+        ctx.notes(base, res.files, vectors=True)
+        if not res.files:
             base["hint"] = "nothing matched: try other words, a bare identifier, or repo_map to see what exists"
-        k, text = fit(max(len(functions), len(res["files"])), lambda k: render_json(build(k)), cap)
+        k, text = fit(max(len(functions), len(res.files)), lambda k: render_json(build(k)), cap)
         return text, build(k)
 
     def cli_request(self, args, cap):
@@ -258,17 +258,17 @@ class Localize(Tool):
         out = nav.localize(args.report, limit=args.limit)
         if not args.json:
             print("files, most likely to change first:")
-            for i, path in enumerate(out["files"], start=1):
+            for i, path in enumerate(out.files, start=1):
                 print(f"{i:>3}. {one_line(path)}")
             print("functions:")
-            for i, r in enumerate(out["functions"], start=1):
-                print(f"{i:>3}. {one_line(r['id'])}  ({one_line(r['file'])}:{r['line']})")
-            if not out["files"]:
+            for i, r in enumerate(out.functions, start=1):
+                print(f"{i:>3}. {one_line(r.id)}  ({one_line(r.file)}:{r.line})")
+            if not out.files:
                 print("nothing matched: try other words, or `nsccn map` to see what exists")
-            print(f"# ranking: {out['ranking']}", file=sys.stderr)
+            print(f"# ranking: {out.ranking}", file=sys.stderr)
             print_vectors(out)
-            if out.get("query_capped"):
-                print(f"# note: {out['query_capped']}", file=sys.stderr)
+            if out.query_capped:
+                print(f"# note: {out.query_capped}", file=sys.stderr)
         return out
 
 
@@ -289,17 +289,17 @@ class Skeleton(Tool):
     def answer(self, ctx, req):
         cap, offset = ctx.cap, req.offset
         res = ctx.nav.skeleton(norm_path(ctx.root, req.file_path))
-        lines = res["skeleton"].splitlines(keepends=True)
+        lines = res.skeleton.splitlines(keepends=True)
         if offset and offset >= len(lines):
             raise ArgumentError(f"offset must be below {len(lines)} (the skeleton's line count), not {offset}")
         body_lines = lines[offset:]
-        rel = res["file"]
+        rel = res.file
         shown = one_line(rel)
-        head = (f"# {shown}: skeleton {res['tokens']} tokens, the file {res['source_tokens']} tokens "
-                f"({res['reduction']:.0%} smaller); entity ids: <kind>:{shown}:<Qualified.name>\n")
-        base = {k: res[k] for k in ("file", "tokens", "source_tokens", "reduction")}
-        if res.get("stale"):
-            base["stale"] = res["stale"]
+        head = (f"# {shown}: skeleton {res.tokens} tokens, the file {res.source_tokens} tokens "
+                f"({res.reduction:.0%} smaller); entity ids: <kind>:{shown}:<Qualified.name>\n")
+        base = {"file": rel, "tokens": res.tokens, "source_tokens": res.source_tokens, "reduction": res.reduction}
+        if res.stale:
+            base["stale"] = res.stale
         ctx.notes(base)
 
         def build(k: int) -> tuple[str, dict]:
@@ -320,11 +320,11 @@ class Skeleton(Tool):
     def run(self, nav, args):
         out = nav.skeleton(from_here(nav, args, args.file_path), tokens=args.tokens)
         if not args.json:
-            print(block(out["skeleton"]), end="")
+            print(block(out.skeleton), end="")
             if args.tokens:
-                print(f"# {out['tokens']} tokens (source {out['source_tokens']}, {out['reduction']:.0%} smaller)",
+                print(f"# {out.tokens} tokens (source {out.source_tokens}, {out.reduction:.0%} smaller)",
                       file=sys.stderr)
-            print_notes(out, "stale")
+            print_notes(out.stale)
         return out
 
 
@@ -343,25 +343,25 @@ class Trace(Tool):
     def answer(self, ctx, req):
         cap = ctx.cap
         res = ctx.nav.trace(req.entity_id, req.direction, req.depth, req.relations or None, float(req.min_confidence))
-        order = list(res["entities"])  # breadth-first: nearest hops first
+        order = list(res.entities)  # breadth-first: nearest hops first
         ents = {}
-        for eid, meta in res["entities"].items():
-            if "signature" in meta:  # kind and file are in the id
-                ents[eid] = {"line": meta["line"], "end_line": meta["end_line"],
-                             "signature": short(meta["signature"]), "hops": meta["hops"]}
+        for eid, meta in res.entities.items():
+            if meta.signature is not None:  # kind and file are in the id
+                ents[eid] = {"line": meta.line, "end_line": meta.end_line, "signature": short(meta.signature),
+                             "hops": meta.hops}
             else:
-                ents[eid] = {"kind": meta.get("kind"), "hops": meta["hops"]}
+                ents[eid] = {"kind": meta.kind, "hops": meta.hops}
         adjacency = {}
-        for src, items in res["adjacency_list"].items():
+        for src, items in res.adjacency_list.items():
             adjacency[src] = []
             for it in items:
-                it = dict(it)
-                if len(it.get("lines", ())) > MAX_EDGE_LINES:  # the same call at many lines
+                it = plain(it)
+                if len(it["lines"]) > MAX_EDGE_LINES:  # the same call at many lines
                     it["sites"] = len(it["lines"])
                     it["lines"] = it["lines"][:MAX_EDGE_LINES]
                 adjacency[src].append(it)
         files = [e.split(":", 2)[1] for e in order if e.split(":", 1)[0] in ENTITY_KINDS and e.count(":") >= 2]
-        base = {"root": res["root"], "direction": res["direction"], "depth": res["depth"], "relations": res["relations"]}
+        base = {"root": res.root, "direction": res.direction, "depth": res.depth, "relations": res.relations}
         ctx.notes(base, files, answer=res)
         n_edges = sum(len(v) for v in adjacency.values())
 
@@ -377,7 +377,7 @@ class Trace(Tool):
             out = {**base, "adjacency_list": adj, "entities": {e: ents[e] for e in order[:k]},
                    "nodes": len(order), "edges": n_edges}
             notes = []
-            if res.get("truncated"):
+            if res.truncated:
                 notes.append(f"the traversal stopped at {len(order)} nodes")
             if k < len(order):
                 notes.append(f"cut to the {k} nearest of {len(order)} nodes by the {cap}-token cap")
@@ -393,7 +393,7 @@ class Trace(Tool):
         out = nav.trace(args.entity_id, args.direction, args.depth, args.relations or None, args.min_confidence)
         if not args.json:
             _print_tree(out)
-            print_notes(out, "stale", "unresolved")
+            print_notes(out.stale, out.unresolved)
         return out
 
 
@@ -409,27 +409,26 @@ class Window(Tool):
     def answer(self, ctx, req):
         cap = ctx.cap
         res = ctx.nav.window(req.entity_id, req.context_lines)
-        lo, hi = res["shown"]
-        code_lines = res["code"].splitlines(keepends=True)
+        lo, hi = res.shown
+        code_lines = res.code.splitlines(keepends=True)
         if req.from_line is not None:
             replace(P.named(self.params, "from_line"), lo=lo, hi=hi, check=True).validate(req.from_line, cap)
             code_lines = code_lines[req.from_line - lo:]
             lo = req.from_line
-        base = {k: res[k] for k in ("entity_id", "file", "start", "end")}
-        if res.get("stale"):
-            base["stale"] = res["stale"]
+        base = {"entity_id": res.entity_id, "file": res.file, "start": res.start, "end": res.end}
+        if res.stale:
+            base["stale"] = res.stale
         ctx.notes(base)
 
         def build(k: int) -> tuple[str, dict]:
             out = {**base, "shown": [lo, lo + k - 1] if k else [lo, lo - 1], "code": "".join(code_lines[:k])}
-            head = (f"# {one_line(res['entity_id'])}  {one_line(res['file'])}:{res['start']}-{res['end']}"
+            head = (f"# {one_line(res.entity_id)}  {one_line(res.file)}:{res.start}-{res.end}"
                     f"  (showing lines {lo}-{lo + k - 1})\n")
             text = head + block(out["code"])
             if k < len(code_lines):
                 nxt = lo + k
-                children = [e for e in ctx.nav.store.entities_in_file(res["file"])
-                            if e.parent == res["entity_id"]][:8]
-                hint = f"call open_surgical_window(entity_id={res['entity_id']!r}, from_line={nxt}) for the rest"
+                children = [e for e in ctx.nav.store.entities_in_file(res.file) if e.parent == res.entity_id][:8]
+                hint = f"call open_surgical_window(entity_id={res.entity_id!r}, from_line={nxt}) for the rest"
                 if children:
                     hint += " or open a smaller entity inside: " + ", ".join(c.id for c in children)
                 out["truncated"] = f"cut at line {nxt - 1} of {hi} by the {cap}-token cap; {hint}"
@@ -443,9 +442,9 @@ class Window(Tool):
     def run(self, nav, args):
         out = nav.window(args.entity_id, args.context_lines)
         if not args.json:
-            print(f"# {one_line(out['entity_id'])}  {one_line(out['file'])}:{out['start']}-{out['end']}")
-            print(block(out["code"]), end="")
-            print_notes(out, "stale")
+            print(f"# {one_line(out.entity_id)}  {one_line(out.file)}:{out.start}-{out.end}")
+            print(block(out.code), end="")
+            print_notes(out.stale)
         return out
 
 
@@ -469,14 +468,15 @@ class RepoMap(Tool):
         cap, max_tokens, focus = ctx.cap, req.max_tokens, req.focus
         res = ctx.nav.repo_map(max_tokens - 40 if max_tokens > 2 * MIN_MAP_TOKENS else max_tokens,
                                [f.strip() for f in focus] if focus else None)
-        out = {k: res[k] for k in ("tokens", "files_shown", "files_total", "truncated")}
-        if res.get("hint"):
-            out["hint"] = res["hint"]
+        out = {"tokens": res.tokens, "files_shown": res.files_shown, "files_total": res.files_total,
+               "truncated": res.truncated}
+        if res.hint:
+            out["hint"] = res.hint
         ctx.notes(out, whole_index=True, answer=res)
-        text = (f"# repository map: {res['files_shown']} of {res['files_total']} files, {res['tokens']} tokens"
-                + (f"; {res['hint']}" if res.get("hint") else "") + "\n" + block(res["map"]))
+        text = (f"# repository map: {res.files_shown} of {res.files_total} files, {res.tokens} tokens"
+                + (f"; {res.hint}" if res.hint else "") + "\n" + block(res.map))
         text += note_lines(out)
-        out["map"] = res["map"]
+        out["map"] = res.map
         text, cut = truncate_to_tokens(text, cap)
         if cut:
             out["truncated"] = True
@@ -486,9 +486,9 @@ class RepoMap(Tool):
         focus = [from_here(nav, args, f) for f in args.focus] if args.focus else None  # as typed in a subdirectory
         out = nav.repo_map(args.max_tokens, focus)
         if not args.json:
-            print(block(out["map"]), end="")  # (its names and signatures are one line each already)
-            print(f"# {out['tokens']} tokens, {out['files_shown']} of {out['files_total']} files", file=sys.stderr)
-            print_notes(out, "unresolved")
+            print(block(out.map), end="")  # (its names and signatures are one line each already)
+            print(f"# {out.tokens} tokens, {out.files_shown} of {out.files_total} files", file=sys.stderr)
+            print_notes(out.unresolved)
         return out
 
 
@@ -504,14 +504,14 @@ class Symbol(Tool):
     def answer(self, ctx, req):
         cap = ctx.cap
         res = ctx.nav.find_symbol(req.name, limit=req.limit)
-        defs = [{**d, "signature": short(d["signature"])} for d in res["definitions"]]
-        base = {"name": res["name"], "total": res["total"]}
-        ctx.notes(base, [d["file"] for d in defs])
+        defs = [{**plain(d), "signature": short(d.signature)} for d in res.definitions]
+        base = {"name": res.name, "total": res.total}
+        ctx.notes(base, [d.file for d in res.definitions])
 
         def build(k: int) -> dict:
             out = {**base, "definitions": defs[:k]}
-            if k < res["total"]:
-                out["more"] = (f"showing {k} of {res['total']}; qualify the name (Class.method, pkg.module.name) "
+            if k < res.total:
+                out["more"] = (f"showing {k} of {res.total}; qualify the name (Class.method, pkg.module.name) "
                                + ("or raise limit" if k == len(defs) else f"(cut by the {cap}-token cap)"))
             return out
 
@@ -521,8 +521,8 @@ class Symbol(Tool):
     def run(self, nav, args):
         out = nav.find_symbol(args.name, limit=args.limit)
         if not args.json:
-            for d in out["definitions"]:
-                print(f"{one_line(d['id'])}  ({one_line(d['file'])}:{d['line']})\n    {one_line(d['signature'])}")
+            for d in out.definitions:
+                print(f"{one_line(d.id)}  ({one_line(d.file)}:{d.line})\n    {one_line(d.signature)}")
         return out
 
 
@@ -538,15 +538,15 @@ class References(Tool):
     def answer(self, ctx, req):
         cap, offset = ctx.cap, req.offset
         res = ctx.nav.find_references(req.entity_id, limit=req.limit, offset=offset)
-        refs = res["references"]
-        base = {"entity_id": res["entity_id"], "total": res["total"], "offset": offset}
-        ctx.notes(base, [r["file"] for r in refs] + [res["entity_id"].split(":", 2)[1]], answer=res)
+        refs = [plain(r) for r in res.references]
+        base = {"entity_id": res.entity_id, "total": res.total, "offset": offset}
+        ctx.notes(base, [r.file for r in res.references] + [res.entity_id.split(":", 2)[1]], answer=res)
 
         def build(k: int) -> dict:
             out = {**base, "references": refs[:k]}
-            if offset + k < res["total"]:
+            if offset + k < res.total:
                 why = "" if k == len(refs) else f" (cut by the {cap}-token cap)"
-                out["more"] = f"{res['total'] - offset - k} more{why}; call again with offset={offset + k}"
+                out["more"] = f"{res.total - offset - k} more{why}; call again with offset={offset + k}"
             return out
 
         k, text = fit(len(refs), lambda k: render_json(build(k)), cap)
@@ -555,15 +555,15 @@ class References(Tool):
     def run(self, nav, args):
         out = nav.find_references(args.entity_id, limit=args.limit, offset=args.offset)
         if not args.json:
-            for r in out["references"]:
-                print(f"{one_line(r['file'])}:{r['line']}  {r['relation']}  from {one_line(r['from'])}  "
-                      f"({r['resolution']}, {r['confidence']})")
-            if not out["references"]:
+            for r in out.references:
+                print(f"{one_line(r.file)}:{r.line}  {r.relation}  from {one_line(r.from_)}  "
+                      f"({r.resolution}, {r.confidence})")
+            if not out.references:
                 print("no references")
-            if out.get("more"):  # the command line's own words, not the MCP parameter's
-                left = out["total"] - args.offset - len(out["references"])
+            if out.more:  # the command line's own words, not the MCP parameter's
+                left = out.total - args.offset - len(out.references)
                 print(f"  ... {left} more: run again with --offset {args.offset + args.limit}")
-            print_notes(out, "unresolved")
+            print_notes(out.unresolved)
         return out
 
 
@@ -587,21 +587,21 @@ class Impact(Tool):
         res = ctx.nav.impact(staged=req.staged, base=req.base, commit=req.commit, diff=req.diff, depth=req.depth,
                              min_confidence=float(req.min_confidence))
         # each impacted entity names the one it depends on (`via`): the whole path is in `tests`' reasons
-        impacted = [{k: v for k, v in i.items() if k not in ("path", "file")} for i in res["impacted"][offset:]]
-        tests = res["tests"][offset:]
-        base = {k: res[k] for k in ("source", "files", "risk", "run") if k in res}
-        for k in ("outside_index", "refused", "notes"):
-            if res.get(k):
-                base[k] = res[k]
+        impacted = [{k: v for k, v in plain(i).items() if k not in ("path", "file")} for i in res.impacted[offset:]]
+        tests = plain(res.tests[offset:])
+        changed = plain(res.changed)
+        base = {"source": res.source, "files": plain(res.files), "risk": plain(res.risk), "run": res.run}
+        for key, listed in (("outside_index", res.outside_index), ("refused", res.refused), ("notes", res.notes)):
+            if listed:
+                base[key] = plain(listed)
         ctx.notes(base, answer=res)
-        if res.get("stale"):
-            base["stale"] = res["stale"]
-        n = max(len(res["changed"]), len(impacted), len(tests))
+        if res.stale:
+            base["stale"] = res.stale
+        n = max(len(changed), len(impacted), len(tests))
 
         def build(k: int) -> dict:
-            out = {**base, "changed": res["changed"][:k], "impacted": impacted[:k], "tests": tests[:k],
-                   "totals": {"changed": len(res["changed"]), "impacted": len(res["impacted"]),
-                              "tests": len(res["tests"])}}
+            out = {**base, "changed": changed[:k], "impacted": impacted[:k], "tests": tests[:k],
+                   "totals": {"changed": len(changed), "impacted": len(res.impacted), "tests": len(res.tests)}}
             if k < n:
                 more = (f"call again with offset={offset + k} for more impacted entities and tests" if k else
                         "the summary alone fills it")
@@ -638,12 +638,12 @@ class Context(Tool):
         # room for the header and a stale/partial note, so the context itself is never cut
         budget = max(MIN_CONTEXT_TOKENS, max_tokens - count_tokens(head) - (80 if max_tokens > 400 else 8))
         res = ctx.nav.assemble_context(query, budget)
-        out = {"query": echo(query), "tokens": res["tokens"], "max_tokens": max_tokens, "entities": res["entities"]}
-        ctx.notes(out, [e.split(":", 2)[1] for e in res["entities"]], answer=res, vectors=True)
-        text = (head.replace("@TOKENS@", str(res["tokens"]), 1) + block(res["context"])
-                + ("" if res["context"].endswith("\n") else "\n"))
+        out = {"query": echo(query), "tokens": res.tokens, "max_tokens": max_tokens, "entities": res.entities}
+        ctx.notes(out, [e.split(":", 2)[1] for e in res.entities], answer=res, vectors=True)
+        text = (head.replace("@TOKENS@", str(res.tokens), 1) + block(res.context)
+                + ("" if res.context.endswith("\n") else "\n"))
         text += note_lines(out)
-        out["context"] = res["context"]
+        out["context"] = res.context
         text, cut = truncate_to_tokens(text, max_tokens)
         if cut:
             out["truncated"] = True
@@ -652,9 +652,9 @@ class Context(Tool):
     def run(self, nav, args):
         out = nav.assemble_context(args.query, args.max_tokens)
         if not args.json:
-            print(block(out["context"]))
-            print(f"# {out['tokens']} of {out['max_tokens']} tokens", file=sys.stderr)
-            print_notes(out, "unresolved")
+            print(block(out.context))
+            print(f"# {out.tokens} of {out.max_tokens} tokens", file=sys.stderr)
+            print_notes(out.unresolved)
         return out
 
 
@@ -787,31 +787,32 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_INDEX = 0, 1, 2, 3
 # -- the command line's side ------------------------------------------------------------------------------
 
 
-def print_notes(out: dict, *keys: str) -> None:
-    for key in keys:
-        if out.get(key):
-            print(f"# note: {one_line(out[key])}", file=sys.stderr)
+def print_notes(*notes: str | None) -> None:
+    """An answer's notes (`stale`, `unresolved`...) as `# note:` lines on stderr; None: no note."""
+    for note in notes:
+        if note:
+            print(f"# note: {one_line(note)}", file=sys.stderr)
 
 
-def _print_tree(out: dict) -> None:
-    ents = out["entities"]
-    print(f"{one_line(out['root'])}  [{out['direction']}, depth {out['depth']}, {', '.join(out['relations'])}]")
-    seen = {out["root"]}
+def _print_tree(out: TraceAnswer) -> None:
+    ents = out.entities
+    print(f"{one_line(out.root)}  [{out.direction}, depth {out.depth}, {', '.join(out.relations)}]")
+    seen = {out.root}
 
     def walk(node: str, indent: int) -> None:
-        for item in out["adjacency_list"].get(node, []):
-            other = item.get("target") or item.get("source")
-            meta = ents.get(other, {})
-            where = f"{one_line(meta['file'])}:{meta['line']}" if "file" in meta else meta.get("kind", "")
-            arrow = "->" if "target" in item else "<-"
-            print(f"{'  ' * indent}{arrow} {item['relation']} {one_line(other)}  ({where}; {item['resolution']}, "
-                  f"{item['confidence']})")
+        for item in out.adjacency_list.get(node, []):
+            other = item.other
+            meta = ents.get(other)
+            where = "" if meta is None else f"{one_line(meta.file)}:{meta.line}" if meta.file is not None else meta.kind
+            arrow = "->" if item.target is not None else "<-"
+            print(f"{'  ' * indent}{arrow} {item.relation} {one_line(other)}  ({where}; {item.resolution}, "
+                  f"{item.confidence})")
             if other not in seen:
                 seen.add(other)
                 walk(other, indent + 1)
 
-    walk(out["root"], 1)
-    if out["truncated"]:
+    walk(out.root, 1)
+    if out.truncated:
         print("  ... truncated: narrow with --relation, --min-confidence or a smaller --depth")
 
 
@@ -844,46 +845,46 @@ def _diff_text(given: str) -> str:
     return data.decode("utf-8", "replace")
 
 
-def _print_impact(out: dict, limit: int) -> None:
-    files = out["files"]
-    print(f"change: {out['source']} ({len(files)} file{'s' * (len(files) != 1)})")
+def _print_impact(out: ImpactAnswer, limit: int) -> None:
+    files = out.files
+    print(f"change: {out.source} ({len(files)} file{'s' * (len(files) != 1)})")
     for f in files[:limit]:
-        extra = (f" (from {one_line(f['from'])})" if f.get("from") else "") + (" [binary]" if f.get("binary") else "")
-        print(f"  {f['status']:<9}  {one_line(f['path'])}{extra}")
+        extra = (f" (from {one_line(f.from_)})" if f.from_ else "") + (" [binary]" if f.binary else "")
+        print(f"  {f.status:<9}  {one_line(f.path)}{extra}")
     if len(files) > limit:
         print(f"  ... {len(files) - limit} more files")
-    print(f"changed ({len(out['changed'])}):")
-    for c in out["changed"][:limit]:
-        where = "" if c.get("in_index") else "  [not in the index]"
-        was = f"  (was {one_line(c['was'])})" if c.get("was") else ""
-        print(f"  {c['change']:<9}  {one_line(c['id'])}  ({one_line(c['file'])}:{c['line']}){was}{where}")
-    print(f"impacted ({len(out['impacted'])}, depth {out['depth']}):")
-    for i in out["impacted"][:limit]:
-        print(f"  d{i['distance']} {i['confidence']:.2f}  {one_line(i['id'])}")
-        print(f"         {one_line(i['path'])}")
-    print(f"tests ({len(out['tests'])}):")
-    for t in out["tests"][:limit]:
-        name = f"{t['file']}::{t['qualname']}" if t.get("qualname") else t["file"]
-        print(f"  d{t['distance']} {t['confidence']:.2f}  {one_line(name)}")
-        print(f"         {one_line(t['reason'])}")
-    for key in ("impacted", "tests"):
-        if len(out[key]) > limit:
-            print(f"  ... {len(out[key]) - limit} more {key} (--limit, or --json for all)")
-    if out.get("run"):
-        print(f"run (from the repository root): {one_line(out['run'])}")
-    risk = out["risk"]
-    by = ", ".join(f"{n} at {d}" for d, n in risk["impacted_by_distance"].items()) or "none"
-    print(f"risk: {risk['level']}; dependents by distance: {by}")
-    for key, label in (("signature_or_removal", "signature changed or removed"), ("untested_changes", "untested")):
-        if risk[key]:
-            print(f"  {label}: {', '.join(map(one_line, risk[key]))}")
-    if out.get("outside_index"):
-        print(f"# note: not in the index: {', '.join(map(one_line, out['outside_index']))}", file=sys.stderr)
-    for r in out.get("refused", ()):
-        print(f"# note: refused {one_line(r['path'])}: {r['why']}", file=sys.stderr)
-    for note in out.get("notes", ()):
+    print(f"changed ({len(out.changed)}):")
+    for c in out.changed[:limit]:
+        where = "" if c.in_index else "  [not in the index]"
+        was = f"  (was {one_line(c.was)})" if c.was else ""
+        print(f"  {c.change:<9}  {one_line(c.id)}  ({one_line(c.file)}:{c.line}){was}{where}")
+    print(f"impacted ({len(out.impacted)}, depth {out.depth}):")
+    for i in out.impacted[:limit]:
+        print(f"  d{i.distance} {i.confidence:.2f}  {one_line(i.id)}")
+        print(f"         {one_line(i.path)}")
+    print(f"tests ({len(out.tests)}):")
+    for t in out.tests[:limit]:
+        name = f"{t.file}::{t.qualname}" if t.qualname else t.file
+        print(f"  d{t.distance} {t.confidence:.2f}  {one_line(name)}")
+        print(f"         {one_line(t.reason)}")
+    for key, listed in (("impacted", out.impacted), ("tests", out.tests)):
+        if len(listed) > limit:
+            print(f"  ... {len(listed) - limit} more {key} (--limit, or --json for all)")
+    if out.run:
+        print(f"run (from the repository root): {one_line(out.run)}")
+    risk = out.risk
+    by = ", ".join(f"{n} at {d}" for d, n in risk.impacted_by_distance.items()) or "none"
+    print(f"risk: {risk.level}; dependents by distance: {by}")
+    for listed, label in ((risk.signature_or_removal, "signature changed or removed"), (risk.untested_changes, "untested")):
+        if listed:
+            print(f"  {label}: {', '.join(map(one_line, listed))}")
+    if out.outside_index:
+        print(f"# note: not in the index: {', '.join(map(one_line, out.outside_index))}", file=sys.stderr)
+    for r in out.refused or ():
+        print(f"# note: refused {one_line(r.path)}: {r.why}", file=sys.stderr)
+    for note in out.notes or ():
         print(f"# note: {one_line(note)}", file=sys.stderr)
-    print_notes(out, "stale", "unresolved")
+    print_notes(out.stale, out.unresolved)
 
 
 def from_here(nav: Navigator, args, path: str) -> str:

@@ -30,6 +30,22 @@ GLOBALS = frozenset(
     "BigUint64Array Uint8ClampedArray Intl WeakRef FinalizationRegistry Iterator".split()
 )
 
+# The methods of ECMAScript's and the web platform's own types (Object, Array, String, Map, Set,
+# Promise, RegExp, Date, Function; Response/Request bodies, Headers, URL, streams, events).
+BUILTIN_METHODS = frozenset(
+    "toString toLocaleString valueOf hasOwnProperty isPrototypeOf propertyIsEnumerable "
+    "at concat copyWithin entries every fill filter find findIndex findLast findLastIndex flat flatMap forEach "
+    "includes indexOf join keys lastIndexOf map pop push reduce reduceRight reverse shift slice some sort splice "
+    "toReversed toSorted toSpliced unshift values with "
+    "charAt charCodeAt codePointAt endsWith localeCompare match matchAll normalize padEnd padStart repeat replace "
+    "replaceAll search split startsWith substring substr toLowerCase toUpperCase trim trimStart trimEnd "
+    "get set has delete clear add "
+    "then catch finally call apply bind exec test getTime toISOString toJSON "
+    "text json blob arrayBuffer formData bytes clone append getSetCookie "
+    "getReader getWriter read write close cancel abort releaseLock pipeTo pipeThrough tee enqueue "
+    "addEventListener removeEventListener dispatchEvent preventDefault stopPropagation".split()
+)
+
 
 def strip_source_extension(path: str) -> str:
     for ext in sorted(SOURCE_EXTENSIONS, key=len, reverse=True):
@@ -66,6 +82,9 @@ class JavaScript(QueryLanguage):
     self_names = ("this",)
     wrapper_types = ("export_statement", "lexical_declaration", "variable_declaration", "expression_statement")
     builtins = GLOBALS
+    builtin_methods = BUILTIN_METHODS
+    names_by_import = True
+    anonymous_functions = ("arrow_function", "function_expression", "generator_function", "function")
     # a definition that binds no name in its file: a property (`req.accepts = function`), an object
     # literal's method (`{ vary (field) {...} }`, `get URL () {...}`): any but a declaration
     property_definition = (r"^(?!(?:export\s+)?(?:default\s+)?(?:declare\s+)?(?:async\s+)?"

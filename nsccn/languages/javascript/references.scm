@@ -2,3 +2,7 @@
 (call_expression function: [(identifier) (member_expression)] @callee) @reference.call
 (new_expression constructor: [(identifier) (member_expression)] @callee) @reference.class
 
+; `new T().m()`: the method of the type just built (a typed reference, nsccn/languages/receivers.py)
+(call_expression function: (member_expression
+  object: (new_expression constructor: [(identifier) (member_expression)] @callee.new)
+  property: [(property_identifier) (private_property_identifier)] @callee.method)) @reference.call
