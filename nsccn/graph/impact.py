@@ -12,7 +12,9 @@ in it: nothing is walked from it), or its body.
 changed override overrides (dynamic dispatch: `self.m()` written in the base runs the override), importers (IMPORTS, not
 followed further: an import alone runs nothing), the readers of what a changed entity MUTATES
 (state coupling), the class a changed method belongs to (those who construct or subclass it may
-call it), the function a changed nested function or class is defined in, and tests a pytest fixture is injected into (`nsccn.graph.fixtures`). Each entity keeps the
+call it), the function a changed nested function or class is defined in, tests a pytest fixture is injected
+into (`nsccn.graph.fixtures`), and test code whose strings spell a reached entity's dotted name
+(`nsccn.graph.mentions`). Each entity keeps the
 shortest path that reaches it (the most confident among the shortest), its distance and the
 path's confidence (the product of its edges').
 """
@@ -24,7 +26,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from nsccn.graph import fixtures
+from nsccn.graph import fixtures, mentions
 from nsccn.reading.changes import Change
 from nsccn.reading.diff import FileDiff
 from nsccn.store import EntityRow, Store
@@ -69,7 +71,9 @@ def _side(store: Store, path: str | None, data: bytes | None) -> Side:
 def _innermost(entities: list, line: int):
     best = None
     for e in entities:
-        if e.start_line <= line <= e.end_line and (best is None or e.end_line - e.start_line < best.end_line - best.start_line):
+        # of two as long, a definition beats its module (a file that is one function and nothing else)
+        if e.start_line <= line <= e.end_line and (best is None or (e.end_line - e.start_line, e.kind == "module")
+                                                    < (best.end_line - best.start_line, best.kind == "module")):
             best = e
     return best
 
@@ -178,6 +182,7 @@ class Dependents:
         self.store = store
         self._rows: dict[str, EntityRow | None] = {}
         self._subs: dict[str, list[tuple[str, float]]] = {}
+        self._mentions: mentions.Mentions | None = None
 
     def row(self, eid: str) -> EntityRow | None:
         if eid not in self._rows:
@@ -221,6 +226,10 @@ class Dependents:
                         out.append((over, "OVERRIDES", conf))
         for r in fixtures.consumers(store, row):
             out.append((r.id, "USES_FIXTURE", fixtures.CONFIDENCE))
+        if self._mentions is None:
+            self._mentions = mentions.Mentions(store)
+        for source in self._mentions.mentioners(row):  # a test's string names it: `locate_app("pkg.app")`
+            out.append((source, "MENTIONS", mentions.CONFIDENCE))
         if row.kind == "module" and not changed:
             # its top-level code runs what the walk came from: the globals it sets may hold what that
             # built (`cli = Group(...)`), and whoever imports one gets it

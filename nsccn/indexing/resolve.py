@@ -133,6 +133,7 @@ class Resolver:
         self._conn = c  # signatures, read for the few functions whose return type a call needs
         self._returns: dict[str, str | None] = {}
         self._properties: dict[str, bool] = {}
+        self._local_imports: dict[tuple[str, str], set[str]] | None = None  # (path, function) -> what its body imports
         self._returned_names: dict[str, set[str]] | None = None  # function -> what its returns build (RETURNS refs)
         self._return_patterns: dict[str, re.Pattern | None] = {}
         self._property_patterns: dict[str, re.Pattern | None] = {}
@@ -345,8 +346,8 @@ class Resolver:
     def resolve(self, path: str, source: str, relation: str, target: str, scope: str) -> list[tuple[str, float, str]]:
         if relation == "CONTAINS":
             return [(target, 1.0, "structural")]
-        if relation == "RETURNS":
-            return []  # what a function returns: read by `_return_class`, no edge
+        if relation in ("RETURNS", "MENTIONS"):
+            return []  # what a function returns (read by `_return_class`), a name in a string: no edge
         if relation == "IMPORTS":
             found = self.dotted(target)
             if found is None:
@@ -597,6 +598,14 @@ class Resolver:
                     return [(hit[0], 1.0, "same_scope")]
                 prefix = prefix.rpartition(".")[0]
         imports = self.imports.get(path, {})
+        if name in imports and self._imported_here(source, imports[name]):
+            # `def f(): from ._impl import f; return f()`: a function's own import binds the name
+            # there, ahead of the module's definitions (a lazy import wrapper of the same name)
+            found = self.dotted(imports[name])
+            if found is None:
+                return [(f"ext:{imports[name]}", 1.0, "external")]
+            if found:
+                return [(t, 1.0, "import") for t in found]
         hit = self.by_key.get((path, name)) if own else None
         property_only = bool(hit and (name in imports or name in self.builtins(path)) and self._property(hit[0]))
         if property_only:
@@ -630,6 +639,24 @@ class Resolver:
         if self.names_by_import(path):
             return []  # bound by nothing of the file, no import resolves it: a parameter, a local, a global
         return self._by_name(name, relation, method=False, path=path, source=source)
+
+    def _imported_here(self, source: str, dotted: str) -> bool:
+        """Whether a function (or one enclosing it) imports `dotted` in its own body."""
+        if source.startswith("module:"):
+            return False
+        if self._local_imports is None:  # one read of the imports made inside functions, when first asked
+            q = ("SELECT s.name, t.name FROM refs r JOIN symbols s ON s.id = r.source JOIN symbols t ON t.id = r.target"
+                 " WHERE r.relation = (SELECT id FROM symbols WHERE name = 'IMPORTS') AND s.name NOT LIKE 'module:%'")
+            self._local_imports = defaultdict(set)
+            for fid, target in self._conn.execute(q):
+                _, fpath, fqual = split_entity_id(fid)
+                self._local_imports[(fpath, fqual)].add(target)
+        _, path, qualname = split_entity_id(source)
+        while qualname:
+            if dotted in self._local_imports.get((path, qualname), ()):
+                return True
+            qualname = qualname.rpartition(".")[0]
+        return False
 
     def _property(self, eid: str) -> bool:
         """Whether a definition binds no name in its file (a property, an object literal's method:

@@ -18,6 +18,8 @@ import tree_sitter as ts
 import tree_sitter_python
 
 from nsccn.reading.entity_bounds import head_lines
+from nsccn.reading.testpaths import is_test_path
+from nsccn.languages.mentions import mentions
 from nsccn.languages.receivers import (CALLED_RANK, DECLARED_RANK, FIXTURE_DECORATOR, GETTER, INJECTED_RANK, PREFIXES,
                                       Bindings, type_name)
 from nsccn.model import Entity, Ref, entity_id
@@ -218,6 +220,7 @@ class PythonExtractor:
         self.imports: dict[str, str] = {}
         self.star_imports: list[str] = []
         self.module_globals: list[str] = []
+        self._strings: list[tuple[int, str]] | None = [] if is_test_path(path) else None  # (line, text) of a test file's strings
         self._typing = Bindings()  # receiver types the source states (nsccn/languages/receivers.py)
         self._returns: list[tuple[str, str, str, int]] = []  # (function, "call"/"name", what it returns, line)
         self._reads: dict[tuple[str, str], tuple[int, str]] = {}  # (function, `obj.attr` read) -> (line, class)
@@ -261,6 +264,8 @@ class PythonExtractor:
                 body_head="",
             ),
         )
+        if self._strings:  # dotted names a test spells in strings (`locate_app("pkg.app")`)
+            self.refs.extend(mentions(self._strings, self.entities[1:], mod_id))
         skeleton = SkeletonBuilder(self.data, self.text_lines, self._max_depth)
         self.skeleton = skeleton.build(root)
         self.deep_lines.extend(skeleton.deep_lines)
@@ -421,6 +426,8 @@ class PythonExtractor:
                 value = _string_value(child, src)
                 if value and len(value) < 300:
                     terms.extend(_WORD.findall(value))
+                if value and self._strings is not None and "." in value:  # a test file's: dotted names it spells
+                    self._strings.append((child.start_point[0] + 1, value))
             elif walk == _SUBSCRIPT:
                 self._config_subscript(child, scope)
             # Its named children, first on top. Most nodes have one or two: `named_child(i)`
@@ -596,6 +603,11 @@ class PythonExtractor:
             if held:
                 self._typing.holds(scope.class_qualname, name, held)
             return
+        if scope.kind in ("func", "method") and "." not in name and annotation is None and right is not None \
+                and right.type in ("identifier", "attribute"):
+            held = _expr_name(right, self._src)  # `cls = Option`: `cls(...)` here or in a nested def builds it
+            if held and held.rsplit(".", 1)[-1][:1].isupper():
+                self._typing.holds(f"def {scope.qualname}", name, held)
         typ, rank = None, DECLARED_RANK if annotation is not None else CALLED_RANK
         if annotation is not None:
             typ = type_name(_text(annotation))
@@ -667,6 +679,34 @@ class PythonExtractor:
             how, what = "name", _text(value)
         self._returns.append((scope.eid, how, ("yield:" if node.type == "yield" else "") + what, line))
 
+    def _held_calls(self) -> None:
+        """`cls(...)` where the function (or one enclosing it) bound `cls = Option` (a class, by its
+        spelling): a call of `Option`. Two different classes bound to one name (a nested class of
+        that name among them) say nothing."""
+        held = {q[4:]: names for q, names in self._typing.held.items() if q.startswith("def ")}
+        if not held:
+            return
+        defined = {e.qualname for e in self.entities}
+        for q, names in held.items():  # a def or class of that name in the function binds it too: no one class
+            for name in names:
+                if f"{q}.{name}" in defined:
+                    names[name] = ""
+        out = []
+        for r in self.refs:
+            if r.relation == "CALLS" and "." not in r.target and not r.target.startswith(PREFIXES):
+                qualname = r.source.split(":", 2)[-1] if not r.source.startswith("module:") else ""
+                while qualname:
+                    value = held.get(qualname, {}).get(r.target)
+                    if value is not None:
+                        if value:
+                            r = Ref(r.source, r.relation, value, r.line, r.scope)
+                        break
+                    qualname = qualname.rpartition(".")[0]
+            out.append(r)
+        self.refs = out
+        for q in [q for q in self._typing.held if q.startswith("def ")]:
+            del self._typing.held[q]
+
     def _typed_calls(self, mod_id: str) -> None:
         """Calls on a name whose type the source states, as typed references (after the whole
         file: `self.x = T()` in `__init__` may come after the method that calls `self.x.m()`);
@@ -693,6 +733,7 @@ class PythonExtractor:
                 if not target.startswith(PREFIXES):
                     continue  # a receiver of no known type: no getter to name
             self.refs.append(Ref(fid, "CALLS", GETTER + target, line, cls))
+        self._held_calls()
         if not self._typing.locals and not self._typing.fields and not self._typing.held:
             return
         self.refs = [Ref(r.source, r.relation, self._typing.rewrite(r.target, [r.source, mod_id], r.scope, r.line - 1 if r.source != mod_id else None), r.line, r.scope)

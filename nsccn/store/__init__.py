@@ -445,6 +445,20 @@ class Store:
                 out[row[0]] = row
         return list(out.values())
 
+    def refs_naming(self, targets: Iterable[str], relation: str) -> list[tuple[str, str, int]]:
+        """(source, target, line) of the refs of one relation whose target is exactly one of
+        `targets` (through the refs' tail index: no scan)."""
+        rel = self.symbol(relation)
+        out = []
+        for target in dict.fromkeys(targets) if rel is not None else ():
+            sid, tail = self.symbol(target), self.symbol(_tail(target))
+            if sid is None or tail is None:
+                continue
+            q = ("SELECT s.name, r.line FROM refs r JOIN symbols s ON s.id = r.source"
+                 " WHERE r.tail=? AND r.target=? AND r.relation=? ORDER BY r.rowid")
+            out += [(source, target, line) for source, line in self.conn.execute(q, (tail, sid, rel))]
+        return out
+
     def ref_chunks(self, size: int = 20_000, relation: str | None = None, after: int = 0,
                    upto: int | None = None) -> Iterator[list[tuple]]:
         """Every ref (of one relation; with rowid in (after, upto]), as `refs` gives them, `size` at

@@ -1,0 +1,80 @@
+"""The results of `impact_eval.py` runs, per repository and pooled over every commit they replayed.
+
+    python benchmarks/impact_pool.py flask=a.json,b.json click=c.json ... [--markdown]
+
+Per selector (`impact`, the file-level importers, `test_<module>.py`): median recall / mean recall /
+safety over the commits some test covers; median selection rate over all commits and over the
+covered ones. Beside them, the truth's own share of the suite (covering tests / all tests, median
+over the covered commits: what a perfect selection would take) and the median of each covered
+commit's selection minus that share: the part of the selection the graph adds beyond the suite's
+own coupling. A repository whose tests all build one object (`app`) has a covering share near
+its selection: the gap to a 25% selection is the suite's, not the graph's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+SELECTORS = (("nsccn", "impact"), ("file_importers", "importers"), ("named_test_module", "test_<module>.py"))
+
+
+def load(paths: list[str]) -> list[dict]:
+    return [r for p in paths for r in json.loads(Path(p).read_text())["commits"]]
+
+
+def cell(rows: list[dict], key: str) -> dict:
+    covered = [r for r in rows if r["covering"]]
+    rec = [r[key]["recall"] for r in covered]
+    return {
+        "median_recall": statistics.median(rec) if rec else None,
+        "mean_recall": statistics.fmean(rec) if rec else None,
+        "safety": sum(r[key]["safe"] for r in covered) / len(covered) if covered else None,
+        "selection_all": statistics.median(r[key]["selection_rate"] for r in rows) if rows else None,
+        "selection_covered": statistics.median(r[key]["selection_rate"] for r in covered) if covered else None,
+        "excess_covered": statistics.median(r[key]["selection_rate"] - r["covering"] / r["suite_tests"]
+                                            for r in covered) if covered else None,
+    }
+
+
+def summary(rows: list[dict]) -> dict:
+    covered = [r for r in rows if r["covering"]]
+    return {"commits": len(rows), "covered": len(covered),
+            "covering_share": statistics.median(r["covering"] / r["suite_tests"] for r in covered) if covered else None,
+            **{label: cell(rows, key) for key, label in SELECTORS}}
+
+
+def fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("groups", nargs="+", help="LABEL=results.json[,more.json]")
+    ap.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
+    args = ap.parse_args()
+    groups = {}
+    for spec in args.groups:
+        label, _, paths = spec.partition("=")
+        groups[label] = load(paths.split(","))
+    groups["pooled"] = [r for rows in list(groups.values()) for r in rows]
+    out = {label: summary(rows) for label, rows in groups.items()}
+    if args.json:
+        print(json.dumps(out, indent=1))
+        return 0
+    print("| repository | commits (covered) | covering share | " + " | ".join(label for _, label in SELECTORS) + " |")
+    print("|---|---|---|" + "---|" * len(SELECTORS))
+    for label, s in out.items():
+        cells = []
+        for _, name in SELECTORS:
+            c = s[name]
+            cells.append(" / ".join(fmt(c[k]) for k in ("median_recall", "mean_recall", "safety", "selection_all",
+                                                         "selection_covered", "excess_covered")))
+        print(f"| {label} | {s['commits']} ({s['covered']}) | {fmt(s['covering_share'])} | " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
