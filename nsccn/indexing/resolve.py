@@ -226,40 +226,32 @@ class Resolver:
                     break
         return hit
 
-    def builtins(self, path: str) -> frozenset[str]:
+    def _read_language(self, cache: dict, path: str, read, default):
+        """`read(the path's QueryLanguage)` into `cache` (`default` for a language without one). The
+        callers look the cache up themselves first: they run once or twice per reference."""
         language = self.language.get(path, "python")
-        found = self._builtins.get(language)
-        if found is None:
-            try:
-                found = query_language(language).builtins
-            except KeyError:
-                found = frozenset()
-            self._builtins[language] = found
+        try:
+            found = read(query_language(language))
+        except KeyError:
+            found = default
+        cache[language] = found
         return found
+
+    def builtins(self, path: str) -> frozenset[str]:
+        found = self._builtins.get(self.language.get(path, "python"))
+        return self._read_language(self._builtins, path, lambda q: q.builtins, frozenset()) if found is None else found
 
     def builtin_methods(self, path: str) -> frozenset[str]:
         """Method names of the language's own types: `obj.m()` on an unknown receiver is no guess."""
-        language = self.language.get(path, "python")
-        found = self._builtin_methods.get(language)
-        if found is None:
-            try:
-                found = _BUILTIN_METHODS | query_language(language).builtin_methods
-            except KeyError:
-                found = _BUILTIN_METHODS
-            self._builtin_methods[language] = found
-        return found
+        found = self._builtin_methods.get(self.language.get(path, "python"))
+        return self._read_language(self._builtin_methods, path, lambda q: _BUILTIN_METHODS | q.builtin_methods,
+                                   _BUILTIN_METHODS) if found is None else found
 
     def names_by_import(self, path: str) -> bool:
         """Whether a bare name reaches another file only through an import (no name guess)."""
-        language = self.language.get(path, "python")
-        found = self._names_by_import.get(language)
-        if found is None:
-            try:
-                found = query_language(language).names_by_import
-            except KeyError:
-                found = False
-            self._names_by_import[language] = found
-        return found
+        found = self._names_by_import.get(self.language.get(path, "python"))
+        return self._read_language(self._names_by_import, path, lambda q: q.names_by_import, False) \
+            if found is None else found
 
     def _constructor(self, class_id: str) -> tuple[str, bool] | None:
         """What `new X()` runs in the other languages: `constructor` (JS/TS), or a method named as
