@@ -35,7 +35,7 @@ def main() -> int:
     tree = Path(args.tree).resolve()
     nav = Navigator(tree)
     first = nav.impact()
-    print(f"changed: {[c['id'] for c in first['changed']]}; impacted {len(first['impacted'])}, tests {len(first['tests'])}")
+    print(f"changed: {[c.id for c in first.changed]}; impacted {len(first.impacted)}, tests {len(first.tests)}")
     cmd, env = git_command(tree, *DIFF_ARGS, "HEAD", "--")
     exe = Path(sys.executable).parent / "nsccn"
     times: dict[str, list[float]] = {"git diff HEAD": [], "Navigator.impact()": [], "nsccn impact (process)": []}
