@@ -178,6 +178,35 @@ def test_older_schema_is_rebuilt_never_misread(shop_repo, capfd):
         Store(path)
 
 
+def test_an_index_made_by_other_indexing_code_is_rebuilt_never_mixed(shop_repo, capfd):
+    """Unchanged files keep what the code that indexed them extracted: an index whose recorded
+    extraction digest is not this code's is refused by readers and rebuilt by the next run (one line
+    on stderr), every file parsed again, the same answers, history kept."""
+    from nsccn.store import IndexOutdated
+    from nsccn.store.extraction import EXTRACTED_BY, extraction_digest
+
+    index_repository(shop_repo, workers=1)
+    path = shop_repo / ".nsccn" / "index.db"
+    with Store(path) as store:
+        assert store.get_meta(EXTRACTED_BY) == extraction_digest()
+        expected = store.counts()
+        store.conn.execute("UPDATE meta SET value='0123456789abcdef' WHERE key=?", (EXTRACTED_BY,))
+        store.conn.execute("INSERT INTO commits VALUES(1, 'abc', 0, 'kept', 0, 1)")
+    with pytest.raises(IndexOutdated, match="another version of nsccn's indexing code"):
+        Store(path, readonly=True)
+    capfd.readouterr()
+    s = index_repository(shop_repo, workers=1)
+    err = capfd.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "another version" in err[0] and "rebuilding" in err[0], err
+    assert s.files_indexed == len(SHOP) and s.files_unchanged == 0
+    with Store(path, readonly=True) as store:
+        assert store.get_meta(EXTRACTED_BY) == extraction_digest()
+        assert store.counts() == expected
+        assert store.conn.execute("SELECT message FROM commits").fetchall() == [("kept",)]
+    s = index_repository(shop_repo, workers=1)  # made by this code now: nothing to parse
+    assert s.files_indexed == 0 and capfd.readouterr().err.strip() == ""
+
+
 def test_crash_between_write_and_resolve_is_repaired(shop_repo):
     """A run killed after writing files but before resolving leaves a flag; the next run repairs."""
     index_repository(shop_repo, workers=1)

@@ -182,7 +182,7 @@ class Store:
                     issue = trust.problem(conn)
                 except apsw.Error as exc:  # not a database at all, or a damaged one
                     issue = ("foreign", f"it cannot be read as an index: {exc}")
-                if issue is None or (issue[0] in ("new", "version") and not self.readonly):
+                if issue is None or (issue[0] in ("new", "version", "extraction") and not self.readonly):
                     return conn  # (the writer's migration makes a new schema, rebuilds an older one)
                 conn.close()
                 if issue[0] == "new":
@@ -190,6 +190,9 @@ class Store:
                 if issue[0] == "version":
                     raise IndexOutdated(f"index at {self.path} has schema {issue[1]}, this nsccn reads {SCHEMA_VERSION}:"
                                        " re-run `nsccn index`")
+                if issue[0] == "extraction":
+                    raise IndexOutdated(f"the index at {self.path} was made by another version of nsccn's indexing"
+                                       " code: re-run `nsccn index`")
                 why = issue[1]
             else:
                 conn.close()

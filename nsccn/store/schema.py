@@ -8,6 +8,8 @@ from collections.abc import Callable
 
 import apsw
 
+from nsccn.store.extraction import EXTRACTED_BY, extraction_digest
+
 SCHEMA_VERSION = 6
 # Schemas before 4 keep ids as text in edges and refs: no migration reads them, the index is rebuilt.
 # Indexes before 6 may hold entities_fts rows of entities written twice (see `Store._insert_file`).
@@ -165,6 +167,7 @@ def migrate(conn: apsw.Connection, where: str = "", identity: Callable[[], dict[
     """Create the schema of a new database, or rebuild an older one (one line on stderr says so),
     in one transaction: no reader sees half of it. A new one is signed with `identity()`'s meta
     rows (nsccn.store.trust) in that transaction too. Returns the version."""
+    digest = extraction_digest()
     with conn:
         conn.execute("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)")
         row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
@@ -173,20 +176,31 @@ def migrate(conn: apsw.Connection, where: str = "", identity: Callable[[], dict[
             raise RuntimeError(
                 f"index schema version {version} is newer than this nsccn ({SCHEMA_VERSION}); upgrade nsccn or delete the index"
             )
-        if version == SCHEMA_VERSION:
+        made_by = conn.execute("SELECT value FROM meta WHERE key=?", (EXTRACTED_BY,)).fetchone()
+        if version == SCHEMA_VERSION and made_by is not None and made_by[0] == digest:
             return version
-        if 0 < version < REBUILD_BELOW:
+        if version == SCHEMA_VERSION:  # what unchanged files hold was extracted by other code
+            print(f"nsccn: warning: the index {where} was made by another version of nsccn's indexing code:"
+                  " rebuilding it from the repository", file=sys.stderr)
+            _drop_index_tables(conn)
+        elif 0 < version < REBUILD_BELOW:
             print(f"nsccn: warning: the index {where} has schema {version}, this nsccn writes {SCHEMA_VERSION}:"
                   " rebuilding it from the repository", file=sys.stderr)
-            for table in INDEX_TABLES:
-                conn.execute(f"DROP TABLE IF EXISTS {table}")
-            conn.executemany("DELETE FROM meta WHERE key=?", ((k,) for k in RUN_META))
+            _drop_index_tables(conn)
         elif version == 0 and identity is not None:
             conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", identity().items())
         conn.execute(INDEX_SCHEMA)
         conn.execute(HISTORY_SCHEMA)
         conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
+        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (EXTRACTED_BY, digest))
     return SCHEMA_VERSION
+
+
+def _drop_index_tables(conn: apsw.Connection) -> None:
+    """What an index run fills, and its run state: the next run is a first build (history stays)."""
+    for table in INDEX_TABLES:
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+    conn.executemany("DELETE FROM meta WHERE key=?", ((k,) for k in RUN_META))
 
 
 # The vector tables (nsccn.vectors.table), made by the first embedding run; vec_index is sqlite-vec's.

@@ -157,7 +157,9 @@ def expected_objects(vec_dim: int | None, pinned: bool = True) -> frozenset[tupl
 def problem(conn: apsw.Connection) -> tuple[str, str | None] | None:
     """Why the index on `conn` is not one to use, or None. ("new", None): it holds no schema yet
     (or only the start of ours: a first build under way); ("foreign", why): not ours, or altered;
-    ("version", v): ours, of another schema version (the caller's migration decides)."""
+    ("version", v): ours, of another schema version, ("extraction", d): ours, made by other indexing code
+    (`nsccn.store.extraction`; d its digest): the caller's migration decides."""
+    from nsccn.store.extraction import EXTRACTED_BY, extraction_digest
     from nsccn.store.schema import SCHEMA_VERSION
 
     conn.execute("PRAGMA trusted_schema=OFF")  # functions in a schema's SQL run only if innocuous
@@ -171,7 +173,8 @@ def problem(conn: apsw.Connection) -> tuple[str, str | None] | None:
     foreign = sorted(o for o in objects if o[0] in ("trigger", "view"))
     if foreign:  # never ours, whatever the version: before any row is read
         return "foreign", f"it holds a {foreign[0][0]} {foreign[0][1]!r}"
-    rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?, 'schema_version')", (ID_KEY, MAC_KEY)))
+    rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?, ?, 'schema_version')",
+                             (ID_KEY, MAC_KEY, EXTRACTED_BY)))
     if "schema_version" not in rows and all(o[2] == "meta" and o in ours for o in objects):
         return "new", None  # the schema is being created: meta is made first, in the same transaction
     secret = load_secret(create=False)
@@ -195,4 +198,6 @@ def problem(conn: apsw.Connection) -> tuple[str, str | None] | None:
     extra = sorted(extra, key=lambda o: (o[0], o[1]))
     if extra:
         return "foreign", f"it holds a {extra[0][0]} {extra[0][1]!r} that nsccn does not make"
+    if rows.get(EXTRACTED_BY) != extraction_digest():
+        return "extraction", rows.get(EXTRACTED_BY)
     return None
