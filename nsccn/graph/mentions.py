@@ -30,9 +30,7 @@ class Mentions:
 
     def __init__(self, store: Store):
         self.store = store
-        q = ("SELECT DISTINCT t.name FROM refs r JOIN symbols t ON t.id = r.target"
-             " WHERE r.relation = (SELECT id FROM symbols WHERE name = ?)")
-        self.targets = {t for (t,) in store.conn.execute(q, (RELATION,))}
+        self.targets = {t for _source, t in store.relation_pairs(RELATION)}
         self.last = {t.replace(":", ".").rsplit(".", 1)[-1] for t in self.targets}  # `a.b:c` -> c
         self._modules: dict[str, str | None] = {}
 

@@ -130,9 +130,11 @@ class Resolver:
         for source, target, path, ref, n in store.inherits() if stored_bases else ():
             self._base_refs[source].append((path, ref, n, target))
         self.order_bases(self._base_refs)
+        self._store = store
         self._conn = c  # signatures, read for the few functions whose return type a call needs
         self._returns: dict[str, str | None] = {}
         self._properties: dict[str, bool] = {}
+        self._fixtures: dict[tuple[str, str], str | None] = {}  # (test file, parameter) -> fixture id
         self._local_imports: dict[tuple[str, str], set[str]] | None = None  # (path, function) -> what its body imports
         self._returned_names: dict[str, set[str]] | None = None  # function -> what its returns build (RETURNS refs)
         self._return_patterns: dict[str, re.Pattern | None] = {}
@@ -428,9 +430,10 @@ class Resolver:
         is a property of that type (through its bases); a plain attribute, or a guess, gives none."""
         found = self.typed(path, source, read, scope) if read.startswith(PREFIXES) else self.name(path, source, read, scope, "CALLS")
         return [(t, conf, how + "+property") for t, conf, how in found
-                if how in ("typed", "self+MRO") and t.startswith("method:") and self._is_property(t)]
+                if how in ("typed", "self+MRO") and t.startswith("method:") and self._is_getter(t)]
 
-    def _is_property(self, eid: str) -> bool:
+    def _is_getter(self, eid: str) -> bool:
+        """Whether a method is a property's getter (`@property`, `@cached_property`): a read runs it."""
         if eid not in self._properties:
             row = self._conn.execute("SELECT decorators FROM entities WHERE id=?", (eid,)).fetchone()
             names = [d.strip().split("(")[0].rsplit(".", 1)[-1] for d in json.loads(row[0])] if row else []
@@ -457,6 +460,12 @@ class Resolver:
     def _fixture(self, path: str, name: str) -> str | None:
         """The pytest fixture a test or fixture of `path` gets for its parameter `name`: defined in
         its own file, else in the nearest `conftest.py` up its folders."""
+        key = (path, name)
+        if key not in self._fixtures:
+            self._fixtures[key] = self._find_fixture(path, name)
+        return self._fixtures[key]
+
+    def _find_fixture(self, path: str, name: str) -> str | None:
         where, folder = [path], path
         while "/" in folder:
             folder = folder.rsplit("/", 1)[0]
@@ -475,9 +484,7 @@ class Resolver:
         read of the RETURNS references, when a call's type first needs it."""
         if self._returned_names is None:
             self._returned_names = defaultdict(set)
-            q = ("SELECT s.name, t.name FROM refs r JOIN symbols s ON s.id = r.source JOIN symbols t ON t.id = r.target"
-                 " WHERE r.relation = (SELECT id FROM symbols WHERE name = 'RETURNS')")
-            for fid, what in self._conn.execute(q):
+            for fid, what in self._store.relation_pairs("RETURNS"):
                 self._returned_names[fid].add(what)
         return self._returned_names
 
@@ -637,12 +644,11 @@ class Resolver:
         if source.startswith("module:"):
             return False
         if self._local_imports is None:  # one read of the imports made inside functions, when first asked
-            q = ("SELECT s.name, t.name FROM refs r JOIN symbols s ON s.id = r.source JOIN symbols t ON t.id = r.target"
-                 " WHERE r.relation = (SELECT id FROM symbols WHERE name = 'IMPORTS') AND s.name NOT LIKE 'module:%'")
             self._local_imports = defaultdict(set)
-            for fid, target in self._conn.execute(q):
-                _, fpath, fqual = split_entity_id(fid)
-                self._local_imports[(fpath, fqual)].add(target)
+            for fid, target in self._store.relation_pairs("IMPORTS"):
+                if not fid.startswith("module:"):
+                    _, fpath, fqual = split_entity_id(fid)
+                    self._local_imports[(fpath, fqual)].add(target)
         _, path, qualname = split_entity_id(source)
         while qualname:
             if dotted in self._local_imports.get((path, qualname), ()):

@@ -448,6 +448,13 @@ class Store:
                 out[row[0]] = row
         return list(out.values())
 
+    def relation_pairs(self, relation: str) -> Iterator[tuple[str, str]]:
+        """(source, target) of every ref of one relation: a scan, for the relations read whole
+        when first needed (RETURNS, MENTIONS, the IMPORTS made inside functions)."""
+        q = ("SELECT s.name, t.name FROM refs r JOIN symbols s ON s.id = r.source JOIN symbols t ON t.id = r.target"
+             " WHERE r.relation = (SELECT id FROM symbols WHERE name = ?)")
+        return self.conn.execute(q, (relation,))
+
     def refs_naming(self, targets: Iterable[str], relation: str) -> list[tuple[str, str, int]]:
         """(source, target, line) of the refs of one relation whose target is exactly one of
         `targets` (through the refs' tail index: no scan)."""
