@@ -89,6 +89,9 @@ FIELDS = frozenset(Config.__struct_fields__)
 # Every number a layer may set, and its range (inclusive): out of range is one warning and the
 # layer's value is dropped (the previous layer's value, else the default, stands). A repository's
 # `rrf_k: -1` made every search divide by zero; a huge `max_file_size` would read any file whole.
+# The pipeline's actors that do bulk work: they run `bulk_nice` nicer (the watcher does not).
+BULK_KINDS = frozenset({"parser", "writer", "embedder"})
+
 RANGES: dict[str, tuple[float, float]] = {
     "max_file_size": (1, 64 << 20),
     "watch_debounce_ms": (0, 60_000),

@@ -32,7 +32,7 @@ from pathlib import Path
 import msgspec
 import zmq
 
-from nsccn.config import Config, ensure_index_dir, index_dir, load_config
+from nsccn.config import BULK_KINDS, Config, ensure_index_dir, index_dir, load_config
 from nsccn.vectors.static_file import model_problem, uses_static_model
 from nsccn.messages import (
     ActorSpec,
@@ -64,10 +64,8 @@ log = logging.getLogger("nsccn.supervisor")
 
 MODULES = {"watcher": "workers.watcher", "parser": "workers.parser", "writer": "workers.writer",
            "embedder": "workers.embedder"}
-# Bulk work yields the CPU to queries: parsers, the writer and the embedder's bulk jobs run
-# `bulk_nice` (a user setting, default 10) nicer. NSCCN_EMBEDDER_NICE sets the embedder's alone
-# (benchmarks/pipeline_isolation.py compares with 0).
-BULK_KINDS = frozenset({"parser", "writer", "embedder"})
+# Bulk work yields the CPU to queries: `BULK_KINDS` run `bulk_nice` (a user setting, default 10)
+# nicer. NSCCN_EMBEDDER_NICE sets the embedder's alone (benchmarks/pipeline_isolation.py compares with 0).
 # Per-generation counters that add up across restarts (the rest are gauges).
 COUNTERS = frozenset(
     "parsed unchanged removed files_written duplicates batches resolves vectors_written dispatched resent"

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import zmq
 
-from nsccn.config import load_config
+from nsccn.config import BULK_KINDS, load_config
 from nsccn.private import PrivatePathError
 from supervisor.memory import peak_rss_kb
 from nsccn.messages import (
@@ -379,7 +379,7 @@ def default_spec(kind: str, root: str, name: str | None = None) -> ActorSpec:
         addresses=addresses(root_path, config),
         debounce_ms=config.watch_debounce_ms,
         embed_batch=config.embedding_batch_size,
-        nice=config.bulk_nice if kind in ("parser", "writer", "embedder") else 0,
+        nice=config.bulk_nice if kind in BULK_KINDS else 0,
     )
 
 
