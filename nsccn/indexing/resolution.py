@@ -39,7 +39,7 @@ def resolve_affected(store: Store, paths: set[str], names: set[str], allow_child
     if len(refs) > full:
         return _resolve_everything(store, allow_children)
     resolver = Resolver(store)
-    aliases = resolver.import_aliases(names)
+    aliases = resolver.import_aliases(names) | resolver.aliases.bound_to(names)  # `s = attrs`: s means attrs
     if aliases:
         seen = {r[0] for r in refs}
         refs += [r for r in store.refs(None, aliases) if r[0] not in seen]

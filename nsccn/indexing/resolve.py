@@ -40,6 +40,7 @@ from nsccn.languages.receivers import (CONSTRUCTED, DECLARED, FIXTURE_DECORATOR,
                                       PREFIXES, PYTHON_RETURN_TYPE, type_name)
 from nsccn.languages.naming import Project, package_groups
 from nsccn.languages.scopes import LOCAL, OUTER
+from nsccn.indexing.resolve_aliases import BINDS, Aliases
 from nsccn.model import split_entity_id
 from nsccn.store import Store
 
@@ -131,6 +132,7 @@ class Resolver:
             self._base_refs[source].append((path, ref, n, target))
         self.order_bases(self._base_refs)
         self._store = store
+        self.aliases = Aliases(store)  # module globals bound to a name (nsccn/indexing/resolve_aliases.py)
         self._conn = c  # signatures, read for the few functions whose return type a call needs
         self._returns: dict[str, str | None] = {}
         self._properties: dict[str, bool] = {}
@@ -340,8 +342,8 @@ class Resolver:
     def resolve(self, path: str, source: str, relation: str, target: str, scope: str) -> list[tuple[str, float, str]]:
         if relation == "CONTAINS":
             return [(target, 1.0, "structural")]
-        if relation in ("RETURNS", "MENTIONS"):
-            return []  # what a function returns (read by `_return_class`), a name in a string: no edge
+        if relation in ("RETURNS", "MENTIONS", BINDS):
+            return []  # what a function returns (read by `_return_class`), a name in a string, a global's value: no edge
         if relation == "IMPORTS":
             found = self.dotted(target)
             if found is None:
@@ -377,6 +379,7 @@ class Resolver:
             results = self._bare(path, source, target[len(OUTER):], relation, own=False)
         else:
             results = self.name(path, source, target, scope, relation)
+        results = self.aliases.follow(self, results, relation)  # `s = attrs`: a call of s calls attrs
         if relation == "CALLS":
             extra = []
             for tid, conf, how in results:

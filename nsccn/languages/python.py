@@ -12,6 +12,7 @@ import inspect
 import posixpath
 import re
 import sys
+from collections import Counter
 from functools import lru_cache
 
 import tree_sitter as ts
@@ -220,6 +221,7 @@ class PythonExtractor:
         self.imports: dict[str, str] = {}
         self.star_imports: list[str] = []
         self.module_globals: list[str] = []
+        self._module_values: list[tuple[str, str | None, int]] = []  # (global, the name it is set to or None, line)
         self._strings: list[tuple[int, str]] | None = [] if is_test_path(path) else None  # (line, text) of a test file's strings
         self._typing = Bindings()  # receiver types the source states (nsccn/languages/receivers.py)
         self._returns: list[tuple[str, str, str, int]] = []  # (function, "call"/"name", what it returns, line)
@@ -246,6 +248,7 @@ class PythonExtractor:
         scope = _Scope(mod_id, "module", "", "")
         self._walk_block(root, scope)
         self._typed_calls(mod_id)
+        self._module_bindings(mod_id)
         self.entities.insert(
             0,
             Entity(
@@ -583,6 +586,12 @@ class PythonExtractor:
                 self._ref(scope, "MUTATES", name, target)
             elif "." in name and scope.kind != "module":
                 self._ref(scope, "MUTATES", name, target)
+        if scope.kind == "module" and left is not None and left.type == "identifier":
+            value = right
+            while value is not None and value.type == "assignment":  # `s = attributes = attrs`
+                value = value.child_by_field_name("right")
+            held = _expr_name(value, self._src) if value is not None and value.type in ("identifier", "attribute") else None
+            self._module_values.append((_text(left), held, node.start_point[0] + 1))
         if annotation is not None:
             self._visit_expr(annotation, scope)
         self._bind_type(left, annotation, right, scope)
@@ -678,6 +687,15 @@ class PythonExtractor:
         elif value.type == "identifier":
             how, what = "name", _text(value)
         self._returns.append((scope.eid, how, ("yield:" if node.type == "yield" else "") + what, line))
+
+    def _module_bindings(self, mod_id: str) -> None:
+        """`s = attrs` at the top level, `s` set nowhere else in the module (nor by a `global`
+        statement): a BINDS reference, read by the resolver (nsccn/indexing/resolve_aliases.py)."""
+        counts = Counter(name for name, _, _ in self._module_values)
+        counts.update(r.target for r in self.refs if r.relation == "MUTATES" and "." not in r.target)
+        for name, value, line in self._module_values:
+            if value and counts[name] == 1 and value != name and counts[name] == self.module_globals.count(name):
+                self.refs.append(Ref(mod_id, "BINDS", f"{name}={value}", line))
 
     def _held_calls(self) -> None:
         """`cls(...)` where the function (or one enclosing it) bound `cls = Option` (a class, by its

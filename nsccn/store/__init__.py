@@ -300,7 +300,11 @@ class Store:
                 (row[0],),
             )
         )
-        return _Symbols(row[1], ids, json.loads(row[2]), set(json.loads(row[3])), bases)
+        binds = self.symbol("BINDS")
+        bindings = {t for (t,) in c.execute(
+            "SELECT t.name FROM refs r JOIN symbols t ON t.id = r.target JOIN files f ON f.id=?"
+            " WHERE r.rowid BETWEEN f.refs_first AND f.refs_last AND r.relation = ?", (row[0], binds))} if binds else set()
+        return _Symbols(row[1], ids, json.loads(row[2]), set(json.loads(row[3])), bases, bindings)
 
     def _delete_file_rows(self, path: str) -> None:
         c = self.conn
@@ -751,6 +755,7 @@ class _Symbols:
     imports: dict[str, str]
     globals: set[str]
     bases: set[tuple[str, str]]  # (class id, base expression)
+    bindings: set[str]  # "NAME=VALUE": a global bound to a name (nsccn/indexing/resolve_aliases.py)
 
 
 def _symbols_of(pf: ParsedFile) -> _Symbols:
@@ -760,6 +765,7 @@ def _symbols_of(pf: ParsedFile) -> _Symbols:
         pf.imports,
         set(pf.module_globals),
         {(r.source, r.target) for r in pf.refs if r.relation == "INHERITS"},
+        {r.target for r in pf.refs if r.relation == "BINDS"},
     )
 
 
@@ -773,6 +779,7 @@ def _changed_names(before: _Symbols | None, after: _Symbols | None) -> set[str]:
         return names | ({EVERYTHING} if _project_facts(whole.imports) else set())
     names = {before.ids.get(i) or after.ids[i] for i in before.ids.keys() ^ after.ids.keys()}
     names |= before.globals ^ after.globals
+    names |= {b.partition("=")[0] for b in before.bindings ^ after.bindings}  # `s = attrs` now `s = attrib`
     rebound = {k for k in before.imports.keys() | after.imports.keys() if before.imports.get(k) != after.imports.get(k)}
     names |= rebound
     if _project_facts(before.imports) != _project_facts(after.imports):
