@@ -225,6 +225,20 @@ def why_missed(nav: Navigator, missed: set[str], commit: str, changed: list[dict
     return reasons
 
 
+def selected_paths(tests: list[dict], truth: set[str], all_tests: set[str]) -> list[list]:
+    """[test, covering?, confidence, distance, the relations of its reason path] of each selected
+    test: what over-selection goes through (read by impact_pool.py --paths)."""
+    out = []
+    for t in tests:
+        if not t.get("qualname"):
+            continue
+        tid = node(t["file"], t["qualname"])
+        if tid in all_tests:
+            relations = re.findall(r" -([A-Z_]+)(?:\([^)]*\))?\(", t["reason"])
+            out.append([tid, tid in truth, t["confidence"], t["distance"], relations])
+    return out
+
+
 def score(selected: set[str], truth: set[str], times: dict[str, float]) -> dict:
     selected = selected & set(times)
     total = sum(times.values()) or 1.0
@@ -250,10 +264,14 @@ def main() -> int:
                     "out of the sample (a fresh sample after a change made looking at them)")
     ap.add_argument("--replay", help="the commits of an earlier run's results (JSON), in its order, not a new "
                     "sample: before and after a change on the same commits")
+    ap.add_argument("--truth", help="a folder of each commit's suite times and covering tests (default WORK/truth): "
+                    "read when there, written when not, so replays of other nsccn code skip the suite")
     args = ap.parse_args()
     mirror, work = Path(args.repo), Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     tree = work / "tree"
+    truth_dir = Path(args.truth) if args.truth else work / "truth"
+    truth_dir.mkdir(parents=True, exist_ok=True)
     seen = {r["commit"] for f in args.exclude if f.endswith(".json") for r in json.loads(Path(f).read_text())["commits"]}
     seen |= {f for f in args.exclude if not f.endswith(".json")}  # commit ids (or their prefixes) as such
     if args.replay:
@@ -267,12 +285,18 @@ def main() -> int:
         parent = git(tree, "rev-parse", sha + "^").strip()
         git(tree, "checkout", "-q", "-f", "--detach", parent)
         git(tree, "clean", "-q", "-fdx", "-e", ".nsccn")
-        times, cov, wall = run_suite(tree, args.python, args.package, args.tests, work, args.timeout)
-        if not times:
-            print(f"{sha[:10]}: the suite did not run at the parent; skipped", file=sys.stderr)
-            continue
         lines = truth_lines(tree, parent, sha, args.package)
-        truth = covering_tests(args.python, cov, lines) & set(times)
+        cached = truth_dir / f"{sha}.json"
+        if cached.exists():  # the truth is the suite's, not nsccn's: one run of it serves every replay
+            known = json.loads(cached.read_text())
+            times, truth, wall = known["times"], set(known["covering"]), known["suite_seconds"]
+        else:
+            times, cov, wall = run_suite(tree, args.python, args.package, args.tests, work, args.timeout)
+            if not times:
+                print(f"{sha[:10]}: the suite did not run at the parent; skipped", file=sys.stderr)
+                continue
+            truth = covering_tests(args.python, cov, lines) & set(times)
+            cached.write_text(json.dumps({"times": times, "covering": sorted(truth), "suite_seconds": wall}))
         index_repository(tree, workers=1, embed=False)
         nav = Navigator(tree)
         t0 = time.perf_counter()
@@ -309,6 +333,7 @@ def main() -> int:
             "all": score(all_tests, truth, times),
             "changed_precision": len(ours & ast_set) / len(ours) if ours else None,
             "changed_recall": len(ours & ast_set) / len(ast_set) if ast_set else None,
+            "selected_paths": selected_paths(out["tests"], truth, all_tests),
             "missed_tests": sorted(truth - picked)[:10],
             "missed": why_missed(nav, truth - picked, sha, out["changed"], tree) if truth - picked else {},
         }
