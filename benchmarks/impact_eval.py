@@ -121,13 +121,45 @@ def truth_lines(tree: Path, parent: str, sha: str, package: str) -> dict[str, li
     return out
 
 
-def covering_tests(python: str, cov: Path, lines: dict[str, list[int]]) -> set[str]:
+def covering_tests(python: str, cov: Path, lines: dict[str, list[int]]) -> dict[str, set[str]]:
+    """Per changed file, the tests whose coverage holds one of its lines."""
     got = subprocess.run([python, "-c", CONTEXTS, str(cov), json.dumps(lines)], capture_output=True, text=True, check=True)
-    out = set()
-    for by_line in json.loads(got.stdout).values():
+    out: dict[str, set[str]] = {}
+    for rel, by_line in json.loads(got.stdout).items():
         for contexts in by_line.values():
-            out |= {strip_params(c.split("|", 1)[0]) for c in contexts if c}
+            out.setdefault(rel, set()).update(strip_params(c.split("|", 1)[0]) for c in contexts if c)
     return out
+
+
+class _NoAnnotations(ast.NodeTransformer):
+    """A module as it runs: a signature's annotations and `if TYPE_CHECKING:` blocks (no else) left out."""
+
+    def visit_arg(self, node):
+        node.annotation = None
+        return node
+
+    def visit_FunctionDef(self, node):
+        node.returns = None
+        return self.generic_visit(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_If(self, node):
+        t = node.test
+        if not node.orelse and ((isinstance(t, ast.Name) and t.id == "TYPE_CHECKING")
+                                or (isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")):
+            return None
+        return self.generic_visit(node)
+
+
+def runs_the_same(tree: Path, parent: str, sha: str, path: str) -> bool:
+    """Whether a file's change leaves its code as Python runs it (comments, a signature's
+    annotations, `if TYPE_CHECKING:` blocks alone): Python's own ast, not nsccn's, says so."""
+    try:
+        a, b = (ast.dump(_NoAnnotations().visit(ast.parse(git(tree, "show", f"{rev}:{path}")))) for rev in (parent, sha))
+    except (SyntaxError, subprocess.CalledProcessError, ValueError):
+        return False
+    return a == b
 
 
 def ast_entities(text: str) -> list[tuple[str, int, int]]:
@@ -289,14 +321,28 @@ def main() -> int:
         cached = truth_dir / f"{sha}.json"
         if cached.exists():  # the truth is the suite's, not nsccn's: one run of it serves every replay
             known = json.loads(cached.read_text())
-            times, truth, wall = known["times"], set(known["covering"]), known["suite_seconds"]
+            times, wall = known["times"], known["suite_seconds"]
+            by_file = {f: set(t) for f, t in known["by_file"].items()} if "by_file" in known else None
+            truth = set(known["covering"])
         else:
             times, cov, wall = run_suite(tree, args.python, args.package, args.tests, work, args.timeout)
             if not times:
                 print(f"{sha[:10]}: the suite did not run at the parent; skipped", file=sys.stderr)
                 continue
-            truth = covering_tests(args.python, cov, lines) & set(times)
-            cached.write_text(json.dumps({"times": times, "covering": sorted(truth), "suite_seconds": wall}))
+            by_file = {f: t & set(times) for f, t in covering_tests(args.python, cov, lines).items()}
+            truth = set().union(*by_file.values()) if by_file else set()
+            cached.write_text(json.dumps({"times": times, "covering": sorted(truth), "suite_seconds": wall,
+                                          "by_file": {f: sorted(t) for f, t in by_file.items()}}))
+        # the lines a change touches that run the same (comments, annotations) can break no test: the
+        # tests that cover them are not the truth (Ekstazi's checksums leave out debug information too)
+        inert = sorted(f for f in lines if runs_the_same(tree, parent, sha, f))
+        as_written = truth
+        if inert:
+            if by_file is not None:
+                truth = set().union(*(t for f, t in by_file.items() if f not in inert))
+            elif len(inert) == len(lines):
+                truth = set()
+            # else: an older cache without the files apart, and some file's code changed: all of it kept
         index_repository(tree, workers=1, embed=False)
         nav = Navigator(tree)
         t0 = time.perf_counter()
@@ -326,7 +372,9 @@ def main() -> int:
         row = {
             "commit": sha, "suite_tests": len(all_tests), "suite_seconds": round(wall, 1), "covering": len(truth),
             "impact_seconds": round(seconds, 3),
+            "covering_as_written": len(as_written), "inert_files": inert,
             "nsccn": score(picked, truth, times),
+            "nsccn_as_written": score(picked, as_written, times),
             **{f"nsccn_conf_{f:g}": score(picked_at(f), truth, times) for f in CONFIDENCE_FLOORS},
             "named_test_module": score(named, truth, times),
             "file_importers": score(importer_tests(nav, changed_files, all_tests), truth, times),
@@ -353,7 +401,10 @@ def main() -> int:
 def summarize(rows: list[dict]) -> dict:
     covered = [r for r in rows if r["covering"]]
     out = {"commits": len(rows), "commits_with_covering_tests": len(covered)}
-    for key in ("nsccn", *(f"nsccn_conf_{f:g}" for f in CONFIDENCE_FLOORS), "named_test_module", "file_importers", "all"):
+    for key in ("nsccn", *(f"nsccn_conf_{f:g}" for f in CONFIDENCE_FLOORS), "named_test_module", "file_importers", "all",
+                "nsccn_as_written"):
+        if key == "nsccn_as_written":
+            covered = [r for r in rows if r.get("covering_as_written", r["covering"])]
         rec = [r[key]["recall"] for r in covered]
         out[key] = {
             "median_recall": round(statistics.median(rec), 3) if rec else None,

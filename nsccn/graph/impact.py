@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nsccn.graph import fixtures, mentions
+from nsccn.graph.inert import CodeLines, inert_lines
 from nsccn.reading.changes import Change
 from nsccn.reading.diff import FileDiff
 from nsccn.store import EntityRow, Store
@@ -118,6 +119,7 @@ def changed_entities(store: Store, change: Change, files: list[dict]) -> tuple[l
             old_t, new_t = {e.id: (e, [e.start_line], []) for e in old_side.entities}, {}
         else:
             old_t, new_t = _touched(fd, old_side, True), _touched(fd, new_side, False)
+        inert_old, inert_new = _inert_lines(fd, old_data, new_data)
         old_by_key = {(e.kind, e.qualname): e for e in old_side.entities}
         new_by_key = {(e.kind, e.qualname): e for e in new_side.entities}
         seen: set[tuple[str, str]] = set()
@@ -139,6 +141,8 @@ def changed_entities(store: Store, change: Change, files: list[dict]) -> tuple[l
                     what = "signature" if sig_changed and e.kind != "module" else "body"
                     if what == "body" and _docstring_only(before, after, old_t, new_t):
                         what = "docstring"
+                    elif _all_in(before, old_t, inert_old) and _all_in(after, new_t, inert_new):
+                        what = "inert"  # comments, a signature's annotations: the code reads the same
                 now = e if not is_old else (counterpart or e)
                 was = e if is_old else (counterpart or e)
                 item = {"id": now.id, "kind": e.kind, "change": what, "file": now.path, "line": now.start_line}
@@ -146,8 +150,10 @@ def changed_entities(store: Store, change: Change, files: list[dict]) -> tuple[l
                     item["was"] = was.id
                 changed.append(item)
         for touched, side in ((old_t, old_side), (new_t, new_side)):  # module-level lines: the globals they set
-            for e, _lines, texts in touched.values():
+            inert = inert_old if side is old_side else inert_new
+            for e, lines, texts in touched.values():
                 if e.kind == "module" and side.globals_:
+                    texts = [t for n, t in zip(lines, texts) if n not in inert]
                     names = set().union(*(set(_IDENT.findall(t)) for t in texts)) & side.globals_
                     globals_touched += [f"var:{e.path}:{g}" for g in sorted(names)]
         if fd.status == "renamed" and not fd.hunks:
@@ -156,6 +162,38 @@ def changed_entities(store: Store, change: Change, files: list[dict]) -> tuple[l
                 changed.append({"id": f"module:{fd.new_path}:{e.qualname}", "kind": "module", "change": "moved",
                                 "file": fd.new_path, "line": 1, "was": e.id})
     return changed, list(dict.fromkeys(globals_touched))
+
+
+def _inert_lines(fd: FileDiff, old_data: bytes | None, new_data: bytes | None) -> tuple[set[int], set[int]]:
+    """The lines of the change's blocks (a run of removed and added lines) whose code reads the
+    same on both sides (`nsccn.graph.inert`)."""
+    if old_data is None or new_data is None or not fd.hunks:
+        return set(), set()
+    blocks: list[tuple[list[int], list[int]]] = []
+    for h in fd.hunks:
+        old_line, new_line, block = h.old_start, h.new_start, None
+        for body in h.lines:
+            m = body[:1]
+            if m == "-" or m == "+":
+                if block is None:
+                    block = ([], [])
+                    blocks.append(block)
+                if m == "-":
+                    block[0].append(old_line)
+                    old_line += 1
+                else:
+                    block[1].append(new_line)
+                    new_line += 1
+            elif m == " ":
+                block = None
+                old_line += 1
+                new_line += 1
+    return inert_lines(CodeLines(fd.old_path, old_data), CodeLines(fd.new_path, new_data), blocks)
+
+
+def _all_in(e, touched: dict, lines: set[int]) -> bool:
+    hit = touched.get(e.id)
+    return hit is None or all(n in lines for n in hit[1])
 
 
 def _docstring_only(before, after, old_t: dict, new_t: dict) -> bool:
@@ -360,7 +398,7 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
         for eid in (c["id"], c.get("was")):
             if eid and deps.row(eid) is not None:
                 c["in_index"] = eid
-                if c["change"] != "docstring":  # documentation alone runs nothing (doctests aside)
+                if c["change"] not in ("docstring", "inert"):  # documentation, comments, annotations run nothing (doctests aside)
                     seeds.setdefault(eid, None)
                 break
         else:
@@ -459,7 +497,7 @@ def _risk(changed: list[dict], impacted: list[dict], tested: set[str]) -> dict:
         by_distance[i["distance"]] = by_distance.get(i["distance"], 0) + 1
     code = [c for c in changed if not is_test_path(c["file"]) and c["kind"] != "module"]
     public = [c["id"] for c in code if not c["id"].rsplit(":", 1)[-1].rsplit(".", 1)[-1].startswith("_")]
-    untested = [c["id"] for c in code if c["change"] not in ("added", "docstring")
+    untested = [c["id"] for c in code if c["change"] not in ("added", "docstring", "inert")
                 and (c["in_index"] or c["id"]) not in tested]
     signature = [c["id"] for c in code if c["change"] in ("signature", "deleted")]
     level = "low"

@@ -1,0 +1,97 @@
+"""The code of a file's lines with what runs nothing left out: comments (each grammar's comment
+nodes), and in Python the annotations of a signature (a parameter's or the return's: stored, never
+run) and an `if TYPE_CHECKING:` block with no `else` (never entered at run time). Two versions of
+some lines whose code reads the same changed no behaviour (`nsccn.graph.impact` walks nothing from
+such a change); code that reads annotations at run time (`typing.get_type_hints`) is the exception,
+as reflection is for every static test selection.
+
+Only the nodes that overlap the lines asked about are visited, so a one-line change in a long
+file costs a few nodes, not the file."""
+
+from __future__ import annotations
+
+import bisect
+
+import tree_sitter as ts
+
+from nsccn import languages
+
+# Python: a signature's annotation, and the punctuation that introduces it (`x: int`, `-> str`)
+_ANNOTATED = ("typed_parameter", "typed_default_parameter", "function_definition")
+_ANNOTATION_MARKS = {":": ("typed_parameter", "typed_default_parameter"), "->": ("function_definition",)}
+
+
+class CodeLines:
+    """One side of a file, parsed once; `tokens(lines)`: the code tokens on those lines."""
+
+    def __init__(self, path: str, data: bytes):
+        self.tree: ts.Tree | None = None
+        self.comments: frozenset[str] = frozenset()
+        self.python = False
+        try:
+            language = languages.language_for(path, data[:256])
+        except Exception:  # noqa: BLE001 - an unknown file: no tokens, every change counts
+            language = None
+        if language == "python":
+            from nsccn.languages.python import parser
+
+            self.python, self.comments = True, frozenset(("comment",))
+            self.tree = parser().parse(data)
+        elif language is not None:
+            try:
+                lang = languages.query_language(language)
+            except KeyError:
+                return
+            self.comments = frozenset(lang.comment_types)
+            self.tree = lang.parser.parse(data)
+
+    def tokens(self, lines: list[int]) -> list[str] | None:
+        """The text of every code token on `lines` (1-based, sorted), in order; None: not parsed."""
+        if self.tree is None:
+            return None
+        out: list[str] = []
+        if lines:
+            self._collect(self.tree.root_node, [n - 1 for n in lines], out)
+        return out
+
+    def _collect(self, node: ts.Node, rows: list[int], out: list[str]) -> None:
+        first, last = node.start_point[0], node.end_point[0]
+        i = bisect.bisect_left(rows, first)
+        if i == len(rows) or rows[i] > last or self._inert(node):
+            return
+        if node.child_count == 0:
+            out.append(node.text.decode("utf-8", "replace") if node.text is not None else "")
+            return
+        for child in node.children:
+            self._collect(child, rows, out)
+
+    def _inert(self, node: ts.Node) -> bool:
+        if node.type in self.comments:
+            return True
+        if not self.python:
+            return False
+        parent = node.parent
+        if parent is None:
+            return False
+        if node.type == "type" and parent.type in _ANNOTATED:
+            return True
+        if node.type in _ANNOTATION_MARKS and parent.type in _ANNOTATION_MARKS[node.type]:
+            return True
+        if node.type == "if_statement" and node.child_by_field_name("alternative") is None:
+            cond = node.child_by_field_name("condition")
+            text = cond.text.decode("utf-8", "replace") if cond is not None and cond.text else ""
+            return text == "TYPE_CHECKING" or text.endswith(".TYPE_CHECKING")
+        return False
+
+
+def inert_lines(old: CodeLines, new: CodeLines, blocks: list[tuple[list[int], list[int]]]) -> tuple[set[int], set[int]]:
+    """Of each block of a diff (old lines removed, new lines added, side by side), the lines of
+    those whose code reads the same on both sides: (old lines, new lines)."""
+    old_out: set[int] = set()
+    new_out: set[int] = set()
+    for removed, added in blocks:
+        before, after = old.tokens(removed), new.tokens(added)
+        if before is not None and after is not None and before == after:
+            old_out.update(removed)
+            new_out.update(added)
+    return old_out, new_out

@@ -1,0 +1,102 @@
+"""A change that runs the same (comments, a signature's annotations, an `if TYPE_CHECKING:` block)
+walks nothing: `nsccn impact` lists it as `inert` and selects no test for it, while a change to
+code beside a comment still does. A real git repository, a real index, a real diff."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from conftest import write_repo
+from nsccn.indexing.indexer import index_repository
+from nsccn.serving.navigator import Navigator
+
+FILES = {
+    "src/pkg/__init__.py": "",
+    "src/pkg/core.py": """
+        from typing import TYPE_CHECKING
+
+        if TYPE_CHECKING:
+            from pkg.other import Thing
+
+        LIMIT = 3  # the most
+
+
+        def clip(value: int, top: int = LIMIT) -> int:
+            # the smaller of the two
+            return min(value, top)  # never more than top
+    """,
+    "src/web/clip.ts": """
+        export function clip(value: number, top: number): number {
+          // the smaller of the two
+          return Math.min(value, top);
+        }
+    """,
+    "tests/test_core.py": """
+        from pkg.core import clip
+
+
+        def test_clip():
+            assert clip(5, 3) == 3
+    """,
+}
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    root = write_repo(tmp_path_factory.mktemp("inert"), FILES)
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "one"]):
+        subprocess.run(["git", *args], cwd=root, check=True)
+    index_repository(root, workers=1, embed=False)
+    return root
+
+
+def _impact(root, path, *edits):
+    file = root / path
+    text = file.read_text()
+    changed = text
+    for old, new in edits:
+        assert old in changed
+        changed = changed.replace(old, new, 1)
+    file.write_text(changed)
+    nav = Navigator(root)
+    try:
+        out = nav.impact()
+    finally:
+        nav.close()
+        file.write_text(text)
+    return {c.id: c.change for c in out.changed}, {t.id for t in out.tests}
+
+
+CLIP = "func:src/pkg/core.py:clip"
+TEST = "func:tests/test_core.py:test_clip"
+
+
+@pytest.mark.parametrize("edits", [
+    [("# the smaller of the two", "# the lesser of the two\n    # (ties: either)")],  # whole-line comments
+    [("# never more than top", "# type: ignore[arg-type]")],  # a trailing comment
+    [("value: int, top: int = LIMIT) -> int:", "value: float, top=LIMIT):")],  # annotations only
+    [("from pkg.other import Thing", "from pkg.other import Thing, Other")],  # never runs
+    [("LIMIT = 3  # the most", "LIMIT = 3")],  # a module line's comment: the global it sets is not rebound
+])
+def test_a_change_that_runs_the_same_selects_no_test(repo, edits):
+    changed, tests = _impact(repo, "src/pkg/core.py", *edits)
+    assert changed and set(changed.values()) == {"inert"}, changed
+    assert not tests
+
+
+def test_code_beside_a_comment_still_counts(repo):
+    changed, tests = _impact(repo, "src/pkg/core.py", ("min(value, top)  # never", "max(value, top)  # always"))
+    assert changed[CLIP] == "body" and TEST in tests
+    changed, tests = _impact(repo, "src/pkg/core.py", ("top: int = LIMIT", "top: int = 4"))
+    assert changed[CLIP] == "signature" and TEST in tests  # a default is code, its annotation is not
+    changed, _ = _impact(repo, "src/pkg/core.py", ("LIMIT = 3", "LIMIT = 4"))
+    assert [c for i, c in changed.items() if i.startswith("module:src/pkg/core.py:")] == ["body"]
+
+
+def test_another_languages_comments_run_nothing(repo):
+    changed, _ = _impact(repo, "src/web/clip.ts", ("// the smaller of the two", "// the lesser of the two"))
+    assert set(changed.values()) == {"inert"}, changed
+    changed, _ = _impact(repo, "src/web/clip.ts", ("Math.min(value, top)", "Math.max(value, top)"))
+    assert set(changed.values()) == {"body"}, changed
