@@ -109,3 +109,21 @@ def _uses(decorator: str, name: str) -> bool:
 
 def _like_prefix(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+DECORATOR_CONFIDENCE = 0.9  # the callee is named in the decorator; a statement just before the def would read the same
+
+
+def decorated(members: list[EntityRow], scope: str, line: int, name: str) -> EntityRow | None:
+    """The function or method of `scope` (a class or module; `members`: its file's entities) whose
+    decorators or defaults hold a call, made on `line` by the scope, naming `name`:
+    `@given(simple_classes())`, `@pytest.mark.parametrize("x", [make()])`, `def test(x=make())`
+    are evaluated where the test is defined and hand the test what they build, so the test runs
+    what they call."""
+    for r in members:
+        if r.parent == scope and r.kind in ("func", "method") and r.start_line <= line <= r.end_line:
+            pattern = re.compile(rf"\b{re.escape(name)}\b")
+            if any(pattern.search(d) for d in r.decorators) or pattern.search(r.signature):
+                return r
+            return None
+    return None

@@ -221,6 +221,7 @@ class Dependents:
         self._rows: dict[str, EntityRow | None] = {}
         self._subs: dict[str, list[tuple[str, float]]] = {}
         self._mentions: mentions.Mentions | None = None
+        self._files: dict[str, list[EntityRow]] = {}
 
     def row(self, eid: str) -> EntityRow | None:
         if eid not in self._rows:
@@ -231,11 +232,17 @@ class Dependents:
         """Who depends on `node`, one step (`changed`: node is what the change touched itself)."""
         store = self.store
         out: list[tuple[str, str, float]] = []
-        for e in store.edges_to(node, ("CALLS", "INHERITS", "IMPORTS", "READS_CONFIG")):
+        edges = store.edges_to(node, ("CALLS", "INHERITS", "IMPORTS", "READS_CONFIG"))
+        for e in edges:
             if e.source != node:
                 out.append((e.source, e.relation, e.confidence))
         if node.startswith(("var:", "attr:")):
             return out
+        for e in edges:  # a call in a test's decorator, made by the class or module that defines the test
+            if e.relation == "CALLS" and e.source.startswith(("class:", "module:")) and is_test_path(e.path):
+                test = fixtures.decorated(self._members(e.path), e.source, e.line, node.rsplit(":", 1)[-1].rsplit(".", 1)[-1])
+                if test is not None:
+                    out.append((test.id, "DECORATES", fixtures.DECORATOR_CONFIDENCE))
         for e in store.edges_from(node, ("MUTATES",)):  # state coupling: who reads what it writes
             for r in store.edges_to(e.target, STATE_RELATIONS):
                 if r.source != node:
@@ -277,6 +284,11 @@ class Dependents:
             for r in fixtures.parametrized(store, row):
                 out.append((r.id, "PARAMETRIZES", fixtures.PARAMETRIZE_CONFIDENCE))
         return out
+
+    def _members(self, path: str) -> list[EntityRow]:
+        if path not in self._files:
+            self._files[path] = self.store.entities_in_file(path)
+        return self._files[path]
 
     def _globals(self, path: str) -> list[str]:
         row = self.store.conn.execute("SELECT module_globals FROM files WHERE path=?", (path,)).fetchone()
@@ -423,7 +435,7 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
             item["file"], item["line"] = row.path, row.start_line
         impacted.append(item)
     impacted.sort(key=lambda x: (-x["confidence"], x["distance"], x["id"]))
-    tests, tested = _tests(reached, rows, changed)
+    tests, tested = _tests(reached, rows, changed, deps)
     out = {
         "source": change.source,
         "files": files,
@@ -460,7 +472,25 @@ def _read(root: Path, rel: str) -> bytes | None:
         return None
 
 
-def _tests(reached: dict[str, Reach], rows: dict[str, EntityRow], changed: list[dict]) -> tuple[list[dict], set[str]]:
+def _inherited(deps: Dependents, row: EntityRow, r: Reach) -> list[tuple[tuple[str, str], dict]]:
+    """A test method as the test classes that inherit it collect it (`class TestLRU(CacheTests)`:
+    pytest runs `TestLRU::test_get`, written once in the base, for each subclass)."""
+    out = []
+    for sub, conf in deps._subclasses(row.parent):
+        sub_row = deps.row(sub)
+        if sub_row is None or not is_test_path(sub_row.path) \
+                or deps.row(f"method:{sub_row.path}:{sub_row.qualname}.{row.name}") is not None:
+            continue  # overridden there: its own entity, reached or not on its own
+        qualname = f"{sub_row.qualname}.{row.name}"
+        out.append(((sub_row.path, qualname), {
+            "id": f"method:{sub_row.path}:{qualname}", "file": sub_row.path, "qualname": qualname,
+            "distance": r.distance, "confidence": round(r.confidence * conf, 3),
+            "reason": f"{sub} inherits {row.id}: " + ("changed itself" if r.distance == 0 else render_path(r))}))
+    return out
+
+
+def _tests(reached: dict[str, Reach], rows: dict[str, EntityRow], changed: list[dict],
+           deps: Dependents) -> tuple[list[dict], set[str]]:
     """The tests to run, best first, and the changed entities (index ids) some test reaches."""
     out: dict[tuple[str, str | None], dict] = {}
     tested: set[str] = set()
@@ -478,9 +508,13 @@ def _tests(reached: dict[str, Reach], rows: dict[str, EntityRow], changed: list[
                 "distance": r.distance, "confidence": round(r.confidence, 3),
                 "reason": "changed itself" if r.distance == 0 else render_path(r)}
         tested.add(r.path[0])
-        kept = out.get(key)
-        if kept is None or (item["confidence"], -item["distance"]) > (kept["confidence"], -kept["distance"]):
-            out[key] = item
+        found = [(key, item)]
+        if key[1] and row.kind == "method" and row.parent and row.parent.startswith("class:"):
+            found += _inherited(deps, row, r)
+        for key, item in found:
+            kept = out.get(key)
+            if kept is None or (item["confidence"], -item["distance"]) > (kept["confidence"], -kept["distance"]):
+                out[key] = item
     for c in changed:  # a test added or edited by the change is one to run (new ones are not in the index yet)
         if c["kind"] in ("func", "method") and c["change"] != "deleted":
             name = c["id"].rsplit(":", 1)[-1]
