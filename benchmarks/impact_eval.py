@@ -14,6 +14,12 @@ says why (not an entity of the index, reachable only deeper than the test depth,
     python benchmarks/impact_eval.py --repo /work/.mirror/pallets+flask/repo --package src/flask \\
         --python /path/to/venv-with-the-suite's-deps/bin/python --commits 8 --seed 42 --work /tmp/eval-flask
 
+A changed file whose code Python's own `ast` sees unchanged once comments, a signature's
+annotations and `if TYPE_CHECKING:` blocks are left out (no test can fail because of it) adds no
+covering test to the truth; the truth as written (every covering test of a changed line) is scored
+beside it (`nsccn_as_written`). Each commit's suite times and covering tests per file are kept in
+`--truth` (default WORK/truth): a replay of other nsccn code on the same commits skips the suite.
+
 The commits: the newest 150 non-merge commits (`--window`), those touching 1-5 library .py files (no test
 file counted), sampled with the seed. The package runs from the checkout (PYTHONPATH=src or the
 root), so the scratch environment holds only the suite's dependencies.
