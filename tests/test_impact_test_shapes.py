@@ -49,13 +49,16 @@ FILES = {
 
         def given(value):
             return lambda f: f
+
+
+        nested = [items()]
     """,
     "tests/test_caches.py": """
         import pytest
 
         from pkg.core import spare
         from tests.base import CacheTests
-        from tests.strategies import given, items
+        from tests.strategies import given, items, nested
 
 
         class TestLRU(CacheTests):
@@ -78,6 +81,10 @@ FILES = {
 
             def test_plain(self):
                 assert True
+
+            @given(nested)
+            def test_nested(self, value):
+                assert value
 
 
         @pytest.mark.parametrize("value", [items()])
@@ -123,4 +130,5 @@ def test_a_call_in_a_tests_decorator_reaches_the_test(repo):
     assert tests[(CASES, "TestBuilt.test_items")].reason.startswith(
         "method:tests/test_caches.py:TestBuilt.test_items -DECORATES(0.9)-> func:tests/strategies.py:items")
     assert (CASES, "test_module_level") in tests
+    assert "-DECORATES(0.9)-> var:tests/strategies.py:nested" in tests[(CASES, "TestBuilt.test_nested")].reason
     assert (CASES, "TestBuilt.test_plain") not in tests

@@ -114,16 +114,18 @@ def _like_prefix(text: str) -> str:
 DECORATOR_CONFIDENCE = 0.9  # the callee is named in the decorator; a statement just before the def would read the same
 
 
-def decorated(members: list[EntityRow], scope: str, line: int, name: str) -> EntityRow | None:
-    """The function or method of `scope` (a class or module; `members`: its file's entities) whose
-    decorators or defaults hold a call, made on `line` by the scope, naming `name`:
-    `@given(simple_classes())`, `@pytest.mark.parametrize("x", [make()])`, `def test(x=make())`
-    are evaluated where the test is defined and hand the test what they build, so the test runs
-    what they call."""
+def decorated(members: list[EntityRow], scope: str, line: int, name: str, imported: bool = False) -> list[EntityRow]:
+    """The functions and methods among `members` (a test file's, with decorators or defaults) whose
+    decorators or defaults name `name`, where `scope` (a class or module) calls it on `line`, or
+    (`imported`) anywhere in the file that imports it: `@given(simple_classes())`, `@given(nested)`,
+    `@pytest.mark.parametrize("x", [make()])`, `def test(x=make())` are evaluated where the test is
+    defined and hand the test what they hold, so the test runs it."""
+    pattern = re.compile(rf"\b{re.escape(name)}\b")
+    out = []
     for r in members:
-        if r.parent == scope and r.kind in ("func", "method") and r.start_line <= line <= r.end_line:
-            pattern = re.compile(rf"\b{re.escape(name)}\b")
-            if any(pattern.search(d) for d in r.decorators) or pattern.search(r.signature):
-                return r
-            return None
-    return None
+        if imported or (r.parent == scope and r.start_line <= line <= r.end_line):
+            if any(pattern.search(d) for d in r.decorators) or pattern.search(r.signature.partition("=")[2]):
+                out.append(r)
+            if not imported:
+                break
+    return out

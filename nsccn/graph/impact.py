@@ -236,13 +236,13 @@ class Dependents:
         for e in edges:
             if e.source != node:
                 out.append((e.source, e.relation, e.confidence))
+        name = node.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
+        for e in edges:  # what a test's decorator calls or names, evaluated by the class or module defining it
+            if e.relation in ("CALLS", "IMPORTS") and e.source.startswith(("class:", "module:")) and is_test_path(e.path):
+                for test in fixtures.decorated(self._members(e.path), e.source, e.line, name, e.relation == "IMPORTS"):
+                    out.append((test.id, "DECORATES", fixtures.DECORATOR_CONFIDENCE))
         if node.startswith(("var:", "attr:")):
             return out
-        for e in edges:  # a call in a test's decorator, made by the class or module that defines the test
-            if e.relation == "CALLS" and e.source.startswith(("class:", "module:")) and is_test_path(e.path):
-                test = fixtures.decorated(self._members(e.path), e.source, e.line, node.rsplit(":", 1)[-1].rsplit(".", 1)[-1])
-                if test is not None:
-                    out.append((test.id, "DECORATES", fixtures.DECORATOR_CONFIDENCE))
         for e in store.edges_from(node, ("MUTATES",)):  # state coupling: who reads what it writes
             for r in store.edges_to(e.target, STATE_RELATIONS):
                 if r.source != node:
@@ -286,8 +286,10 @@ class Dependents:
         return out
 
     def _members(self, path: str) -> list[EntityRow]:
+        """A test file's functions and methods that have decorators or defaults (evaluated by their scope)."""
         if path not in self._files:
-            self._files[path] = self.store.entities_in_file(path)
+            self._files[path] = [r for r in self.store.entities_in_file(path)
+                                 if r.kind in ("func", "method") and (r.decorators or "=" in r.signature)]
         return self._files[path]
 
     def _globals(self, path: str) -> list[str]:
@@ -351,7 +353,10 @@ def walk(store: Store, seeds: dict[str, list[tuple[str, str, float]] | None], de
             steps = seeds.get(node) if d == 1 and seeds.get(node) is not None else deps.of(node, changed=d == 1)
             here = best[node]
             for other, relation, conf in steps:
-                if conf < min_confidence or other in best:
+                if conf < min_confidence:
+                    continue
+                # an importer is a leaf; reached later by what its code runs, it walks on from there
+                if other in best and (relation == "IMPORTS" or _last_relation(best[other]) != "IMPORTS"):
                     continue
                 c = here.confidence * conf
                 # of two paths as sure, one that calls beats one that imports (an import walks no further)
