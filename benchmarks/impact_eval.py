@@ -46,8 +46,12 @@ from nsccn.reading.diff import parse_diff  # noqa: E402
 from nsccn.indexing.indexer import index_repository  # noqa: E402
 from nsccn.serving.answers import plain  # noqa: E402
 from nsccn.serving.navigator import Navigator  # noqa: E402
+from nsccn.graph.impact import TEST_DEPTH  # noqa: E402
 from nsccn.reading.testpaths import is_test_path  # noqa: E402
 
+# the same answer's tests within fewer hops of the change: the walk is breadth-first, so a test's
+# distance is the same whatever the bound, and one walk to the deepest scores every depth exactly
+TEST_DEPTHS = (4, 5, 6, 7, 8)
 CONFIDENCE_FLOORS = (0.3, 0.6)  # the same answer's tests, cut at a path confidence: how recall trades for selection
 CONTEXTS = r"""
 import json, sys
@@ -352,14 +356,14 @@ def main() -> int:
         index_repository(tree, workers=1, embed=False)
         nav = Navigator(tree)
         t0 = time.perf_counter()
-        out = plain(nav.impact(commit=sha))  # as its JSON
+        out = plain(nav.impact(commit=sha, test_depth=max(TEST_DEPTHS)))  # as its JSON
         seconds = time.perf_counter() - t0
         all_tests = set(times)
 
-        def picked_at(floor: float) -> set[str]:
+        def picked_at(floor: float, depth: int = TEST_DEPTH) -> set[str]:
             got = set()
             for t in out["tests"]:
-                if t["confidence"] < floor:
+                if t["confidence"] < floor or t["distance"] > depth:
                     continue
                 if t.get("qualname"):
                     got.add(node(t["file"], t["qualname"]))
@@ -382,6 +386,7 @@ def main() -> int:
             "nsccn": score(picked, truth, times),
             "nsccn_as_written": score(picked, as_written, times),
             **{f"nsccn_conf_{f:g}": score(picked_at(f), truth, times) for f in CONFIDENCE_FLOORS},
+            **{f"nsccn_depth_{d}": score(picked_at(0.0, d), truth, times) for d in TEST_DEPTHS},
             "named_test_module": score(named, truth, times),
             "file_importers": score(importer_tests(nav, changed_files, all_tests), truth, times),
             "all": score(all_tests, truth, times),
@@ -407,7 +412,8 @@ def main() -> int:
 def summarize(rows: list[dict]) -> dict:
     covered = [r for r in rows if r["covering"]]
     out = {"commits": len(rows), "commits_with_covering_tests": len(covered)}
-    for key in ("nsccn", *(f"nsccn_conf_{f:g}" for f in CONFIDENCE_FLOORS), "named_test_module", "file_importers", "all",
+    for key in ("nsccn", *(f"nsccn_conf_{f:g}" for f in CONFIDENCE_FLOORS), *(f"nsccn_depth_{d}" for d in TEST_DEPTHS),
+                "named_test_module", "file_importers", "all",
                 "nsccn_as_written"):
         if key == "nsccn_as_written":
             covered = [r for r in rows if r.get("covering_as_written", r["covering"])]

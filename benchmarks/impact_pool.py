@@ -23,6 +23,7 @@ from pathlib import Path
 
 SELECTORS = (("nsccn", "impact"), ("file_importers", "importers"), ("named_test_module", "test_<module>.py"),
              ("nsccn_as_written", "impact vs the truth as written"))
+OPTIONAL = (("nsccn_depth_8", "impact, tests within 8 hops"), ("nsccn_depth_5", "impact, tests within 5 hops"))
 
 
 def load(paths: list[str]) -> list[dict]:
@@ -66,6 +67,8 @@ def main() -> int:
         label, _, paths = spec.partition("=")
         groups[label] = load(paths.split(","))
     groups["pooled"] = [r for rows in list(groups.values()) for r in rows]
+    global SELECTORS
+    SELECTORS = SELECTORS + tuple(o for o in OPTIONAL if all(o[0] in r for rows in groups.values() for r in rows))
     out = {label: summary(rows) for label, rows in groups.items()}
     if args.json:
         print(json.dumps(out, indent=1))
