@@ -15,6 +15,7 @@ from nsccn.serving.navigator import Navigator
 
 FILES = {
     "src/pkg/__init__.py": """
+        from functools import partial
         from io import open as io_open
 
         from ._make import Base, attrib, attrs
@@ -26,6 +27,7 @@ FILES = {
         twice = attrib
         opener = io_open
         again = s
+        dataclass = partial(attrs, auto=True)
     """,
     "src/pkg/_make.py": """
         class Base:
@@ -59,6 +61,10 @@ FILES = {
 
         def test_again():
             assert pkg.again() == 1
+
+
+        def test_partial():
+            assert pkg.dataclass() == 1
 
 
         def test_twice():
@@ -112,6 +118,7 @@ def test_a_call_of_a_global_bound_to_a_name_calls_that_name(repo):
     assert (T + "test_chained", f"func:{MAKE}:attrs") in edges  # the middle name of a chain, imported
     assert (T + "test_ib", f"func:{MAKE}:attrib") in edges
     assert (T + "test_again", f"func:{MAKE}:attrs") in edges  # a global bound to an alias
+    assert (T + "test_partial", f"func:{MAKE}:attrs") in edges  # `partial(attrs, ...)` calls attrs
     assert (T + "test_s", "var:src/pkg/__init__.py:s") not in edges
     # a class: subclassing the alias subclasses it, building the subclass runs its __init__
     assert edges[("class:tests/test_alias.py:Sub", f"class:{MAKE}:Base")].relation == "INHERITS"

@@ -590,6 +590,8 @@ class PythonExtractor:
             value = right
             while value is not None and value.type == "assignment":  # `s = attributes = attrs`
                 value = value.child_by_field_name("right")
+            if value is not None and value.type == "call" and _partial_of(value, self._src):
+                value = _partial_of(value, self._src)  # `dataclass = partial(attrs, auto_attribs=True)`
             held = _expr_name(value, self._src) if value is not None and value.type in ("identifier", "attribute") else None
             self._module_values.append((_text(left), held, node.start_point[0] + 1))
         if annotation is not None:
@@ -1009,6 +1011,16 @@ def _chain_operands(node: ts.Node) -> list[ts.Node]:
         node = children[0]
     operands.append(node)
     return operands
+
+
+def _partial_of(call: ts.Node, src: bytes) -> ts.Node | None:
+    """`partial(f, ...)` / `functools.partial(f, ...)`: f, the function it calls."""
+    name = _expr_name(call.child_by_field_name("function"), src)
+    args = call.child_by_field_name("arguments")
+    if name not in ("partial", "functools.partial") or args is None or not args.named_children:
+        return None
+    first = args.named_children[0]
+    return first if first.type in ("identifier", "attribute") else None
 
 
 def _assignment_targets(left: ts.Node | None) -> list[ts.Node]:
