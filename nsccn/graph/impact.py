@@ -342,23 +342,29 @@ def walk(store: Store, seeds: dict[str, list[tuple[str, str, float]] | None], de
     graph's, for an entity the index lacks); each entity keeps its most confident shortest path."""
     deps = Dependents(store)
     best: dict[str, Reach] = {s: Reach(0, 1.0, [s]) for s in seeds}
+    # an importer (a leaf) reached later by what its own code runs: it walks on along that path,
+    # while the shorter import stays the path it is listed with
+    onward: dict[str, Reach] = {}
     frontier = list(seeds)
     truncated = False
     for d in range(1, depth + 1):
         nxt: dict[str, Reach] = {}
+        nxt_onward: dict[str, Reach] = {}
         for node in frontier:
-            if _last_relation(best[node]) == "IMPORTS":
+            here = onward.get(node) or best[node]
+            if _last_relation(here) == "IMPORTS":
                 continue  # an importer: the import alone runs nothing further
             # a changed module's own globals are seeds of their own (the lines that set them)
             steps = seeds.get(node) if d == 1 and seeds.get(node) is not None else deps.of(node, changed=d == 1)
-            here = best[node]
             for other, relation, conf in steps:
                 if conf < min_confidence:
                     continue
-                # an importer is a leaf; reached later by what its code runs, it walks on from there
-                if other in best and (relation == "IMPORTS" or _last_relation(best[other]) != "IMPORTS"):
-                    continue
                 c = here.confidence * conf
+                if other in best:
+                    if relation != "IMPORTS" and other not in onward and _last_relation(best[other]) == "IMPORTS" \
+                            and (other not in nxt_onward or c > nxt_onward[other].confidence):
+                        nxt_onward[other] = Reach(d, c, here.path + [(relation, round(conf, 3), other)])
+                    continue
                 # of two paths as sure, one that calls beats one that imports (an import walks no further)
                 if other not in nxt or c > nxt[other].confidence or (
                         c == nxt[other].confidence and relation != "IMPORTS" and _last_relation(nxt[other]) == "IMPORTS"):
@@ -368,7 +374,8 @@ def walk(store: Store, seeds: dict[str, list[tuple[str, str, float]] | None], de
             nxt = dict(keep)
             truncated = True
         best.update(nxt)
-        frontier = list(nxt)
+        onward.update(nxt_onward)
+        frontier = list(nxt) + list(nxt_onward)
         if not frontier or truncated:
             break
     return best, truncated
