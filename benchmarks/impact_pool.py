@@ -23,7 +23,7 @@ from pathlib import Path
 
 SELECTORS = (("nsccn", "impact"), ("file_importers", "importers"), ("named_test_module", "test_<module>.py"),
              ("nsccn_as_written", "impact vs the truth as written"))
-OPTIONAL = (("nsccn_depth_8", "impact, tests within 8 hops"), ("nsccn_depth_5", "impact, tests within 5 hops"))
+OPTIONAL = (("nsccn_depth_7", "impact, tests within 7 hops"), ("nsccn_depth_6", "impact, tests within 6 hops"))
 
 
 def load(paths: list[str]) -> list[dict]:

@@ -35,7 +35,7 @@ from nsccn.reading.testpaths import is_test_path
 from nsccn.graph.testrun import is_test, is_test_file_unit, js_runner, run_command
 
 DEFAULT_DEPTH = 3  # hops listed under `impacted` (as `trace`)
-TEST_DEPTH = 6  # hops a test may be from a changed entity (past 6, click and flask held no covering test: docs/impact.md)
+TEST_DEPTH = 8  # hops a test may be from a changed entity (6 halves click's selection and loses an attrs commit: docs/impact.md)
 MAX_NODES = 4_000  # entities one walk reaches at most
 MAX_CHANGED = 2_000  # changed entities mapped at most
 MEMBER_CONFIDENCE = 0.5  # a method's class: whoever builds or subclasses it may call the method

@@ -410,7 +410,7 @@ class Navigator:
 
     def impact(self, staged: bool = False, base: str | None = None, commit: str | None = None,
                diff: str | None = None, depth: int = 3, min_confidence: float = 0.0,
-               test_depth: int = 6) -> ImpactAnswer:
+               test_depth: int = 8) -> ImpactAnswer:
         """What a change touches, what depends on it and which tests reach it (`nsccn.graph.impact`): the
         working tree against HEAD, or the staged changes, or since `base`, or one `commit`, or a diff."""
         from nsccn.reading import changes
