@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from nsccn.model import split_entity_id
 
 if TYPE_CHECKING:
-    from nsccn.indexing.resolve import Resolver
     from nsccn.store import Store
 
 BINDS = "BINDS"  # raw reference relation: module -> "NAME=VALUE"
@@ -45,9 +44,10 @@ class Aliases:
                 self._bound[(split_entity_id(source)[1], name)] = (source, value)
         return self._bound
 
-    def follow(self, resolver: Resolver, results: list[tuple[str, float, str]], relation: str,
+    def follow(self, resolver, results: list[tuple[str, float, str]], relation: str,
                hops: int = 0) -> list[tuple[str, float, str]]:
-        """`results` with each global bound to a name of ours replaced by what it is bound to."""
+        """`results` with each global bound to a name of ours replaced by what it is bound to
+        (`resolver`: the `nsccn.indexing.resolve.Resolver` asking, whose `name` rule resolves the value)."""
         if relation not in FOLLOWED or hops >= MAX_HOPS or not any(t.startswith("var:") for t, _, _ in results):
             return results
         table = self.table()
