@@ -7,6 +7,7 @@ Resolutions, strongest first:
   same_package    a top-level definition of another file of the package (Go, Java)  1.0
   import          through the file's imports (re-exports and relative imports)    1.0
   self+MRO        self./cls. through the enclosing class and its bases            1.0 own, 0.9 inherited
+  self+literal    `this.m()` in an object literal's method: the literal's own m  0.9
   super+MRO       super().m through the bases                                     1.0
   star_import     a name that only a `from m import *` can provide                0.9
   external        into a module outside the repository (stdlib, third party)      1.0, target `ext:dotted`
@@ -39,8 +40,10 @@ from nsccn.languages import query_language
 from nsccn.languages.receivers import (CONSTRUCTED, DECLARED, FIXTURE_DECORATOR, GETTER, IMPL_OF, INJECTED,
                                       PREFIXES, PYTHON_RETURN_TYPE, type_name)
 from nsccn.languages.naming import Project, package_groups
+from nsccn.languages.literals import LITERAL
 from nsccn.languages.scopes import LOCAL, OUTER
 from nsccn.model import split_entity_id
+from nsccn.reading.testpaths import is_test_path
 from nsccn.store import Store
 
 MAX_AMBIGUOUS = 8  # a name defined more often than this says nothing about the target
@@ -51,6 +54,7 @@ PROJECT_LANGUAGES = frozenset(("go.mod", "tsconfig", "cargo"))  # files of facts
 FAMILIES = {"typescript": "javascript", "tsx": "javascript", "cpp": "c"}
 PROPERTY_DECORATORS = frozenset(("property", "cached_property", "abstractproperty"))  # a read runs the method
 TYPED_GUESSED_TYPE = 0.75  # the receiver's type named by a unique class name, not an import
+LITERAL_MEMBER = 0.9  # `this.m()` in an object literal's method: the literal's m, unless called on another object
 _THIS_MEMBER = re.compile(r"this\.(#?[\w$]+)\s*=")  # `this.use = (...) => ...` in a method: a member
 _PARTS = re.compile(r"[./:]+")  # the names in an import's target (`pkg.mod.f`, `./lib/tool`, `crate::m`)
 _ABSTRACT = re.compile(r"(?:^|\s)(?:interface|trait|protocol)\b")  # a type whose methods declare, not implement
@@ -139,6 +143,8 @@ class Resolver:
         self._returned_names: dict[str, set[str]] | None = None  # function -> what its returns build (RETURNS refs)
         self._return_patterns: dict[str, re.Pattern | None] = {}
         self._property_patterns: dict[str, re.Pattern | None] = {}
+        self._members: dict[str, bool] = {}
+        self._test_paths: dict[str, bool] = {}
         # Methods declared by interfaces and traits: a name guess takes them only when nothing
         # else defines the name.
         # A signature ending in `;` is a declaration too (a C prototype, an abstract or trait method).
@@ -373,6 +379,9 @@ class Resolver:
                 results = [(hit[0], 1.0, "same_scope" if "." in qualname else "same_module")]
             else:  # a property (`obj.f = function`) binds no name: the import is meant
                 results = self._bare(path, source, name, relation, own=False)
+        elif target.startswith(LITERAL):  # `this.m()` in an object literal's method: the literal's m
+            hit = self.by_key.get((path, target[len(LITERAL):]))
+            results = [(hit[0], LITERAL_MEMBER, "self+literal")] if hit else []
         elif target.startswith(OUTER):  # none of the file's definitions is in scope there
             results = self._bare(path, source, target[len(OUTER):], relation, own=False)
         else:
@@ -659,18 +668,35 @@ class Resolver:
     def _property(self, eid: str) -> bool:
         """Whether a definition binds no name in its file (a property, an object literal's method:
         its language's `property_definition` pattern over its signature)."""
-        language = self.language.get(split_entity_id(eid)[1], "python")
+        pattern = self._property_pattern(split_entity_id(eid)[1])
+        if pattern is None:
+            return False
+        row = self._conn.execute("SELECT signature FROM entities WHERE id=?", (eid,)).fetchone()
+        return bool(row and pattern.search(row[0]))
+
+    def _member(self, eid: str) -> bool:
+        """Whether a function can be an object's member: a property or literal method where the
+        language's `property_definition` tells one from a declaration, any function elsewhere."""
+        found = self._members.get(eid)
+        if found is None:
+            found = self._members[eid] = self._property_pattern(split_entity_id(eid)[1]) is None or self._property(eid)
+        return found
+
+    def _property_pattern(self, path: str) -> re.Pattern | None:
+        language = self.language.get(path, "python")
         if language not in self._property_patterns:
             try:
                 text = query_language(language).property_definition
             except KeyError:
                 text = ""
             self._property_patterns[language] = re.compile(text) if text else None
-        pattern = self._property_patterns[language]
-        if pattern is None:
-            return False
-        row = self._conn.execute("SELECT signature FROM entities WHERE id=?", (eid,)).fetchone()
-        return bool(row and pattern.search(row[0]))
+        return self._property_patterns[language]
+
+    def _is_test(self, path: str) -> bool:
+        found = self._test_paths.get(path)
+        if found is None:
+            found = self._test_paths[path] = is_test_path(path)
+        return found
 
     def _body_of(self, path: str, qualname: str) -> tuple[str, str] | None:
         """The definition with a body of a name first declared without one in the same file
@@ -701,8 +727,14 @@ class Resolver:
         if path and cands:  # a guess never leaves the caller's language
             family = self.family(path)
             cands = [eid for eid in cands if self.family(split_entity_id(eid)[1]) == family]
+        if path and cands and not self._is_test(path):  # library code calls no test, example or doc
+            cands = [eid for eid in cands if not self._is_test(split_entity_id(eid)[1])]
         if method and relation == "CALLS":
-            cands = [eid for eid in cands if eid.startswith("method:")] or cands
+            # `obj.m()` reaches a function only through an object that holds it: a member (a
+            # property, an object literal's method), not a name a declaration binds (`function
+            # f`, `const f = ...`), where the language tells them apart
+            cands = [eid for eid in cands if eid.startswith("method:")] or [
+                eid for eid in cands if self._member(eid)]
             cands = [eid for eid in cands if eid != source]  # `obj.m()` inside m: another object's m
         if relation == "CALLS":
             cands = [eid for eid in cands if eid not in self.declared_only] or cands

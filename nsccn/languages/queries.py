@@ -37,6 +37,7 @@ from pathlib import Path
 import tree_sitter as ts
 
 from nsccn.reading.entity_bounds import head_lines
+from nsccn.languages.literals import LITERAL, Literals
 from nsccn.languages.scopes import Scopes
 from nsccn.languages.receivers import CALLED_RANK, CONSTRUCTED, CONSTRUCTED_RANK, DECLARED_RANK, IMPL_OF, Bindings, type_name
 from nsccn.model import Entity, Ref, entity_id
@@ -80,6 +81,8 @@ class QueryLanguage:
     return_type = ""  # regex over a function's signature, group 1 the type it declares it returns
     property_definition = ""  # regex over a signature: a definition that binds no name (`obj.f = function`, `{ m() {} }`)
     anonymous_functions: tuple[str, ...] = ()  # unnamed function nodes: a definition inside one is seen only there
+    object_literals: tuple[str, ...] = ()  # object literal nodes: `this` in one's method is the literal (literals.py)
+    this_functions: tuple[str, ...] = ()  # the nodes that give `this` a value of their own (not arrow functions)
 
     def grammar(self):  # the tree-sitter language capsule
         raise NotImplementedError
@@ -337,6 +340,7 @@ class QueryExtractor:
             parent_defs[id(d)] = owner
             stack.append(d)
         self._scopes = Scopes(defs, self.lang.anonymous_functions, parent_defs)
+        self._literals = Literals(defs, self.lang.object_literals, self.lang.this_functions)
 
     def _attach_refs(self, defs: list[_Def], refs: list, mod_id: str) -> None:
         """Each reference to its innermost enclosing definition, in source order."""
@@ -381,7 +385,9 @@ class QueryExtractor:
                     continue
                 if relation == "CALLS" and "." not in path:
                     path = self._scopes.rewrite(path, start)
-                if relation == "CALLS" and typing is not None and "." in path:
+                elif relation == "CALLS" and path.startswith("self."):
+                    path = self._literals.rewrite(path, node)
+                if relation == "CALLS" and typing is not None and "." in path and not path.startswith(LITERAL):
                     owners = [d.eid for d in reversed(stack) if not d.is_scope]
                     # inside a function a binding counts after it (not in its own right-hand side); at
                     # module level (callbacks are scopes of their own: `(c) => c.json()`) anywhere
