@@ -333,7 +333,23 @@ class PythonExtractor:
             return
         if t in ("return_statement", "yield") and scope.kind in ("func", "method"):
             self._returned(node, scope)
+        if t == "with_statement":
+            self._with_bindings(node, scope)
         self._visit_expr(node, scope)
+
+    def _with_bindings(self, node: ts.Node, scope: _Scope) -> None:
+        """`with T() as x` binds x as `x = T()` would: what `__enter__` gives, the object itself
+        for nearly every context manager (a function's result: the type it returns)."""
+        clause = next((c for c in node.named_children if c.type == "with_clause"), None)
+        for item in clause.named_children if clause is not None else ():
+            pattern = item.named_children[0] if item.named_children else None
+            if pattern is None or pattern.type != "as_pattern":
+                continue
+            value = pattern.named_children[0] if pattern.named_children else None
+            target = pattern.child_by_field_name("alias")
+            name = target.named_children[0] if target is not None and target.named_children else None
+            if value is not None and value.type == "call" and name is not None and name.type == "identifier":
+                self._bind_type(name, None, value, scope)
 
     def _visit_expr(self, node: ts.Node, scope: _Scope) -> None:
         """Calls, config reads and body terms inside any expression (a statement given here is
