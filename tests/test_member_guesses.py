@@ -9,7 +9,10 @@
 - a guess from library code never lands in a test file (a test's guess at the library still does);
 - tsconfig `paths` name files as an import does, extension and all: `"pkg": ["./src/index.ts"]`
   names that one file, `"pkg/*": ["./src/*.ts"]` every file under src/;
-- Python: `with T() as x` binds x as `x = T()` does.
+- Python: `with T() as x` binds x as `x = T()` does;
+- a call on what a typed call returns (`p = req.copy()`, `copy() -> Prepared`), or on a field of a
+  typed receiver (`r.request.copy()` with `request: Prepared` in Response's class body, `self.x =
+  Other()` in its methods) reaches that type's method (`typed` 0.9), in Python and TS alike.
 """
 
 from __future__ import annotations
@@ -84,6 +87,44 @@ def api(m):
     with Session() as session:
         return session.request(m)
 """,
+    "pkg/models.py": """from pkg.session import Other, Session
+
+
+class Prepared:
+    def copy(self) -> "Prepared":
+        return Prepared()
+
+    def prepare(self):
+        return 1
+
+
+class Response:
+    request: Prepared
+    connection: Session
+
+    def __init__(self):
+        self.backup = Other()
+
+
+def redirect(r: Response):
+    prep = r.request.copy()
+    prep.prepare()
+    r.connection.request(prep)
+    return r.backup.request(prep)
+""",
+    "web/ctx.ts": """export class Store {
+  get(k: string) { return k }
+}
+export class Ctx {
+  store: Store
+  make(): Store { return this.store }
+}
+export function use(c: Ctx) {
+  c.store.get('a')
+  const s = c.make()
+  return s.get('b')
+}
+""",
 }
 
 
@@ -136,3 +177,14 @@ def test_tsconfig_paths_name_files_with_their_extension(calls):
 def test_with_binds_its_name_to_what_it_builds(calls):
     assert _from(calls, "func:pkg/session.py:api")["method:pkg/session.py:Session.request"] == ("typed", 0.9)
     assert "method:pkg/session.py:Other.request" not in _from(calls, "func:pkg/session.py:api")
+
+
+def test_a_typed_calls_result_and_a_typed_receivers_field_are_typed(calls):
+    redirect = _from(calls, "func:pkg/models.py:redirect")
+    assert redirect["method:pkg/models.py:Prepared.copy"] == ("typed", 0.9)  # r.request.copy()
+    assert redirect["method:pkg/models.py:Prepared.prepare"] == ("typed", 0.9)  # prep = ...copy(); prep.prepare()
+    assert redirect["method:pkg/session.py:Session.request"] == ("typed", 0.9)  # r.connection.request()
+    assert redirect["method:pkg/session.py:Other.request"] == ("typed", 0.9)  # r.backup.request()
+    use = {(e.line, e.target): (e.resolution, e.confidence) for e in calls if e.source == "func:web/ctx.ts:use"}
+    assert use[(9, "method:web/ctx.ts:Store.get")] == ("typed", 0.9)  # c.store.get()
+    assert use[(11, "method:web/ctx.ts:Store.get")] == ("typed", 0.9)  # s = c.make(); s.get()

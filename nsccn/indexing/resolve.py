@@ -37,8 +37,8 @@ import sys
 from collections import defaultdict
 
 from nsccn.languages import query_language
-from nsccn.languages.receivers import (CONSTRUCTED, DECLARED, FIXTURE_DECORATOR, GETTER, IMPL_OF, INJECTED,
-                                      PREFIXES, PYTHON_RETURN_TYPE, type_name)
+from nsccn.languages.receivers import (CONSTRUCTED, DECLARED, FIELD, FIXTURE_DECORATOR, GETTER, HOLDS, IMPL_OF,
+                                      INJECTED, PREFIXES, PYTHON_RETURN_TYPE, type_name)
 from nsccn.languages.naming import Project, package_groups
 from nsccn.languages.literals import LITERAL
 from nsccn.languages.scopes import LOCAL, OUTER
@@ -141,6 +141,7 @@ class Resolver:
         self._fixtures: dict[tuple[str, str], str | None] = {}  # (test file, parameter) -> fixture id
         self._local_imports: dict[tuple[str, str], set[str]] | None = None  # (path, function) -> what its body imports
         self._returned_names: dict[str, set[str]] | None = None  # function -> what its returns build (RETURNS refs)
+        self._holds: dict[str, dict[str, str]] | None = None  # class -> field -> the type it holds (HOLDS refs)
         self._return_patterns: dict[str, re.Pattern | None] = {}
         self._property_patterns: dict[str, re.Pattern | None] = {}
         self._members: dict[str, bool] = {}
@@ -346,8 +347,8 @@ class Resolver:
     def resolve(self, path: str, source: str, relation: str, target: str, scope: str) -> list[tuple[str, float, str]]:
         if relation == "CONTAINS":
             return [(target, 1.0, "structural")]
-        if relation in ("RETURNS", "MENTIONS"):
-            return []  # what a function returns (read by `_return_class`), a name in a string: no edge
+        if relation in ("RETURNS", "MENTIONS", HOLDS):
+            return []  # what a function returns or a field holds (read by `typed`), a name in a string: no edge
         if relation == "IMPORTS":
             found = self.dotted(target)
             if found is None:
@@ -409,6 +410,13 @@ class Resolver:
             fixture = self._fixture(path, typ)
             returned = self._function_returns(fixture, fixture=True) if fixture else None
             found = [(returned, 1.0, "fixture")] if returned else []
+        elif typ.startswith(PREFIXES):  # `x = c.make()` with c typed: the type that method returns
+            found = [(cid, 1.0, "returns") for cid in self._types_of(path, source, typ, scope)]
+        elif FIELD in typ:  # `x.f.m()`: the type the field f of x's type holds (`f@T`)
+            declared = False
+            field, _, base = typ.partition(FIELD)
+            held = {self._held(cid, field) for cid in self._types_of(path, source, base, scope)}
+            found = [(held.pop(), 1.0, "holds")] if len(held) == 1 and None not in held else []
         else:
             found = self.name(path, source, typ, scope, "INHERITS")
         if any(t.startswith("ext:") for t, _, _ in found):
@@ -416,7 +424,7 @@ class Resolver:
             # module bound by a call, `np = import_module("numpy")`, and imported as well)
             return [r for r in self.name(path, source, written, scope, "CALLS") if r[1] >= 1.0]
         classes = [(t, conf) for t, conf, _ in found if t.startswith("class:")]
-        if not classes and prefix == CONSTRUCTED:
+        if not classes and prefix == CONSTRUCTED and not typ.startswith(PREFIXES):
             returned = self._returned(path, source, typ, scope)
             if returned is not None:
                 classes = [(returned, 1.0)]
@@ -433,6 +441,35 @@ class Resolver:
         if any(b.startswith("ext:") for cid, _ in classes for c in self.mro(cid) for b in self.bases.get(c, ())):
             return []  # the method comes from a base outside the repository
         return self.name(path, source, written, scope, "CALLS")
+
+    def _types_of(self, path: str, source: str, typ: str, scope: str) -> list[str]:
+        """The one class a type written in a typed reference names: a typed call's result
+        (`typed:c:Cart.make`: what Cart.make returns), or a type named in the caller's file."""
+        if typ.startswith(PREFIXES):
+            made = {self._function_returns(t) for t, _, how in self.typed(path, source, typ, scope) if how == "typed"}
+            return [made.pop()] if len(made) == 1 and None not in made else []
+        found = [t for t, conf, _ in self.name(path, source, typ, scope, "INHERITS") if conf >= 1.0 and t.startswith("class:")]
+        return found if len(found) == 1 else []
+
+    def _held(self, class_id: str, field: str) -> str | None:
+        """The class a field of a class (through its bases) holds, as the class's own file names
+        it: declared or built there (`HOLDS` references), or a property's return type."""
+        if self._holds is None:  # one read of the HOLDS references, when a field's type first matters
+            self._holds = defaultdict(dict)
+            for cid, what in self._store.relation_pairs(HOLDS):
+                name, _, typ = what.partition(":")
+                self._holds[cid][name] = typ
+        for cid in self.mro(class_id):
+            typ = self._holds.get(cid, {}).get(field)
+            if typ:
+                _, cpath, qualname = split_entity_id(cid)
+                found = [t for t, conf, _ in self.name(cpath, cid, typ, qualname, "INHERITS")
+                         if conf >= 1.0 and t.startswith("class:")]
+                return found[0] if len(found) == 1 else None
+        getter = self.member(class_id, field)
+        if getter and getter[0].startswith("method:") and self._is_getter(getter[0]):
+            return self._function_returns(getter[0])
+        return None
 
     def getter(self, path: str, source: str, read: str, scope: str) -> list[tuple[str, float, str]]:
         """`x.attr` read where x's type is known (typed, or `self`): the getter it runs when attr

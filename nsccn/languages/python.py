@@ -20,7 +20,7 @@ import tree_sitter_python
 from nsccn.reading.entity_bounds import head_lines
 from nsccn.reading.testpaths import is_test_path
 from nsccn.languages.mentions import mentions
-from nsccn.languages.receivers import (CALLED_RANK, DECLARED_RANK, FIXTURE_DECORATOR, GETTER, INJECTED_RANK, PREFIXES,
+from nsccn.languages.receivers import (CALLED_RANK, DECLARED_RANK, FIXTURE_DECORATOR, GETTER, HOLDS, INJECTED_RANK, PREFIXES,
                                       Bindings, type_name)
 from nsccn.model import Entity, Ref, entity_id
 
@@ -752,6 +752,11 @@ class PythonExtractor:
         self._held_calls()
         if not self._typing.locals and not self._typing.fields and not self._typing.held:
             return
+        self._typing.type_results(mod_id)
+        for e in self.entities:  # what each class's fields hold, for `x.f.m()` in any file
+            if e.kind == "class":
+                for name, typ, line in self._typing.held_types(e.qualname, e.id):
+                    self.refs.append(Ref(e.id, HOLDS, f"{name}:{typ}", line or e.start_line))
         self.refs = [Ref(r.source, r.relation, self._typing.rewrite(r.target, [r.source, mod_id], r.scope, r.line - 1 if r.source != mod_id else None), r.line, r.scope)
                      if r.relation == "CALLS" and "." in r.target and not r.target.startswith(("super()", GETTER)) else r
                      for r in self.refs]

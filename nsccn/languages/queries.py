@@ -39,7 +39,8 @@ import tree_sitter as ts
 from nsccn.reading.entity_bounds import head_lines
 from nsccn.languages.literals import LITERAL, Literals
 from nsccn.languages.scopes import Scopes
-from nsccn.languages.receivers import CALLED_RANK, CONSTRUCTED, CONSTRUCTED_RANK, DECLARED_RANK, IMPL_OF, Bindings, type_name
+from nsccn.languages.receivers import (CALLED_RANK, CONSTRUCTED, CONSTRUCTED_RANK, DECLARED_RANK, HOLDS, IMPL_OF, Bindings,
+                                      type_name)
 from nsccn.model import Entity, Ref, entity_id
 
 HERE = Path(__file__).parent
@@ -395,6 +396,10 @@ class QueryExtractor:
                 self.refs.append(Ref(source, relation, path, line, cls))
             else:
                 self.refs.append(Ref(source, relation, target, line, cls))
+        for d in defs if typing is not None else ():  # what each class's fields hold, for `x.f.m()` in any file
+            if d.kind == "class":
+                for name, typ, _ in typing.held_types(d.qualname, ""):
+                    self.refs.append(Ref(d.eid, HOLDS, f"{name}:{typ}", d.node.start_point[0] + 1))
         for d in defs:  # `impl Trait for Type`: the type inherits the trait, if the type is here
             if d.is_scope and d.trait:
                 own = next((e for e in defs if e.kind == "class" and e.qualname == d.name), None)
@@ -425,6 +430,7 @@ class QueryExtractor:
                 typing.field(owner.entity_class if owner is not None else "", name, typ, rank, end)
             else:
                 typing.local(owner.eid if owner is not None else "", name, typ, rank, end)
+        typing.type_results("")
         return typing
 
     def _path(self, expr: str, receiver: str | None) -> str | None:
