@@ -12,7 +12,8 @@
 - Python: `with T() as x` binds x as `x = T()` does;
 - a call on what a typed call returns (`p = req.copy()`, `copy() -> Prepared`), or on a field of a
   typed receiver (`r.request.copy()` with `request: Prepared` in Response's class body, `self.x =
-  Other()` in its methods) reaches that type's method (`typed` 0.9), in Python and TS alike.
+  Other()` in its methods) reaches that type's method (`typed` 0.9), in Python and TS alike;
+- JS/TS `super.m()` and `super(...)` go through the bases (`super+MRO`), as Python's `super().m()`.
 """
 
 from __future__ import annotations
@@ -112,6 +113,12 @@ def redirect(r: Response):
     r.connection.request(prep)
     return r.backup.request(prep)
 """,
+    "web/child.ts": """import { Store } from './ctx'
+export class Cache extends Store {
+  constructor() { super() }
+  get(k: string) { return super.get(k) }
+}
+""",
     "web/ctx.ts": """export class Store {
   get(k: string) { return k }
 }
@@ -188,3 +195,8 @@ def test_a_typed_calls_result_and_a_typed_receivers_field_are_typed(calls):
     use = {(e.line, e.target): (e.resolution, e.confidence) for e in calls if e.source == "func:web/ctx.ts:use"}
     assert use[(9, "method:web/ctx.ts:Store.get")] == ("typed", 0.9)  # c.store.get()
     assert use[(11, "method:web/ctx.ts:Store.get")] == ("typed", 0.9)  # s = c.make(); s.get()
+
+
+def test_super_goes_through_the_bases(calls):
+    assert _from(calls, "method:web/child.ts:Cache.get") == {"method:web/ctx.ts:Store.get": ("super+MRO", 1.0)}
+    assert _from(calls, "method:web/child.ts:Cache.constructor") == {"class:web/ctx.ts:Store": ("super+MRO", 1.0)}

@@ -597,6 +597,9 @@ class Resolver:
             if class_hit and len(parts) == 2:
                 m = self.member(class_hit[0], parts[1], skip_own=True)
                 return [(m[0], 1.0, "super+MRO")] if m else []
+            if class_hit and len(parts) == 1 and relation == "CALLS":  # JS `super(...)`: the base, built
+                base = next((b for b in self.bases.get(class_hit[0], ()) if b.startswith("class:")), None)
+                return [(base, 1.0, "super+MRO")] if base else []
             return []
         if head in ("self", "cls") and len(parts) == 2 and class_hit:
             m = self.member(class_hit[0], parts[1])

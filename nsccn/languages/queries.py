@@ -65,6 +65,7 @@ class QueryLanguage:
     query_dirs: tuple[str, ...] = ()  # folders under nsccn/languages holding this language's .scm files
     query_files: tuple[str, ...] = ()  # or single files there (`javascript/definitions.scm`)
     self_names: tuple[str, ...] = ("this", "self", "Self")  # receivers read as the enclosing type
+    super_names: tuple[str, ...] = ()  # receivers read as the bases (`super.m()`, `super(...)`), as Python's `super()`
     wrapper_types: tuple[str, ...] = ()  # nodes around a definition that belong to it (`export`, `const`)
     attribute_types: tuple[str, ...] = ()  # nodes between a doc comment and its definition (`#[derive]`)
     comment_types: tuple[str, ...] = ("comment",)
@@ -441,6 +442,8 @@ class QueryExtractor:
         parts = _SEP.split(expr)
         if parts[0] in self.lang.self_names or parts[0] == receiver:
             parts[0] = "self"
+        elif parts[0] in self.lang.super_names:
+            parts[0] = "super()"
         return ".".join(parts)
 
     def _entities(self, defs: list[_Def], mod_id: str, comments: list[ts.Node]) -> None:

@@ -80,6 +80,7 @@ class JavaScript(QueryLanguage):
     shebangs = ("node", "nodejs", "deno", "bun")
     query_dirs = ("javascript",)
     self_names = ("this",)
+    super_names = ("super",)
     wrapper_types = ("export_statement", "lexical_declaration", "variable_declaration", "expression_statement")
     builtins = GLOBALS
     builtin_methods = BUILTIN_METHODS
