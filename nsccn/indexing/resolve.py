@@ -8,7 +8,7 @@ Resolutions, strongest first:
   import          through the file's imports (re-exports and relative imports)    1.0
   self+MRO        self./cls. through the enclosing class and its bases            1.0 own, 0.9 inherited
   self+literal    `this.m()` in an object literal's method: the literal's own m  0.9
-  super+MRO       super().m through the bases                                     1.0
+  super+MRO       super().m through the bases (JS/TS super.m(), super(...))       1.0
   star_import     a name that only a `from m import *` can provide                0.9
   external        into a module outside the repository (stdlib, third party)      1.0, target `ext:dotted`
   builtin         a builtin exception or base class                               1.0, target `ext:builtins.X`
@@ -17,10 +17,14 @@ Resolutions, strongest first:
   unique_name     the only definition with that name in the repository            0.7 (0.35 for obj.m())
   ambiguous       one of k definitions with that name                             1/k (0.5/k for obj.m())
                   (no guess for a bare name in a language that binds names by import only, nor
-                  for obj.m() with m a method of the language's own types: `res.json()`)
+                  for obj.m() with m a method of the language's own types: `res.json()`; obj.m()
+                  guesses members only where the language tells them from declarations; library
+                  code never guesses at a test)
   typed           `obj.m()` on a receiver of a type the source states, through the type's
                   bases: declared (a typed parameter, local or field)            1.0
                   inferred from a constructor (`x = new T()`)                    0.9
+                  a typed call's result (`p = req.copy()`), a typed receiver's
+                  field (`r.request.copy()`: HOLDS references)                   0.9
                   the type itself found by a unique name only                    0.75
   receiver_unknown  `obj.attr = v` on an object of unknown type                   0.5
 
