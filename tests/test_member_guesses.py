@@ -8,7 +8,8 @@
   f`, `const f = ...`, top level or inside a function);
 - a guess from library code never lands in a test file (a test's guess at the library still does);
 - tsconfig `paths` name files as an import does, extension and all: `"pkg": ["./src/index.ts"]`
-  names that one file, `"pkg/*": ["./src/*.ts"]` every file under src/;
+  names that one file, `"pkg/*": ["./src/*.ts"]` every file under src/; a `tsconfig.base.json`
+  (what a tsconfig.json `extends`) gives its paths too;
 - Python: `with T() as x` binds x as `x = T()` does;
 - a call on what a typed call returns (`p = req.copy()`, `copy() -> Prepared`), or on a field of a
   typed receiver (`r.request.copy()` with `request: Prepared` in Response's class body, `self.x =
@@ -25,7 +26,9 @@ from nsccn.indexing.indexer import index_repository
 from nsccn.store import Store
 
 FILES = {
-    "tsconfig.json": '{"compilerOptions": {"paths": {"pkg": ["./src/index.ts"], "pkg/*": ["./src/*.ts"]}}}\n',
+    "tsconfig.json": '{"extends": "./tsconfig.base.json",'
+                     ' "compilerOptions": {"paths": {"pkg": ["./src/index.ts"], "pkg/*": ["./src/*.ts"]}}}\n',
+    "tsconfig.base.json": '{"compilerOptions": {"paths": {"@base/*": ["./src/*"]}}}\n',
     "src/index.ts": "export { createStore } from './vanilla.ts'\n",
     "src/vanilla.ts": """export const createStore = () => {
   const getState = () => 1
@@ -65,8 +68,10 @@ it('emits', (x) => x.emit())
 """,
     "src/user.ts": """import { createStore } from 'pkg'
 import { helper } from 'pkg/vanilla'
+import { helper as other } from '@base/vanilla'
 export const store = createStore()
 export const two = helper()
+export const three = other()
 """,
     "pkg/session.py": """class Session:
     def request(self, m):
@@ -179,6 +184,8 @@ def test_tsconfig_paths_name_files_with_their_extension(calls):
     user = _from(calls, "module:src/user.ts:src/user")
     assert user["func:src/vanilla.ts:createStore"] == ("import", 1.0)  # `pkg`: src/index.ts, re-exported
     assert user["func:src/vanilla.ts:helper"] == ("import", 1.0)  # `pkg/vanilla`: src/vanilla.ts
+    lines = {e.line for e in calls if e.target == "func:src/vanilla.ts:helper"}
+    assert lines == {5, 6}  # and `@base/vanilla`, through the paths of the file tsconfig.json extends
 
 
 def test_with_binds_its_name_to_what_it_builds(calls):
