@@ -131,7 +131,7 @@ class Bindings:
             return held if held else path
         if len(parts) == 3 and parts[0] == "self" and cls:
             bound = self._typed(self.fields.get(cls, {}).get(parts[1]), None)
-        elif len(parts) in (2, 3) and parts[0] not in ("self", "cls"):
+        elif len(parts) == 2 and parts[0] != "self" or len(parts) == 3 and parts[0] not in ("self", "cls"):
             for i, owner in enumerate(owners):
                 bound = self._typed(self.locals.get(owner, {}).get(parts[0]), before if i == 0 else None)
                 if bound is not None:
