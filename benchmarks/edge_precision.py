@@ -17,9 +17,10 @@ repository), and not judged when no occurrence of the name is on the line (`Foo(
 `Foo.__init__`: that edge names a function the line does not spell) or the caller's file is not
 in the SCIP index. Edges into `ext:`/`var:` targets are not judged.
 
-Recall: every SCIP reference that is a call site (the name followed by `(`, or after `new`) and
-whose definition maps to a function, method or class of NSCCN's: found when a CALLS edge from the
-same file and line reaches that entity, counted per confidence floor.
+Recall: every SCIP reference that is a call site (the name followed by `(`, or after `new`; not a
+definition, `def f(` / `function f(` / an object literal's `then(x) {`, nor a type argument,
+`new Set<Listener<S>>()`) and whose definition maps to a function, method or class of NSCCN's:
+found when a CALLS edge from the same file and line reaches that entity, counted per confidence floor.
 
 Results per language, per confidence band and per resolution kind; the same numbers for a
 baseline come from running the same command against another checkout of NSCCN
@@ -46,6 +47,11 @@ OVERLOAD_SPAN = 60  # lines from a first `@overload` stub to the body it declare
 FLOORS = (0.0, 0.5 + 1e-9, 0.8)
 _CALL_AFTER = re.compile(r"\s*(?:<[^()]*>)?\s*(?:\?\.)?\s*\(")
 _NEW_BEFORE = re.compile(r"\bnew\s+(?:[\w$]+\.)*$")
+# Not a call though a `(` follows: a definition (`def f(`, `function f(`, an overload the indexer
+# records as a reference to the first), a method written in an object literal or class body
+# (`then(onFulfilled) {`), a type argument (`new Set<Listener<S>>()`, `<S extends Api<T>>(`).
+_DEFINED_BEFORE = re.compile(r"(?:\b(?:def|function|class|extends)\s+|<\s*)$")
+_METHOD_HEAD = re.compile(r"^\s*(?:(?:async|static|get|set|public|private|protected)\s+)*\*?\s*$")
 
 
 # -- a SCIP index, read with a minimal protobuf wire decoder (scip.proto field numbers) ----------
@@ -222,6 +228,9 @@ class Truth:
             for word, symbol, start in occs:
                 end = start + len(word)
                 if not (_CALL_AFTER.match(text, end) or _NEW_BEFORE.search(text[:start])):
+                    continue
+                if _DEFINED_BEFORE.search(text[:start]) or (
+                        _METHOD_HEAD.match(text[:start]) and text.rstrip().endswith("{")):
                     continue
                 ours = frozenset(e for e in self.entity(symbol) if self.kind_of.get(e) in ("func", "method", "class"))
                 if ours:

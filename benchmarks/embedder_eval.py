@@ -111,7 +111,7 @@ def corpus(gitdir: Path, commit: str) -> dict[str, tuple[str, str, str, str, str
 
 
 def load_model(model: str, threads: int):
-    """A bundled model by id, the static model (`nsccn/static-code-v1`) or a static model file
+    """A bundled model by id, the static model (`nsccn/static-code-v2`) or a static model file
     (`.npz`) by path, or an ONNX file of MiniLM's shape by path (the bundled tokenizer). Returns
     (backend with `embed(texts)`, characters of entity text it reads)."""
     if model == STATIC_MODEL or model.endswith(".npz"):
@@ -147,7 +147,9 @@ def evaluate(records: list[dict], mirrors: Path, models: list[str], threads: int
         for m, (backend, max_chars) in backends.items():
             t0 = time.perf_counter()
             docs = backend.embed([text_of(parts[i], max_chars) for i in ids])
-            qs = backend.embed([r["problem_statement"] for r in queries])
+            texts = [r["problem_statement"] for r in queries]
+            # A static model weighs a query's tokens with its query weights, as `nsccn` does.
+            qs = backend.embed(texts, query=True) if isinstance(backend, StaticModel) else backend.embed(texts)
             for r, q in zip(queries, qs):
                 hits[m][repo].append(scores(ids, docs @ q, list(dict.fromkeys(r["gold_functions"]))))
             print(f"{repo} @ {commit[:8]}: {len(ids)} entities, {len(queries)}/{len(rs)} queries, {m}: "

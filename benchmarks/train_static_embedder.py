@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Build the static code embedding (`nsccn/models/static-code-v1/model.npz`) from mined data.
+"""Build the static code embedding (`nsccn/models/static-code-v2/model.npz`) from mined data.
 
     python benchmarks/mine_history.py --mirrors MIRRORS --per-repo 800 --out mined.jsonl
     python benchmarks/train_embedder.py pairs --dataset mined.jsonl --mirrors MIRRORS --max-chars 2000 --out pairs.jsonl
@@ -7,8 +7,13 @@
         --extra-repos numpy/numpy ansible/ansible fastapi/fastapi buildbot/buildbot twisted/twisted \
         mitmproxy/mitmproxy spotify/luigi nltk/nltk --messages 3000 --max-texts 400000 --out texts.jsonl.gz
     python benchmarks/static_teacher.py --texts texts.jsonl.gz --out teacher/teacher.npz --shard-rows 50000 [--device cuda]
-    python benchmarks/train_static_embedder.py build --pairs pairs.jsonl --texts texts.jsonl.gz \
-        --teacher teacher/teacher.npz --work WORK --out nsccn/models/static-code-v1/model.npz
+    python benchmarks/mine_history.py --mirrors MIRRORS --per-repo 800 --out mined_extra.jsonl \
+        --repos numpy/numpy,ansible/ansible,fastapi/fastapi,buildbot/buildbot,twisted/twisted,mitmproxy/mitmproxy,spotify/luigi,nltk/nltk
+    python benchmarks/train_embedder.py pairs --dataset mined_extra.jsonl --mirrors MIRRORS --max-chars 2000 --out pairs_extra.jsonl
+    cat pairs.jsonl pairs_extra.jsonl > pairs_all.jsonl
+    python benchmarks/train_static_embedder.py build --pairs pairs_all.jsonl --vocab-pairs pairs.jsonl \
+        --texts texts.jsonl.gz --teacher teacher/teacher.npz --query-lr 1e-2 --work WORK \
+        --out nsccn/models/static-code-v2/model.npz
 
 numpy and scipy (installed with NSCCN) for everything but the teacher's vectors: ONNX Runtime runs
 the bundled transformer on the CPU (hours for 220,000 texts on 2 cores), or PyTorch on a GPU where
@@ -31,6 +36,11 @@ Steps of `build`, each cached in WORK where it is slow:
    rows a batch touches in both steps; the bank never moves. Repositories named by `--valid-repos`
    are left out and scored after each epoch (MRR and recall@5 of their messages among their pairs'
    texts): the settings were chosen that way, with `Textualize/rich` and `python-attrs/attrs` out.
+   With `--query-lr`, a weight per token for the query side is learned beside the rows (from 1,
+   kept >= 0; `StaticModel.query_weight`): a report's words need not weigh what a function's do.
+   v2's additions (the camelCase compounds, the pairs of eight more repositories, the query
+   weights) were chosen by the vector stream on the newest 500 commits of rich, attrs and httpx,
+   built with `--hold-out` of the three (docs/semantic-search.md).
 5. **Export**: int8 rows with a float scale per row (`StaticModel.save`).
 
 Cross-fitting (vectors for the ranker's training records that did not train on them): `build
@@ -246,12 +256,16 @@ class RowAdam:
 
 def train_table(pairs: list[dict], start: StaticModel, *, seed: int = 0, epochs: int = 4,
                 batch: int = 64, lr: float = 3e-3, scale: float = 20.0, anchor: float = 0.0,
-                hard_negatives: int = 5, valid: list[dict] | None = None, log=print) -> StaticModel:
+                hard_negatives: int = 5, valid: list[dict] | None = None, log=print,
+                query_lr: float = 0.0) -> StaticModel:
     """`start` after contrastive training on `pairs` (deterministic for a seed): its vocabulary's
-    rows move, the bank of unknown tokens stays as it is."""
+    rows move, the bank of unknown tokens stays as it is. `query_lr` > 0 also learns a weight per
+    known token for the query side (`StaticModel.query_weight`, from 1), Adam at that rate."""
     rng = random.Random(seed)
     opt = RowAdam(start, lr)
     table, init = opt.table, start.table
+    n_vocab = len(start.vocab)
+    qopt = _WeightAdam(len(table), query_lr) if query_lr else None
     enc = Encoded(start)
     items = []
     for p in pairs:
@@ -282,6 +296,8 @@ def train_table(pairs: list[dict], start: StaticModel, *, seed: int = 0, epochs:
             rows = np.unique(np.concatenate([enc.ids[t] for t in queries + docs]))
             columns = {int(r): j for j, r in enumerate(rows)}
             xq = enc.matrix(queries, columns)
+            if qopt is not None:
+                xq_raw, xq = xq, (xq @ sparse.diags(qopt.w[rows])).tocsr()
             xd = enc.matrix(docs, columns)
             e = table[rows]
             q, qn = _normalized(xq @ e)
@@ -303,14 +319,43 @@ def train_table(pairs: list[dict], start: StaticModel, *, seed: int = 0, epochs:
             dq = (dq - q * np.sum(q * dq, axis=1, keepdims=True)) / qn
             dd = (dd - d * np.sum(d * dd, axis=1, keepdims=True)) / dn
             grad = np.asarray(xq.T @ dq + xd.T @ dd, dtype=np.float32)
+            if qopt is not None:
+                gw = np.asarray(xq_raw.multiply(dq @ e.T).sum(axis=0)).ravel()
+                qopt.step(rows[rows < n_vocab], gw[rows < n_vocab])
             if anchor:
                 grad += anchor * (e - init[rows])
             opt.step(rows, grad)
         msg = f"epoch {epoch + 1}/{epochs}: loss {np.mean(losses):.3f} ({len(chunks)} batches, {time.perf_counter() - t0:.0f} s)"
         if valid:
-            msg += "  valid " + " ".join(f"{k} {x:.3f}" for k, x in score_pairs(opt.model(), valid).items())
+            msg += "  valid " + " ".join(f"{k} {x:.3f}" for k, x in score_pairs(_with_weights(opt.model(), qopt, n_vocab),
+                                                                                    valid).items())
         log(msg)
-    return opt.model()
+    return _with_weights(opt.model(), qopt, n_vocab)
+
+
+class _WeightAdam:
+    """Adam over a weight per row (the query side's token weights), kept at or above zero."""
+
+    def __init__(self, n: int, lr: float, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8):
+        self.w = np.ones(n, np.float32)
+        self.m = np.zeros(n, np.float32)
+        self.v = np.zeros(n, np.float32)
+        self.steps = np.zeros(n, np.int64)
+        self.lr, self.b1, self.b2, self.eps = lr, b1, b2, eps
+
+    def step(self, rows: np.ndarray, grad: np.ndarray) -> None:
+        self.steps[rows] += 1
+        t = self.steps[rows].astype(np.float32)
+        self.m[rows] = self.b1 * self.m[rows] + (1 - self.b1) * grad
+        self.v[rows] = self.b2 * self.v[rows] + (1 - self.b2) * grad * grad
+        step = self.lr * (self.m[rows] / (1 - self.b1 ** t)) / (np.sqrt(self.v[rows] / (1 - self.b2 ** t)) + self.eps)
+        self.w[rows] = np.maximum(self.w[rows] - step, 0.0)
+
+
+def _with_weights(model: StaticModel, qopt: _WeightAdam | None, n_vocab: int) -> StaticModel:
+    if qopt is not None:
+        model.query_weight = qopt.w[:n_vocab].copy()
+    return model
 
 
 def regress_table(texts: list[str], targets: np.ndarray, start: StaticModel, *, seed: int = 0, epochs: int = 3,
@@ -363,7 +408,7 @@ def score_pairs(model: StaticModel, pairs: list[dict]) -> dict[str, float]:
         texts = list(dict.fromkeys(t for p in ps for t in (*p["pos"], *p["negs"])))
         where = {t: i for i, t in enumerate(texts)}
         docs = model.embed(texts)
-        qs = model.embed([p["query"] for p in ps])
+        qs = model.embed([p["query"] for p in ps], query=True)
         sims = qs @ docs.T
         for p, s in zip(ps, sims):
             order = np.argsort(-s, kind="stable")
@@ -472,7 +517,9 @@ def cmd_build(args) -> int:
         saved = json.loads(vocab_file.read_text())
         vocab, freq = saved["vocab"], np.array(saved["freq"])
     else:
-        base, _ = build_vocab(train, args.min_repos, args.max_tokens)
+        counted = train if args.vocab_pairs is None else [
+            p for p in read_pairs(args.vocab_pairs) if p["repo"] not in valid_repos | held_out]
+        base, _ = build_vocab(counted, args.min_repos, args.max_tokens)
         vocab, freq = vocab_of_texts(texts, args.min_count, args.max_tokens, base)
         vocab_file.write_text(json.dumps({"vocab": vocab, "freq": freq.tolist()}))
     print(f"vocabulary: {len(vocab)} tokens ({sum(len(split_identifier(t)) > 1 for t in vocab)} compounds)",
@@ -491,10 +538,10 @@ def cmd_build(args) -> int:
     model = regress_table(texts, targets, start, seed=args.seed, epochs=args.regress_epochs, lr=args.regress_lr,
                           valid=valid, log=log)
     model = train_table(train, model, seed=args.seed, epochs=args.epochs, batch=args.batch, lr=args.lr,
-                        scale=args.scale, anchor=args.anchor, valid=valid, log=log)
+                        scale=args.scale, anchor=args.anchor, valid=valid, log=log, query_lr=args.query_lr)
     header = {"trained_on": sorted({p["repo"] for p in train}), "pairs": len(train), "teacher_texts": len(texts),
               "seed": args.seed, "regress_epochs": args.regress_epochs, "regress_lr": args.regress_lr,
-              "epochs": args.epochs, "lr": args.lr, "anchor": args.anchor, "scale": args.scale,
+              "epochs": args.epochs, "lr": args.lr, "anchor": args.anchor, "scale": args.scale, "query_lr": args.query_lr,
               "identity": args.identity, "teacher": "nsccn/minilm-code-v1", "min_repos": args.min_repos,
               "min_count": args.min_count}
     model.save(args.out, header)
@@ -533,6 +580,8 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--mirrors", type=Path, help="bare clones (for --hold-out)")
     b.add_argument("--messages", type=int, default=3000, help="the corpus's --messages (for --hold-out)")
     b.add_argument("--vocab", type=Path, help="a vocabulary file of an earlier build (its teacher rows beside it)")
+    b.add_argument("--vocab-pairs", type=Path,
+                   help="the pairs whose tokens the vocabulary counts (default: --pairs; the shipped model: the 18 repositories')")
     b.add_argument("--min-repos", type=int, default=2)
     b.add_argument("--max-tokens", type=int, default=80000)
     b.add_argument("--dim", type=int, default=256)
@@ -541,6 +590,7 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--lr", type=float, default=1e-3)
     b.add_argument("--scale", type=float, default=10.0)
     b.add_argument("--anchor", type=float, default=0.0)
+    b.add_argument("--query-lr", type=float, default=0.0, help="learn the query side's token weights at this rate (0: none)")
     b.add_argument("--tf", choices=("log", "raw"), default="log")
     b.add_argument("--identity", type=float, default=1.0, help="weight of each token's own random row at the start")
     b.add_argument("--oov-weight", type=float, default=1.0, help="weight of an unknown token (its bank rows)")

@@ -463,7 +463,7 @@ def test_entities_and_edges(tmp_path, lang):
 
 
 CERTAIN = {"import", "same_module", "same_package", "same_scope", "self+MRO", "structural", "external", "builtin",
-           "environment", "self", "same_module+MRO", "global"}
+           "environment", "self", "same_module+MRO", "global", "super+MRO", "self+literal"}
 
 
 def test_kinds_of_definitions(tmp_path):

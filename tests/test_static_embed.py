@@ -25,6 +25,31 @@ def test_tokens_are_identifier_parts_and_known_compounds():
         "get", "http", "response", "v", "2", "x", "and", "404", "but", "not"]
     assert tokens("self.setdefault(key)", compounds={"setdefault"}) == ["self", "setdefault", "key"]
     assert tokens("set_default", compounds={"set_default"}) == ["set_default", "set", "default"]
+    assert tokens("obj.setDefault(key)", compounds={"setdefault"}) == ["obj", "setdefault", "set", "default", "key"]
+
+
+def test_a_camel_case_identifier_counts_as_the_whole_token_the_vocabulary_knows():
+    """`setDefault` is the token `setdefault` when the vocabulary has it (as the vocabulary was
+    counted), so it lands near `setdefault` and not only near `set` and `default`."""
+    rows = np.eye(4, 8, dtype=np.float32)
+    model = StaticModel(["setdefault", "set", "default", "key"], rows)
+    camel, snake_whole, parts = model.embed(["setDefault", "setdefault", "set default"])
+    assert float(camel @ snake_whole) > 0.5
+    assert float(camel @ snake_whole) > float(parts @ snake_whole) + 0.3
+
+
+def test_query_weights_weigh_a_query_s_tokens_and_survive_the_file(tmp_path):
+    """A query's known tokens are weighed by the model's query weights (an entity's are not), and
+    the weights are saved and loaded with the table."""
+    model = StaticModel(["crash", "cache", "render"], np.eye(3, 6, dtype=np.float32))
+    model.query_weight = np.array([0.0, 1.0, 1.0], np.float32)  # "crash" says nothing where in a query
+    path = tmp_path / "m.npz"
+    model.save(path)
+    loaded = StaticModel.load(path)
+    assert np.array_equal(loaded.query_weight, model.query_weight)
+    as_query, as_text = loaded.embed(["crash in cache"], query=True)[0], loaded.embed(["crash in cache"])[0]
+    cache = loaded.embed(["cache"])[0]
+    assert float(as_query @ cache) > 0.99 > float(as_text @ cache) + 0.2
 
 
 def test_the_shipped_model_gives_the_pinned_vectors():
@@ -167,6 +192,10 @@ def test_training_is_deterministic_for_a_seed():
     assert not np.array_equal(runs[0], runs[2])
     assert not np.array_equal(runs[0], start.table)  # it trained
     assert np.array_equal(runs[0][len(vocab):], start.table[len(vocab):])  # the bank stays fixed
+    weighted = [tse.train_table(pairs, start, seed=1, epochs=3, batch=2, lr=0.05, query_lr=0.1, log=lambda m: None)
+                for _ in range(2)]
+    assert np.array_equal(weighted[0].query_weight, weighted[1].query_weight)
+    assert not np.allclose(weighted[0].query_weight, 1.0)  # the query side's weights learned
     texts = [t for p in pairs for t in tse.texts_of(p)]
     targets = np.random.default_rng(1).normal(size=(len(texts), 8)).astype(np.float32)
     regressed = [tse.regress_table(texts, targets, start, seed=s, epochs=2, batch=3, log=lambda m: None).table

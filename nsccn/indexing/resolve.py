@@ -7,7 +7,8 @@ Resolutions, strongest first:
   same_package    a top-level definition of another file of the package (Go, Java)  1.0
   import          through the file's imports (re-exports and relative imports)    1.0
   self+MRO        self./cls. through the enclosing class and its bases            1.0 own, 0.9 inherited
-  super+MRO       super().m through the bases                                     1.0
+  self+literal    `this.m()` in an object literal's method: the literal's own m  0.9
+  super+MRO       super().m through the bases (JS/TS super.m(), super(...))       1.0
   star_import     a name that only a `from m import *` can provide                0.9
   external        into a module outside the repository (stdlib, third party)      1.0, target `ext:dotted`
   builtin         a builtin exception or base class                               1.0, target `ext:builtins.X`
@@ -16,10 +17,14 @@ Resolutions, strongest first:
   unique_name     the only definition with that name in the repository            0.7 (0.35 for obj.m())
   ambiguous       one of k definitions with that name                             1/k (0.5/k for obj.m())
                   (no guess for a bare name in a language that binds names by import only, nor
-                  for obj.m() with m a method of the language's own types: `res.json()`)
+                  for obj.m() with m a method of the language's own types: `res.json()`; obj.m()
+                  guesses members only where the language tells them from declarations; library
+                  code never guesses at a test)
   typed           `obj.m()` on a receiver of a type the source states, through the type's
                   bases: declared (a typed parameter, local or field)            1.0
                   inferred from a constructor (`x = new T()`)                    0.9
+                  a typed call's result (`p = req.copy()`), a typed receiver's
+                  field (`r.request.copy()`: HOLDS references)                   0.9
                   the type itself found by a unique name only                    0.75
   receiver_unknown  `obj.attr = v` on an object of unknown type                   0.5
 
@@ -36,12 +41,14 @@ import sys
 from collections import defaultdict
 
 from nsccn.languages import query_language
-from nsccn.languages.receivers import (CONSTRUCTED, DECLARED, FIXTURE_DECORATOR, GETTER, IMPL_OF, INJECTED,
-                                      PREFIXES, PYTHON_RETURN_TYPE, type_name)
+from nsccn.languages.receivers import (CONSTRUCTED, DECLARED, FIELD, FIXTURE_DECORATOR, GETTER, HOLDS, IMPL_OF,
+                                      INJECTED, PREFIXES, PYTHON_RETURN_TYPE, type_name)
 from nsccn.languages.naming import Project, package_groups
+from nsccn.languages.literals import LITERAL
 from nsccn.languages.scopes import LOCAL, OUTER
 from nsccn.indexing.resolve_aliases import BINDS, Aliases
 from nsccn.model import split_entity_id
+from nsccn.reading.testpaths import is_test_path
 from nsccn.store import Store
 
 MAX_AMBIGUOUS = 8  # a name defined more often than this says nothing about the target
@@ -52,6 +59,7 @@ PROJECT_LANGUAGES = frozenset(("go.mod", "tsconfig", "cargo"))  # files of facts
 FAMILIES = {"typescript": "javascript", "tsx": "javascript", "cpp": "c"}
 PROPERTY_DECORATORS = frozenset(("property", "cached_property", "abstractproperty"))  # a read runs the method
 TYPED_GUESSED_TYPE = 0.75  # the receiver's type named by a unique class name, not an import
+LITERAL_MEMBER = 0.9  # `this.m()` in an object literal's method: the literal's m, unless called on another object
 _THIS_MEMBER = re.compile(r"this\.(#?[\w$]+)\s*=")  # `this.use = (...) => ...` in a method: a member
 _PARTS = re.compile(r"[./:]+")  # the names in an import's target (`pkg.mod.f`, `./lib/tool`, `crate::m`)
 _ABSTRACT = re.compile(r"(?:^|\s)(?:interface|trait|protocol)\b")  # a type whose methods declare, not implement
@@ -139,8 +147,11 @@ class Resolver:
         self._fixtures: dict[tuple[str, str], str | None] = {}  # (test file, parameter) -> fixture id
         self._local_imports: dict[tuple[str, str], set[str]] | None = None  # (path, function) -> what its body imports
         self._returned_names: dict[str, set[str]] | None = None  # function -> what its returns build (RETURNS refs)
+        self._holds: dict[str, dict[str, str]] | None = None  # class -> field -> the type it holds (HOLDS refs)
         self._return_patterns: dict[str, re.Pattern | None] = {}
         self._property_patterns: dict[str, re.Pattern | None] = {}
+        self._members: dict[str, bool] = {}
+        self._test_paths: dict[str, bool] = {}
         # Methods declared by interfaces and traits: a name guess takes them only when nothing
         # else defines the name.
         # A signature ending in `;` is a declaration too (a C prototype, an abstract or trait method).
@@ -342,8 +353,10 @@ class Resolver:
     def resolve(self, path: str, source: str, relation: str, target: str, scope: str) -> list[tuple[str, float, str]]:
         if relation == "CONTAINS":
             return [(target, 1.0, "structural")]
-        if relation in ("RETURNS", "MENTIONS", BINDS):
-            return []  # what a function returns (read by `_return_class`), a name in a string, a global's value: no edge
+        if relation in ("RETURNS", "MENTIONS", HOLDS, BINDS):
+            # what a function returns or a field holds (read by `typed`), a name in a string, a
+            # global's value (read by `resolve_aliases`): no edge
+            return []
         if relation == "IMPORTS":
             found = self.dotted(target)
             if found is None:
@@ -375,6 +388,9 @@ class Resolver:
                 results = [(hit[0], 1.0, "same_scope" if "." in qualname else "same_module")]
             else:  # a property (`obj.f = function`) binds no name: the import is meant
                 results = self._bare(path, source, name, relation, own=False)
+        elif target.startswith(LITERAL):  # `this.m()` in an object literal's method: the literal's m
+            hit = self.by_key.get((path, target[len(LITERAL):]))
+            results = [(hit[0], LITERAL_MEMBER, "self+literal")] if hit else []
         elif target.startswith(OUTER):  # none of the file's definitions is in scope there
             results = self._bare(path, source, target[len(OUTER):], relation, own=False)
         else:
@@ -403,6 +419,13 @@ class Resolver:
             fixture = self._fixture(path, typ)
             returned = self._function_returns(fixture, fixture=True) if fixture else None
             found = [(returned, 1.0, "fixture")] if returned else []
+        elif typ.startswith(PREFIXES):  # `x = c.make()` with c typed: the type that method returns
+            found = [(cid, 1.0, "returns") for cid in self._types_of(path, source, typ, scope)]
+        elif FIELD in typ:  # `x.f.m()`: the type the field f of x's type holds (`f@T`)
+            declared = False
+            field, _, base = typ.partition(FIELD)
+            held = {self._held(cid, field) for cid in self._types_of(path, source, base, scope)}
+            found = [(held.pop(), 1.0, "holds")] if len(held) == 1 and None not in held else []
         else:
             found = self.name(path, source, typ, scope, "INHERITS")
         if any(t.startswith("ext:") for t, _, _ in found):
@@ -410,7 +433,7 @@ class Resolver:
             # module bound by a call, `np = import_module("numpy")`, and imported as well)
             return [r for r in self.name(path, source, written, scope, "CALLS") if r[1] >= 1.0]
         classes = [(t, conf) for t, conf, _ in found if t.startswith("class:")]
-        if not classes and prefix == CONSTRUCTED:
+        if not classes and prefix == CONSTRUCTED and not typ.startswith(PREFIXES):
             returned = self._returned(path, source, typ, scope)
             if returned is not None:
                 classes = [(returned, 1.0)]
@@ -427,6 +450,35 @@ class Resolver:
         if any(b.startswith("ext:") for cid, _ in classes for c in self.mro(cid) for b in self.bases.get(c, ())):
             return []  # the method comes from a base outside the repository
         return self.name(path, source, written, scope, "CALLS")
+
+    def _types_of(self, path: str, source: str, typ: str, scope: str) -> list[str]:
+        """The one class a type written in a typed reference names: a typed call's result
+        (`typed:c:Cart.make`: what Cart.make returns), or a type named in the caller's file."""
+        if typ.startswith(PREFIXES):
+            made = {self._function_returns(t) for t, _, how in self.typed(path, source, typ, scope) if how == "typed"}
+            return [made.pop()] if len(made) == 1 and None not in made else []
+        found = [t for t, conf, _ in self.name(path, source, typ, scope, "INHERITS") if conf >= 1.0 and t.startswith("class:")]
+        return found if len(found) == 1 else []
+
+    def _held(self, class_id: str, field: str) -> str | None:
+        """The class a field of a class (through its bases) holds, as the class's own file names
+        it: declared or built there (`HOLDS` references), or a property's return type."""
+        if self._holds is None:  # one read of the HOLDS references, when a field's type first matters
+            self._holds = defaultdict(dict)
+            for cid, what in self._store.relation_pairs(HOLDS):
+                name, _, typ = what.partition(":")
+                self._holds[cid][name] = typ
+        for cid in self.mro(class_id):
+            typ = self._holds.get(cid, {}).get(field)
+            if typ:
+                _, cpath, qualname = split_entity_id(cid)
+                found = [t for t, conf, _ in self.name(cpath, cid, typ, qualname, "INHERITS")
+                         if conf >= 1.0 and t.startswith("class:")]
+                return found[0] if len(found) == 1 else None
+        getter = self.member(class_id, field)
+        if getter and getter[0].startswith("method:") and self._is_getter(getter[0]):
+            return self._function_returns(getter[0])
+        return None
 
     def getter(self, path: str, source: str, read: str, scope: str) -> list[tuple[str, float, str]]:
         """`x.attr` read where x's type is known (typed, or `self`): the getter it runs when attr
@@ -554,6 +606,9 @@ class Resolver:
             if class_hit and len(parts) == 2:
                 m = self.member(class_hit[0], parts[1], skip_own=True)
                 return [(m[0], 1.0, "super+MRO")] if m else []
+            if class_hit and len(parts) == 1 and relation == "CALLS":  # JS `super(...)`: the base, built
+                base = next((b for b in self.bases.get(class_hit[0], ()) if b.startswith("class:")), None)
+                return [(base, 1.0, "super+MRO")] if base else []
             return []
         if head in ("self", "cls") and len(parts) == 2 and class_hit:
             m = self.member(class_hit[0], parts[1])
@@ -662,18 +717,35 @@ class Resolver:
     def _property(self, eid: str) -> bool:
         """Whether a definition binds no name in its file (a property, an object literal's method:
         its language's `property_definition` pattern over its signature)."""
-        language = self.language.get(split_entity_id(eid)[1], "python")
+        pattern = self._property_pattern(split_entity_id(eid)[1])
+        if pattern is None:
+            return False
+        row = self._conn.execute("SELECT signature FROM entities WHERE id=?", (eid,)).fetchone()
+        return bool(row and pattern.search(row[0]))
+
+    def _member(self, eid: str) -> bool:
+        """Whether a function can be an object's member: a property or literal method where the
+        language's `property_definition` tells one from a declaration, any function elsewhere."""
+        found = self._members.get(eid)
+        if found is None:
+            found = self._members[eid] = self._property_pattern(split_entity_id(eid)[1]) is None or self._property(eid)
+        return found
+
+    def _property_pattern(self, path: str) -> re.Pattern | None:
+        language = self.language.get(path, "python")
         if language not in self._property_patterns:
             try:
                 text = query_language(language).property_definition
             except KeyError:
                 text = ""
             self._property_patterns[language] = re.compile(text) if text else None
-        pattern = self._property_patterns[language]
-        if pattern is None:
-            return False
-        row = self._conn.execute("SELECT signature FROM entities WHERE id=?", (eid,)).fetchone()
-        return bool(row and pattern.search(row[0]))
+        return self._property_patterns[language]
+
+    def _is_test(self, path: str) -> bool:
+        found = self._test_paths.get(path)
+        if found is None:
+            found = self._test_paths[path] = is_test_path(path)
+        return found
 
     def _body_of(self, path: str, qualname: str) -> tuple[str, str] | None:
         """The definition with a body of a name first declared without one in the same file
@@ -704,8 +776,14 @@ class Resolver:
         if path and cands:  # a guess never leaves the caller's language
             family = self.family(path)
             cands = [eid for eid in cands if self.family(split_entity_id(eid)[1]) == family]
+        if path and cands and not self._is_test(path):  # library code calls no test, example or doc
+            cands = [eid for eid in cands if not self._is_test(split_entity_id(eid)[1])]
         if method and relation == "CALLS":
-            cands = [eid for eid in cands if eid.startswith("method:")] or cands
+            # `obj.m()` reaches a function only through an object that holds it: a member (a
+            # property, an object literal's method), not a name a declaration binds (`function
+            # f`, `const f = ...`), where the language tells them apart
+            cands = [eid for eid in cands if eid.startswith("method:")] or [
+                eid for eid in cands if self._member(eid)]
             cands = [eid for eid in cands if eid != source]  # `obj.m()` inside m: another object's m
         if relation == "CALLS":
             cands = [eid for eid in cands if eid not in self.declared_only] or cands

@@ -39,6 +39,8 @@ SHEBANGS = {"python": "python", "python3": "python", "node": "javascript", "node
             "julia": "julia", "elixir": "elixir", "kotlin": "kotlin", "swift": "swift", "scala": "scala"}
 # project files: what the resolver needs to map imports to files
 PROJECT_FILES = {"go.mod": "go.mod", "tsconfig.json": "tsconfig", "jsconfig.json": "tsconfig", "Cargo.toml": "cargo"}
+# the files a tsconfig.json `extends` (`tsconfig.base.json`, `tsconfig.test.json`): their `paths` name files too
+_TSCONFIG_PART = re.compile(r"^[tj]sconfig\.[\w.-]+\.json$")
 # what a `languages` entry in the configuration switches on
 GROUPS = {
     "python": ("python",),
@@ -60,6 +62,8 @@ def language_for(path: str, head: bytes | None = None) -> str | None:
     name = path.rsplit("/", 1)[-1]
     if name in PROJECT_FILES:
         return PROJECT_FILES[name]
+    if _TSCONFIG_PART.match(name):
+        return "tsconfig"
     dot = name.rfind(".")
     if dot > 0:
         lang = EXTENSIONS.get(name[dot:]) or EXTENSIONS.get(name[dot:].lower())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import posixpath
 from collections import defaultdict
 
+from nsccn.languages.javascript import module_of
 from nsccn.languages.project import MAX_PATH_ALIASES, PREFIX
 
 SHARED_MODULE = frozenset(("go", "java"))  # languages whose module (package) spans many files
@@ -30,6 +31,7 @@ class Project:
         self.go_modules: dict[str, str] = {}  # directory of a go.mod -> module path
         self.crates: dict[str, str] = {}  # directory of a Cargo.toml -> crate name
         self.aliases: list[tuple[str, str]] = []  # (alias prefix, directory prefix) from tsconfig paths
+        self.exact: dict[str, list[str]] = defaultdict(list)  # module -> aliases naming it alone (no `*`)
         self.base_urls: list[str] = []
         self.tried = 0  # alias lookups made by names(): what the bounds keep in check
         for path, language, facts in rows:
@@ -43,8 +45,8 @@ class Project:
                     if key.startswith(PREFIX + "paths:"):
                         alias = key[len(PREFIX + "paths:"):]
                         for target in value.split("|"):
-                            if len(self.aliases) < MAX_ALIASES:
-                                self.aliases.append((alias.rstrip("*"), target.rstrip("*")))
+                            if len(self.aliases) + len(self.exact) < MAX_ALIASES:
+                                self._alias(alias, target)
                 if PREFIX + "baseUrl" in facts:
                     self.base_urls.append(facts[PREFIX + "baseUrl"])
         # Aliases by their target (a directory prefix): a file looks up its own prefixes, one per
@@ -53,6 +55,18 @@ class Project:
         for alias, target in self.aliases:
             self._by_target[target].append(alias)
         self._target_lengths = sorted({len(t) for t in self._by_target})
+
+    def _alias(self, alias: str, target: str) -> None:
+        """One `paths` entry. A target names files as an import would, extension and all
+        (`"pkg": ["./src/index.ts"]`, `"pkg/*": ["./src/*.ts"]`): the module names without them.
+        An alias without `*` names its one target; with one, every file under the prefix."""
+        if "*" not in alias:
+            self.exact[module_of(target)].append(alias)
+            return
+        head, _, tail = target.partition("*")
+        tail = module_of("x" + tail)[1:] if tail else ""
+        if tail in ("", "/"):  # `*`, `*.ts`, `*/index.ts`: the module names line up with the paths
+            self.aliases.append((alias.partition("*")[0], head))
 
     def names(self, path: str, language: str, module: str) -> list[str]:
         """The module names, other than `module`, that imports may use for this file."""
@@ -74,6 +88,7 @@ class Project:
                 self.tried += 1
                 for alias in self._by_target.get(module[:n], ())[: MAX_ALIAS_NAMES - len(out)]:
                     out.append(alias + module[n:].lstrip("/") if n else alias + module)
+            out.extend(self.exact.get(module, ())[:MAX_ALIAS_NAMES])
             for base in self.base_urls:
                 if not base:
                     out.append(module)

@@ -21,7 +21,7 @@ import tree_sitter_python
 from nsccn.reading.entity_bounds import head_lines
 from nsccn.reading.testpaths import is_test_path
 from nsccn.languages.mentions import mentions
-from nsccn.languages.receivers import (CALLED_RANK, DECLARED_RANK, FIXTURE_DECORATOR, GETTER, INJECTED_RANK, PREFIXES,
+from nsccn.languages.receivers import (CALLED_RANK, DECLARED_RANK, FIXTURE_DECORATOR, GETTER, HOLDS, INJECTED_RANK, PREFIXES,
                                       Bindings, type_name)
 from nsccn.model import Entity, Ref, entity_id
 
@@ -336,7 +336,23 @@ class PythonExtractor:
             return
         if t in ("return_statement", "yield") and scope.kind in ("func", "method"):
             self._returned(node, scope)
+        if t == "with_statement":
+            self._with_bindings(node, scope)
         self._visit_expr(node, scope)
+
+    def _with_bindings(self, node: ts.Node, scope: _Scope) -> None:
+        """`with T() as x` binds x as `x = T()` would: what `__enter__` gives, the object itself
+        for nearly every context manager (a function's result: the type it returns)."""
+        clause = next((c for c in node.named_children if c.type == "with_clause"), None)
+        for item in clause.named_children if clause is not None else ():
+            pattern = item.named_children[0] if item.named_children else None
+            if pattern is None or pattern.type != "as_pattern":
+                continue
+            value = pattern.named_children[0] if pattern.named_children else None
+            target = pattern.child_by_field_name("alias")
+            name = target.named_children[0] if target is not None and target.named_children else None
+            if value is not None and value.type == "call" and name is not None and name.type == "identifier":
+                self._bind_type(name, None, value, scope)
 
     def _visit_expr(self, node: ts.Node, scope: _Scope) -> None:
         """Calls, config reads and body terms inside any expression (a statement given here is
@@ -756,6 +772,11 @@ class PythonExtractor:
         self._held_calls()
         if not self._typing.locals and not self._typing.fields and not self._typing.held:
             return
+        self._typing.type_results(mod_id)
+        for e in self.entities:  # what each class's fields hold, for `x.f.m()` in any file
+            if e.kind == "class":
+                for name, typ, line in self._typing.held_types(e.qualname, e.id):
+                    self.refs.append(Ref(e.id, HOLDS, f"{name}:{typ}", line or e.start_line))
         self.refs = [Ref(r.source, r.relation, self._typing.rewrite(r.target, [r.source, mod_id], r.scope, r.line - 1 if r.source != mod_id else None), r.line, r.scope)
                      if r.relation == "CALLS" and "." in r.target and not r.target.startswith(("super()", GETTER)) else r
                      for r in self.refs]

@@ -37,8 +37,10 @@ from pathlib import Path
 import tree_sitter as ts
 
 from nsccn.reading.entity_bounds import head_lines
+from nsccn.languages.literals import LITERAL, Literals
 from nsccn.languages.scopes import Scopes
-from nsccn.languages.receivers import CALLED_RANK, CONSTRUCTED, CONSTRUCTED_RANK, DECLARED_RANK, IMPL_OF, Bindings, type_name
+from nsccn.languages.receivers import (CALLED_RANK, CONSTRUCTED, CONSTRUCTED_RANK, DECLARED_RANK, HOLDS, IMPL_OF, Bindings,
+                                      type_name)
 from nsccn.model import Entity, Ref, entity_id
 
 HERE = Path(__file__).parent
@@ -63,6 +65,7 @@ class QueryLanguage:
     query_dirs: tuple[str, ...] = ()  # folders under nsccn/languages holding this language's .scm files
     query_files: tuple[str, ...] = ()  # or single files there (`javascript/definitions.scm`)
     self_names: tuple[str, ...] = ("this", "self", "Self")  # receivers read as the enclosing type
+    super_names: tuple[str, ...] = ()  # receivers read as the bases (`super.m()`, `super(...)`), as Python's `super()`
     wrapper_types: tuple[str, ...] = ()  # nodes around a definition that belong to it (`export`, `const`)
     attribute_types: tuple[str, ...] = ()  # nodes between a doc comment and its definition (`#[derive]`)
     comment_types: tuple[str, ...] = ("comment",)
@@ -80,6 +83,8 @@ class QueryLanguage:
     return_type = ""  # regex over a function's signature, group 1 the type it declares it returns
     property_definition = ""  # regex over a signature: a definition that binds no name (`obj.f = function`, `{ m() {} }`)
     anonymous_functions: tuple[str, ...] = ()  # unnamed function nodes: a definition inside one is seen only there
+    object_literals: tuple[str, ...] = ()  # object literal nodes: `this` in one's method is the literal (literals.py)
+    this_functions: tuple[str, ...] = ()  # the nodes that give `this` a value of their own (not arrow functions)
 
     def grammar(self):  # the tree-sitter language capsule
         raise NotImplementedError
@@ -337,6 +342,7 @@ class QueryExtractor:
             parent_defs[id(d)] = owner
             stack.append(d)
         self._scopes = Scopes(defs, self.lang.anonymous_functions, parent_defs)
+        self._literals = Literals(defs, self.lang.object_literals, self.lang.this_functions)
 
     def _attach_refs(self, defs: list[_Def], refs: list, mod_id: str) -> None:
         """Each reference to its innermost enclosing definition, in source order."""
@@ -381,7 +387,9 @@ class QueryExtractor:
                     continue
                 if relation == "CALLS" and "." not in path:
                     path = self._scopes.rewrite(path, start)
-                if relation == "CALLS" and typing is not None and "." in path:
+                elif relation == "CALLS" and path.startswith("self."):
+                    path = self._literals.rewrite(path, node)
+                if relation == "CALLS" and typing is not None and "." in path and not path.startswith(LITERAL):
                     owners = [d.eid for d in reversed(stack) if not d.is_scope]
                     # inside a function a binding counts after it (not in its own right-hand side); at
                     # module level (callbacks are scopes of their own: `(c) => c.json()`) anywhere
@@ -389,6 +397,10 @@ class QueryExtractor:
                 self.refs.append(Ref(source, relation, path, line, cls))
             else:
                 self.refs.append(Ref(source, relation, target, line, cls))
+        for d in defs if typing is not None else ():  # what each class's fields hold, for `x.f.m()` in any file
+            if d.kind == "class":
+                for name, typ, _ in typing.held_types(d.qualname, ""):
+                    self.refs.append(Ref(d.eid, HOLDS, f"{name}:{typ}", d.node.start_point[0] + 1))
         for d in defs:  # `impl Trait for Type`: the type inherits the trait, if the type is here
             if d.is_scope and d.trait:
                 own = next((e for e in defs if e.kind == "class" and e.qualname == d.name), None)
@@ -419,6 +431,7 @@ class QueryExtractor:
                 typing.field(owner.entity_class if owner is not None else "", name, typ, rank, end)
             else:
                 typing.local(owner.eid if owner is not None else "", name, typ, rank, end)
+        typing.type_results("")
         return typing
 
     def _path(self, expr: str, receiver: str | None) -> str | None:
@@ -429,6 +442,8 @@ class QueryExtractor:
         parts = _SEP.split(expr)
         if parts[0] in self.lang.self_names or parts[0] == receiver:
             parts[0] = "self"
+        elif parts[0] in self.lang.super_names:
+            parts[0] = "super()"
         return ".".join(parts)
 
     def _entities(self, defs: list[_Def], mod_id: str, comments: list[ts.Node]) -> None:

@@ -23,6 +23,8 @@ DECLARED = "typed:"
 CONSTRUCTED = "typednew:"
 INJECTED = "typedfixture:"  # a test's or fixture's parameter: what the pytest fixture of that name returns
 PREFIXES = (DECLARED, CONSTRUCTED, INJECTED)
+FIELD = "@"  # in a typed reference's type: `f@T` is what the field f of type T holds
+HOLDS = "HOLDS"  # a class's reference `field:Type` (never an edge: the resolver reads it for `x.f.m()`)
 GETTER = "getter:"  # `x.attr` read, not called: an edge only when attr is a property of x's known type
 FIXTURE_DECORATOR = re.compile(r"(?:pytest\.)?fixture\b(?P<args>\(.*)?", re.S)  # a decorator's text, `@` left off
 PYTHON_RETURN_TYPE = r"\)\s*->\s*(.+)$"  # `def make() -> Cart` (query languages: QueryLanguage.return_type)
@@ -103,6 +105,16 @@ class Bindings:
         prefix = DECLARED if rank == DECLARED_RANK else INJECTED if rank == INJECTED_RANK else CONSTRUCTED
         return prefix, next(iter(types))
 
+    def type_results(self, outer: str) -> None:
+        """`x = c.make()` with `c` bound: x's type is what the typed call `c.make()` returns, written
+        as that typed reference (`typed:c:Cart.make`); the resolver reads the method's return type.
+        A binding sees the bindings before it, as a call does (`outer`: the module's owner id)."""
+        for owner, names in self.locals.items():
+            for name, bound in names.items():
+                names[name] = [(at, rank, self.rewrite(typ, [owner, outer], "", at - 1)
+                                if rank == CALLED_RANK and "." in typ and ":" not in typ else typ)
+                               for at, rank, typ in bound]
+
     def typed_local(self, owner: str, name: str, before: int) -> str | None:
         """The type `name` is bound to in `owner` on or before line `before` (None: none, or two)."""
         bound = self._typed(self.locals.get(owner, {}).get(name), before)
@@ -119,12 +131,27 @@ class Bindings:
             return held if held else path
         if len(parts) == 3 and parts[0] == "self" and cls:
             bound = self._typed(self.fields.get(cls, {}).get(parts[1]), None)
-        elif len(parts) == 2 and parts[0] != "self":
+        elif len(parts) == 2 and parts[0] != "self" or len(parts) == 3 and parts[0] not in ("self", "cls"):
             for i, owner in enumerate(owners):
                 bound = self._typed(self.locals.get(owner, {}).get(parts[0]), before if i == 0 else None)
                 if bound is not None:
                     break
+            if bound and bound is not _CONFLICT and bound[1] and len(parts) == 3:
+                # `x.f.m()`: the method of what the field f of x's type holds (the resolver reads it)
+                bound = (bound[0], f"{parts[1]}{FIELD}{bound[1]}")
         if not bound or bound is _CONFLICT or not bound[1]:
             return path
         receiver = "/".join(parts[:-1])
         return f"{bound[0]}{receiver}:{bound[1]}.{parts[-1]}"
+
+    def held_types(self, cls: str, owner: str) -> list[tuple[str, str, int]]:
+        """(field, type, position) of each field of class `cls` bound to one type: an annotation
+        in the class body (`owner`, its id: `request: PreparedRequest`) or a field of its methods
+        (`self.conn: Conn`, `self.conn = Conn()`)."""
+        out = []
+        for bound in (self.fields.get(cls, {}), self.locals.get(owner, {})):
+            for name, found in bound.items():
+                typed = self._typed(found, None)
+                if typed and typed is not _CONFLICT and typed[1] and ":" not in typed[1]:
+                    out.append((name, typed[1], min(at for at, _, _ in found)))
+        return out

@@ -1,6 +1,6 @@
 """Text embedding backends: which model makes the vectors, and the text each entity gets.
 
-The default is the static code embedding (`nsccn.vectors.static_embed`, ``nsccn/static-code-v1``): a token
+The default is the static code embedding (`nsccn.vectors.static_embed`, ``nsccn/static-code-v2``): a token
 table trained for localization, well under a millisecond of CPU per entity, so every index has
 vectors. The transformers stay available as a user setting (``"embedding_model"``), two sources,
 both ONNX Runtime on the CPU:
@@ -205,7 +205,7 @@ class Embedder:
         key = (self.model_id, text)
         cached = _QUERY_VECTORS.get(key)
         if cached is None:
-            cached = self._embed([self.query_prefix + text])[0]
+            cached = self._embed([self.query_prefix + text], query=True)[0]
             cached.setflags(write=False)
             with _QUERY_VECTORS_LOCK:
                 _QUERY_VECTORS[key] = cached
@@ -213,9 +213,9 @@ class Embedder:
                     _QUERY_VECTORS.pop(next(iter(_QUERY_VECTORS)))
         return cached
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
+    def _embed(self, texts: list[str], query: bool = False) -> np.ndarray:
         if isinstance(self.backend, StaticBackend):  # no batches, no padding: rows summed per text
-            return self.backend.model.embed(texts)
+            return self.backend.model.embed(texts, query=query)
         # Batches are padded to their longest text, so batching texts of similar length
         # (sorted, as sentence-transformers does) wastes less work on padding.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))

@@ -46,7 +46,8 @@ class ModelUnavailable(RuntimeError):
 
 def tokens(text: str, compounds: frozenset[str] | set[str] | dict | None = None) -> list[str]:
     """The tokens of `text`, in order: each identifier's parts in lower case, preceded by the whole
-    identifier (lower case, underscores kept) when it has several parts and `compounds` holds it."""
+    identifier (lower case, underscores kept) when it has several parts and `compounds` holds it:
+    `set_default` as `set_default`, and `setDefault` as `setdefault`, the token `setdefault` is."""
     out: list[str] = []
     for ident in _TOKEN.findall(text):
         if ident[0].isdigit():
@@ -72,8 +73,9 @@ class StaticModel:
         the vocabulary, a float scale per row) and `bank` its int8 rows (scale 1/127), as loaded from
         a model file: rows are
         turned back into floats only when gathered, so a process that embeds one query loads the
-        model in milliseconds. `compound`: which tokens are identifiers of several parts (stored in
-        the file; computed when absent)."""
+        model in milliseconds. `compound` (which tokens are identifiers of several parts) is stored
+        in the file for its readers; embedding tries every identifier of several parts whole against
+        the whole vocabulary, as the vocabulary was counted (`setDefault` is the token `setdefault`)."""
         self.vocab = vocab
         n = len(vocab)
         if quantized is not None:
@@ -101,16 +103,17 @@ class StaticModel:
             self._q = None
             self.bank_rows = len(bank)
         self.index = {t: i for i, t in enumerate(vocab)}
-        # Compounds are vocabulary entries of several parts (`tokens` tries them whole).
         if compound is None:
             compound = np.fromiter((len(split_identifier(t)) > 1 for t in vocab), dtype=bool, count=n)
         self.compound = np.asarray(compound, dtype=bool)
-        self.compounds = frozenset(t for t, c in zip(vocab, self.compound.tolist()) if c)
         self.model_id = model_id
         self.source = source
         self.header = header or {}
         self.tf = self.header.get("tf", "log")
         self.oov_weight = float(self.header.get("oov_weight", 0.0)) if self.bank_rows else 0.0
+        # How much each known token weighs in a query (a bug report's words are not a function's):
+        # learned with the table; None weighs every token as in an entity's text.
+        self.query_weight: np.ndarray | None = None
         self._ident_tokens: dict[str, tuple[str, ...]] = {}
         self._token_rows: dict[str, tuple[tuple[int, float], ...]] = {}
 
@@ -154,12 +157,15 @@ class StaticModel:
                 q, scale = npz["table"], npz["scale"].astype(np.float32)
                 bank = npz["bank"] if "bank" in npz.files else None
                 compound = npz["compound"] if "compound" in npz.files else None
+                query_weight = npz["query_weight"].astype(np.float32) if "query_weight" in npz.files else None
         except ModelUnavailable:
             raise
         except (OSError, KeyError, ValueError, UnicodeDecodeError) as exc:
             raise ModelUnavailable(f"the static embedding model {path} cannot be read: {exc}") from None
-        return cls(vocab, None, header.get("model_id", STATIC_MODEL), str(path.resolve()), header,
-                   quantized=(q, scale), bank=bank, compound=compound)
+        model = cls(vocab, None, header.get("model_id", STATIC_MODEL), str(path.resolve()), header,
+                    quantized=(q, scale), bank=bank, compound=compound)
+        model.query_weight = query_weight
+        return model
 
     def save(self, path: str | Path, header: dict | None = None) -> None:
         """Write the table as int8 with a float32 scale per row (the shipped form)."""
@@ -176,7 +182,8 @@ class StaticModel:
         with open(path, "wb") as f:
             np.savez(f, header=np.frombuffer(json.dumps(head, sort_keys=True).encode(), dtype=np.uint8),
                      vocab=np.frombuffer("\n".join(self.vocab).encode("utf-8"), dtype=np.uint8),
-                     table=q, scale=scale.astype(np.float32), compound=self.compound, **bank)
+                     table=q, scale=scale.astype(np.float32), compound=self.compound, **bank,
+                     **({} if self.query_weight is None else {"query_weight": self.query_weight.astype(np.float16)}))
 
     def bag(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """Row ids of `text` (its known tokens, and two bank rows per unknown one) and their
@@ -190,7 +197,7 @@ class StaticModel:
             if toks is None:
                 if len(idents) >= _CACHE_ENTRIES:
                     idents.clear()
-                toks = idents[ident] = tuple(tokens(ident, self.compounds))
+                toks = idents[ident] = tuple(tokens(ident, self.index))
             for t in toks:
                 counts[t] = counts.get(t, 0) + 1
         ids: list[int] = []
@@ -219,8 +226,12 @@ class StaticModel:
     def _bank_rows(self, token: str) -> tuple[tuple[int, float], tuple[int, float]]:
         return _bank_rows(token, len(self.vocab), self.bank_rows)
 
-    def embed(self, texts: Iterable[str], batch_size: int = 0) -> np.ndarray:  # batch_size: the backends' signature
+    def embed(self, texts: Iterable[str], batch_size: int = 0, query: bool = False) -> np.ndarray:
+        """(n, dim) float32, rows L2-normalized; `query`: the texts are queries (their known tokens
+        weighed by `query_weight`). `batch_size`: the other backends' signature."""
         texts = list(texts)
+        qw = self.query_weight if query else None
+        n = len(self.vocab)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         ids: list[np.ndarray] = []
         weights: list[np.ndarray] = []
@@ -229,6 +240,10 @@ class StaticModel:
         size = 0
         for row, text in enumerate(texts):
             found, w = self.bag(text)
+            if qw is not None and len(found):
+                known = found < n
+                w = w.copy()
+                w[known] *= qw[found[known]]
             if len(found):
                 rows.append(row)
                 starts.append(size)

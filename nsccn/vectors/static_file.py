@@ -10,8 +10,10 @@ from pathlib import Path
 
 # The default embedding model (nsccn.vectors.static_embed) and the names that ask for it (lowercased).
 # Here, not in nsccn.config, so the model loads without the configuration's dependencies.
-STATIC_MODEL = "nsccn/static-code-v1"
-STATIC_ALIASES = frozenset({STATIC_MODEL, "static", "static-code", "static-code-v1"})
+STATIC_MODEL = "nsccn/static-code-v2"
+# The first static model's names (v1, replaced in stop 50) ask for the current one.
+STATIC_ALIASES = frozenset({STATIC_MODEL, "static", "static-code", "static-code-v2", "nsccn/static-code-v1",
+                            "static-code-v1"})
 
 
 def is_static_model(name: str) -> bool:
@@ -20,7 +22,7 @@ def is_static_model(name: str) -> bool:
 
 FORMAT = "nsccn-static-embedding"
 FORMAT_VERSION = 1
-STATIC_MODEL_FILE = Path(__file__).resolve().parent.parent / "models" / "static-code-v1" / "model.npz"
+STATIC_MODEL_FILE = Path(__file__).resolve().parent.parent / "models" / "static-code-v2" / "model.npz"
 
 
 def model_file() -> Path:

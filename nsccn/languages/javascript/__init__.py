@@ -16,7 +16,7 @@ from nsccn.languages.queries import QueryExtractor, QueryLanguage, node_text, un
 
 SOURCE_EXTENSIONS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts", ".d.ts")
 GLOBALS = frozenset(
-    "require console setTimeout setInterval clearTimeout clearInterval parseInt parseFloat isNaN isFinite "
+    "require module console setTimeout setInterval clearTimeout clearInterval parseInt parseFloat isNaN isFinite "
     "encodeURIComponent decodeURIComponent encodeURI decodeURI JSON Math Object Array String Number Boolean "
     "Promise Symbol Map Set WeakMap WeakSet Date RegExp Error TypeError RangeError SyntaxError ReferenceError "
     "EvalError URIError AggregateError Buffer process fetch structuredClone queueMicrotask setImmediate "
@@ -80,11 +80,16 @@ class JavaScript(QueryLanguage):
     shebangs = ("node", "nodejs", "deno", "bun")
     query_dirs = ("javascript",)
     self_names = ("this",)
+    super_names = ("super",)
     wrapper_types = ("export_statement", "lexical_declaration", "variable_declaration", "expression_statement")
     builtins = GLOBALS
     builtin_methods = BUILTIN_METHODS
     names_by_import = True
     anonymous_functions = ("arrow_function", "function_expression", "generator_function", "function")
+    object_literals = ("object",)
+    this_functions = ("function_declaration", "function_expression", "function", "generator_function",
+                      "generator_function_declaration", "method_definition", "class_body", "class_declaration",
+                      "class", "program")
     # a definition that binds no name in its file: a property (`req.accepts = function`), an object
     # literal's method (`{ vary (field) {...} }`, `get URL () {...}`): any but a declaration
     property_definition = (r"^(?!(?:export\s+)?(?:default\s+)?(?:declare\s+)?(?:async\s+)?"
