@@ -12,7 +12,7 @@
     python benchmarks/train_embedder.py pairs --dataset mined_extra.jsonl --mirrors MIRRORS --max-chars 2000 --out pairs_extra.jsonl
     cat pairs.jsonl pairs_extra.jsonl > pairs_all.jsonl
     python benchmarks/train_static_embedder.py build --pairs pairs_all.jsonl --vocab-pairs pairs.jsonl \
-        --texts texts.jsonl.gz --teacher teacher/teacher.npz --query-lr 1e-2 --work WORK \
+        --texts texts.jsonl.gz --teacher teacher/teacher.npz --regress-epochs 10 --regress-lr 5e-3 --query-lr 1e-2 --work WORK \
         --out nsccn/models/static-code-v2/model.npz
 
 numpy and scipy (installed with NSCCN) for everything but the teacher's vectors: ONNX Runtime runs
@@ -38,8 +38,8 @@ Steps of `build`, each cached in WORK where it is slow:
    texts): the settings were chosen that way, with `Textualize/rich` and `python-attrs/attrs` out.
    With `--query-lr`, a weight per token for the query side is learned beside the rows (from 1,
    kept >= 0; `StaticModel.query_weight`): a report's words need not weigh what a function's do.
-   v2's additions (the camelCase compounds, the pairs of eight more repositories, the query
-   weights) were chosen by the vector stream on the newest 500 commits of rich, attrs and httpx,
+   v2's changes (the camelCase compounds, the pairs of eight more repositories, the query
+   weights, 10 regression epochs at 5e-3) were chosen by the vector stream on the newest 500 commits of rich, attrs and httpx,
    built with `--hold-out` of the three (docs/semantic-search.md).
 5. **Export**: int8 rows with a float scale per row (`StaticModel.save`).
 
