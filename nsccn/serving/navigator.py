@@ -241,9 +241,13 @@ class Navigator:
             return None, ("the index has no vectors (`nsccn index --no-embed`, or a build still running): "
                           "lexical and graph signals only")
         from nsccn.vectors.embed import STATIC_MODEL, ModelUnavailable, static_embedder
+        from nsccn.vectors.static_file import retired_static_model
         from nsccn.vectors.table import VectorStore
 
         model_id = VectorStore(self.store.conn).model_id
+        if retired_static_model(model_id):
+            return None, (f"the index's vectors were made by {model_id}, which this version of nsccn replaced with "
+                          f"{STATIC_MODEL}: run `nsccn index` to embed them again; lexical and graph signals only")
         if model_id == STATIC_MODEL and self.embedder is None:
             try:
                 static_embedder()

@@ -17,6 +17,7 @@ from nsccn.model import split_entity_id
 from nsccn.store import EMBEDDABLE_SQL, TEXT_COLUMNS, VECTORS_COMPLETE, Store
 from nsccn.reading.testpaths import is_test_path
 from nsccn.vectors.table import VectorStore
+from nsccn.vectors.static_file import retired_static_model
 
 # Texts per embed_documents call of `embed_index` (vectors are written after each).
 EMBED_CHUNK = 256
@@ -153,6 +154,8 @@ def vector_status(store: Store) -> dict:
     out = {"vectors": n, "entities_without_vectors": max(0, total - n), "model": vs.model_id, "dim": vs.dim}
     if skips_tests:
         out["note"] = "entities of test and documentation files are not embedded (embed_test_files: false)"
+    if retired_static_model(vs.model_id):
+        out["note"] = f"made by {vs.model_id}, replaced by {STATIC_MODEL}: `nsccn index` embeds them again"
     fallback = store.get_meta("embedding_fallback")
     if fallback:
         out["fallback"] = fallback

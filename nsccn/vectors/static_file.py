@@ -20,6 +20,12 @@ def is_static_model(name: str) -> bool:
     return name.lower() in STATIC_ALIASES
 
 
+def retired_static_model(model_id: str | None) -> bool:
+    """Vectors an earlier static model made (`nsccn/static-code-v1`): no query can be embedded
+    beside them any more; the next `nsccn index` embeds the index again."""
+    return bool(model_id) and model_id != STATIC_MODEL and model_id.lower() in STATIC_ALIASES
+
+
 FORMAT = "nsccn-static-embedding"
 FORMAT_VERSION = 1
 STATIC_MODEL_FILE = Path(__file__).resolve().parent.parent / "models" / "static-code-v2" / "model.npz"
