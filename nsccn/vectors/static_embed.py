@@ -68,14 +68,15 @@ class StaticModel:
 
     def __init__(self, vocab: list[str], table: np.ndarray | None, model_id: str = STATIC_MODEL, source: str = "",
                  header: dict | None = None, bank: np.ndarray | None = None,
-                 quantized: tuple[np.ndarray, np.ndarray] | None = None, compound: np.ndarray | None = None):
+                 quantized: tuple[np.ndarray, np.ndarray] | None = None, query_weight: np.ndarray | None = None):
         """`table`: the vocabulary's float rows (training), or None with `quantized` = (int8 rows of
         the vocabulary, a float scale per row) and `bank` its int8 rows (scale 1/127), as loaded from
         a model file: rows are
         turned back into floats only when gathered, so a process that embeds one query loads the
-        model in milliseconds. `compound` (which tokens are identifiers of several parts) is stored
-        in the file for its readers; embedding tries every identifier of several parts whole against
-        the whole vocabulary, as the vocabulary was counted (`setDefault` is the token `setdefault`)."""
+        model in milliseconds. Embedding tries every identifier of several parts whole against the
+        whole vocabulary, as the vocabulary was counted (`setDefault` is the token `setdefault`).
+        `query_weight`: how much each known token weighs in a query (a bug report's words are not a
+        function's), learned with the table; None weighs a query's tokens as an entity's."""
         self.vocab = vocab
         n = len(vocab)
         if quantized is not None:
@@ -103,17 +104,12 @@ class StaticModel:
             self._q = None
             self.bank_rows = len(bank)
         self.index = {t: i for i, t in enumerate(vocab)}
-        if compound is None:
-            compound = np.fromiter((len(split_identifier(t)) > 1 for t in vocab), dtype=bool, count=n)
-        self.compound = np.asarray(compound, dtype=bool)
         self.model_id = model_id
         self.source = source
         self.header = header or {}
         self.tf = self.header.get("tf", "log")
         self.oov_weight = float(self.header.get("oov_weight", 0.0)) if self.bank_rows else 0.0
-        # How much each known token weighs in a query (a bug report's words are not a function's):
-        # learned with the table; None weighs every token as in an entity's text.
-        self.query_weight: np.ndarray | None = None
+        self.query_weight = query_weight
         self._ident_tokens: dict[str, tuple[str, ...]] = {}
         self._token_rows: dict[str, tuple[tuple[int, float], ...]] = {}
 
@@ -156,16 +152,13 @@ class StaticModel:
                 vocab = bytes(npz["vocab"]).decode("utf-8").split("\n")
                 q, scale = npz["table"], npz["scale"].astype(np.float32)
                 bank = npz["bank"] if "bank" in npz.files else None
-                compound = npz["compound"] if "compound" in npz.files else None
                 query_weight = npz["query_weight"].astype(np.float32) if "query_weight" in npz.files else None
         except ModelUnavailable:
             raise
         except (OSError, KeyError, ValueError, UnicodeDecodeError) as exc:
             raise ModelUnavailable(f"the static embedding model {path} cannot be read: {exc}") from None
-        model = cls(vocab, None, header.get("model_id", STATIC_MODEL), str(path.resolve()), header,
-                    quantized=(q, scale), bank=bank, compound=compound)
-        model.query_weight = query_weight
-        return model
+        return cls(vocab, None, header.get("model_id", STATIC_MODEL), str(path.resolve()), header,
+                   quantized=(q, scale), bank=bank, query_weight=query_weight)
 
     def save(self, path: str | Path, header: dict | None = None) -> None:
         """Write the table as int8 with a float32 scale per row (the shipped form)."""
@@ -182,7 +175,7 @@ class StaticModel:
         with open(path, "wb") as f:
             np.savez(f, header=np.frombuffer(json.dumps(head, sort_keys=True).encode(), dtype=np.uint8),
                      vocab=np.frombuffer("\n".join(self.vocab).encode("utf-8"), dtype=np.uint8),
-                     table=q, scale=scale.astype(np.float32), compound=self.compound, **bank,
+                     table=q, scale=scale.astype(np.float32), **bank,
                      **({} if self.query_weight is None else {"query_weight": self.query_weight.astype(np.float16)}))
 
     def bag(self, text: str) -> tuple[np.ndarray, np.ndarray]:
@@ -240,9 +233,8 @@ class StaticModel:
         size = 0
         for row, text in enumerate(texts):
             found, w = self.bag(text)
-            if qw is not None and len(found):
+            if qw is not None and len(found):  # `bag` makes fresh arrays: weighed in place
                 known = found < n
-                w = w.copy()
                 w[known] *= qw[found[known]]
             if len(found):
                 rows.append(row)
