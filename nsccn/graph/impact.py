@@ -33,6 +33,7 @@ from nsccn.reading.diff import FileDiff
 from nsccn.store import EntityRow, Store
 from nsccn.reading.testpaths import is_test_path
 from nsccn.graph.testrun import is_test, is_test_file_unit, js_runner, run_command
+from nsccn.indexing.resolve import MAX_AMBIGUOUS_METHOD
 
 DEFAULT_DEPTH = 3  # hops listed under `impacted` (as `trace`)
 TEST_DEPTH = 8  # hops a test may be from a changed entity (6 halves click's selection and loses an attrs commit: docs/impact.md)
@@ -42,6 +43,8 @@ MEMBER_CONFIDENCE = 0.5  # a method's class: whoever builds or subclasses it may
 DISPATCH_CONFIDENCE = 0.8  # a caller of the overridden method runs this override when self is the subclass
 GLOBAL_CONFIDENCE = 0.8  # a global its module's top-level code sets: not every one holds what that code built
 NESTED_CONFIDENCE = 0.8  # a nested function's enclosing one: it defines it, and mostly calls or registers it
+NAMED_BY_TESTS_MAX = 12  # `x.m()` in a test, x of unknown type: m defined more often than this names nothing
+NAMED_BY_TEST_CONFIDENCE = 0.5  # shared among the classes that define the name
 STATE_RELATIONS = ("READS_CONFIG",)  # who reads what a changed entity MUTATES
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # a docstring's or doc comment's delimiters around a line's text: r'''...''', /** ... */, /// ...
@@ -222,6 +225,7 @@ class Dependents:
         self._subs: dict[str, list[tuple[str, float]]] = {}
         self._mentions: mentions.Mentions | None = None
         self._files: dict[str, list[EntityRow]] = {}
+        self._names_seen: dict[str, list[tuple[str, str, float]]] = {}
 
     def row(self, eid: str) -> EntityRow | None:
         if eid not in self._rows:
@@ -269,6 +273,8 @@ class Dependents:
                     over = f"method:{sub_row.path}:{sub_row.qualname}.{row.name}"
                     if self.row(over) is not None:
                         out.append((over, "OVERRIDES", conf))
+        if row.kind == "method":
+            out += self._named_by_tests(row)
         for r in fixtures.consumers(store, row):
             out.append((r.id, "USES_FIXTURE", fixtures.CONFIDENCE))
         if self._mentions is None:
@@ -283,6 +289,28 @@ class Dependents:
         if row.kind == "module" and is_test_path(row.path):
             for r in fixtures.parametrized(store, row):
                 out.append((r.id, "PARAMETRIZES", fixtures.PARAMETRIZE_CONFIDENCE))
+        return out
+
+    def _named_by_tests(self, row: EntityRow) -> list[tuple[str, str, float]]:
+        """Tests that call `x.m()` on a receiver of unknown type, where too many classes define `m`
+        for the resolver to guess (it guesses up to MAX_AMBIGUOUS_METHOD): `serializer.loads(s)`
+        on a fixture's object. A test runner's answer would rather run a test too many than miss
+        one; a name defined more often than NAMED_BY_TESTS_MAX says nothing."""
+        name = row.name
+        if name.startswith("__") or name in self._names_seen:
+            return self._names_seen.get(name, [])
+        self._names_seen[name] = out = []
+        k = self.store.conn.execute("SELECT count(*) FROM entities WHERE name=? AND kind='method'", (name,)).fetchone()[0]
+        if not MAX_AMBIGUOUS_METHOD < k <= NAMED_BY_TESTS_MAX:
+            return out
+        for _rowid, path, source, relation, target, line, _scope in self.store.refs(names=[name]):
+            head, _, last = target.rpartition(".")
+            if relation != "CALLS" or last != name or not head or head.split(".")[0] in ("self", "cls") \
+                    or not is_test_path(path):
+                continue
+            if any(e.line == line and e.target.rsplit(".", 1)[-1] == name for e in self.store.edges_from(source, ("CALLS",))):
+                continue  # resolved there (a typed receiver, or a guess): the graph's edge says it
+            out.append((source, "NAMED_BY_TEST", round(NAMED_BY_TEST_CONFIDENCE / k, 4)))
         return out
 
     def _members(self, path: str) -> list[EntityRow]:

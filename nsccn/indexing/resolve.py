@@ -655,10 +655,15 @@ class Resolver:
                     return [(hit[0], 1.0, "same_scope")]
                 prefix = prefix.rpartition(".")[0]
         imports = self.imports.get(path, {})
-        if name in imports and self._imported_here(source, imports[name]):
+        own_import = self._imported_here(source, imports[name]) if name in imports else None
+        if name in imports and not own_import:
+            # two functions of the file import the name from different modules: the file's table
+            # keeps the first; a function (or one enclosing it) that imports its own binds it there
+            own_import = self._imported_here(source, None, name)
+        if own_import:
             # `def f(): from ._impl import f; return f()`: a function's own import binds the name
             # there, ahead of the module's definitions (a lazy import wrapper of the same name)
-            found = self.dotted(imports[name])
+            found = self.dotted(own_import)
             if found is None:
                 return [(f"ext:{imports[name]}", 1.0, "external")]
             if found:
@@ -697,10 +702,11 @@ class Resolver:
             return []  # bound by nothing of the file, no import resolves it: a parameter, a local, a global
         return self._by_name(name, relation, method=False, path=path, source=source)
 
-    def _imported_here(self, source: str, dotted: str) -> bool:
-        """Whether a function (or one enclosing it) imports `dotted` in its own body."""
+    def _imported_here(self, source: str, dotted: str | None, name: str = "") -> str | None:
+        """`dotted` where a function (or one enclosing it) imports it in its own body; with `dotted`
+        None, what the innermost one of them imports whose last part is `name`."""
         if source.startswith("module:"):
-            return False
+            return None
         if self._local_imports is None:  # one read of the imports made inside functions, when first asked
             self._local_imports = defaultdict(set)
             for fid, target in self._store.relation_pairs("IMPORTS"):
@@ -709,10 +715,15 @@ class Resolver:
                     self._local_imports[(fpath, fqual)].add(target)
         _, path, qualname = split_entity_id(source)
         while qualname:
-            if dotted in self._local_imports.get((path, qualname), ()):
-                return True
+            here = self._local_imports.get((path, qualname), ())
+            if dotted is not None and dotted in here:
+                return dotted
+            if dotted is None:
+                named = sorted(t for t in here if t.rpartition(".")[2] == name)
+                if len(named) == 1:
+                    return named[0]
             qualname = qualname.rpartition(".")[0]
-        return False
+        return None
 
     def _property(self, eid: str) -> bool:
         """Whether a definition binds no name in its file (a property, an object literal's method:

@@ -625,6 +625,10 @@ class PythonExtractor:
         name = _expr_name(left, self._src)
         if name is None:
             return
+        if scope.kind in ("class", "func", "method") and right is not None and right.type == "call" and "." not in name \
+                and annotation is None:
+            # `DECORATOR = staticmethod(lru_cache)`, `factory = partial(Serializer, key=k)`: what it holds
+            right = _partial_of(right, self._src, _WRAPS_ONE if scope.kind == "class" else ()) or right
         if scope.kind == "class" and "." not in name and annotation is None and right is not None and right.type in ("identifier", "attribute"):
             held = _expr_name(right, self._src)  # `session_class = SecureCookieSession`
             if held:
@@ -772,6 +776,7 @@ class PythonExtractor:
         self._held_calls()
         if not self._typing.locals and not self._typing.fields and not self._typing.held:
             return
+        held_below = self._held_by_subclasses(methods)
         self._typing.type_results(mod_id)
         for e in self.entities:  # what each class's fields hold, for `x.f.m()` in any file
             if e.kind == "class":
@@ -780,6 +785,30 @@ class PythonExtractor:
         self.refs = [Ref(r.source, r.relation, self._typing.rewrite(r.target, [r.source, mod_id], r.scope, r.line - 1 if r.source != mod_id else None), r.line, r.scope)
                      if r.relation == "CALLS" and "." in r.target and not r.target.startswith(("super()", GETTER)) else r
                      for r in self.refs]
+        if held_below:
+            self.refs += [Ref(r.source, r.relation, value, r.line, r.scope)
+                          for r in self.refs if r.relation == "CALLS" and r.target.startswith(("self.", "cls."))
+                          for value in sorted(held_below.get(r.scope, {}).get(r.target.partition(".")[2], ()))]
+
+    def _held_by_subclasses(self, methods: set[str]) -> dict[str, dict[str, set[str]]]:
+        """A mixin's `self.DECORATOR(...)` where only its subclasses in this file hold `DECORATOR =
+        staticmethod(f)` (the mixin neither defines nor holds it): a call of each subclass's f,
+        as `self.m()` in a base runs each subclass's override. Class qualname -> name -> values."""
+        by_name = {e.name: e.qualname for e in self.entities if e.kind == "class"}
+        qualnames = {e.id: e.qualname for e in self.entities if e.kind == "class"}
+        out: dict[str, dict[str, set[str]]] = {}
+        for r in self.refs:
+            if r.relation != "INHERITS" or r.source not in qualnames:
+                continue
+            base = by_name.get(r.target.rsplit(".", 1)[-1])
+            held = self._typing.held.get(qualnames[r.source], {})
+            if base is None or not held:
+                continue
+            own = self._typing.held.get(base, {})
+            for name, value in held.items():
+                if value and name not in own and f"{base}.{name}" not in methods:
+                    out.setdefault(base, {}).setdefault(name, set()).add(value)
+        return out
 
     def _visit_raise(self, node: ts.Node, scope: _Scope) -> None:
         exprs = [c for c in node.named_children]
@@ -1034,11 +1063,15 @@ def _chain_operands(node: ts.Node) -> list[ts.Node]:
     return operands
 
 
-def _partial_of(call: ts.Node, src: bytes) -> ts.Node | None:
-    """`partial(f, ...)` / `functools.partial(f, ...)`: f, the function it calls."""
+_WRAPS_ONE = ("staticmethod", "classmethod", "builtins.staticmethod", "builtins.classmethod")
+
+
+def _partial_of(call: ts.Node, src: bytes, wrappers: tuple[str, ...] = ()) -> ts.Node | None:
+    """`partial(f, ...)` / `functools.partial(f, ...)` (and any of `wrappers`, e.g. `staticmethod(f)`):
+    f, the function it calls."""
     name = _expr_name(call.child_by_field_name("function"), src)
     args = call.child_by_field_name("arguments")
-    if name not in ("partial", "functools.partial") or args is None or not args.named_children:
+    if name not in ("partial", "functools.partial", *wrappers) or args is None or not args.named_children:
         return None
     first = args.named_children[0]
     return first if first.type in ("identifier", "attribute") else None

@@ -1,0 +1,177 @@
+"""Names that hold what runs: a function a class attribute holds (`MAKER = staticmethod(f)`) and a
+base class calls as `self.MAKER(...)`; a name a function imports for its nested function (`def
+cachedmethod(): from ._method import _wrap`, while another function of the file imports `_wrap`
+from elsewhere); a class held by `partial(Cls, ...)`; a test that calls `x.m()` on an object of
+unknown type where too many classes define `m` for the resolver to guess. A real index, a real
+impact walk on a change."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from conftest import write_repo
+from nsccn.indexing.indexer import index_repository
+from nsccn.serving.navigator import Navigator
+
+FORMATS = "\n\n".join(f"class Format{c}:\n    def loads(self, s):\n        return '{c}' + s\n" for c in "ABCDEF")
+
+FILES = {
+    "src/pkg/__init__.py": "",
+    "src/pkg/caching.py": """
+        def lru(maxsize):
+            return maxsize
+
+
+        def mru(maxsize):
+            return -maxsize
+    """,
+    "src/pkg/_plain.py": """
+        def _wrap(f):
+            return f
+    """,
+    "src/pkg/_method.py": """
+        def _wrap(f):
+            return ("method", f)
+    """,
+    "src/pkg/api.py": """
+        def cached():
+            from pkg._plain import _wrap
+
+            def deco(f):
+                return _wrap(f)
+            return deco
+
+
+        def cachedmethod():
+            from pkg._method import _wrap
+
+            def deco(f):
+                return _wrap(f)
+            return deco
+    """,
+    "src/pkg/ser.py": """
+        class Serializer:
+            def __init__(self, key):
+                self.key = key
+
+            def dumps(self, x):
+                return f"{self.key}{x}"
+    """,
+    "src/pkg/formats.py": FORMATS,
+    "tests/__init__.py": "",
+    "tests/test_held.py": """
+        import unittest
+
+        from pkg import caching
+
+
+        class Mixin:
+            def make(self, n):
+                return self.MAKER(n)
+
+            def test_make(self):
+                assert self.make(2)
+
+
+        class TestLRU(unittest.TestCase, Mixin):
+            MAKER = staticmethod(caching.lru)
+
+
+        class TestMRU(unittest.TestCase, Mixin):
+            MAKER = staticmethod(caching.mru)
+    """,
+    "tests/test_api.py": """
+        from pkg.api import cached, cachedmethod
+
+
+        def test_method():
+            assert cachedmethod()(len)
+
+
+        def test_plain():
+            assert cached()(len)
+    """,
+    "tests/test_ser.py": """
+        from functools import partial
+
+        from pkg.ser import Serializer
+
+
+        def test_factory():
+            factory = partial(Serializer, key="k")
+            assert factory(key="j")
+
+
+        def test_nothing():
+            assert True
+    """,
+    "tests/test_formats.py": """
+        import pytest
+
+        from pkg import formats
+
+
+        @pytest.fixture
+        def fmt():
+            return getattr(formats, "FormatC")()
+
+
+        def test_loads(fmt):
+            assert fmt.loads("x")
+
+
+        def test_other():
+            assert True
+    """,
+}
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    root = write_repo(tmp_path_factory.mktemp("held"), FILES)
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "one"]):
+        subprocess.run(["git", *args], cwd=root, check=True)
+    index_repository(root, workers=1, embed=False)
+    return root
+
+
+def _tests(root, rel, old, new):
+    file = root / rel
+    text = file.read_text()
+    assert old in text
+    file.write_text(text.replace(old, new, 1))
+    nav = Navigator(root)
+    try:
+        return {(t.file, t.qualname): t for t in nav.impact().tests}
+    finally:
+        nav.close()
+        file.write_text(text)
+
+
+def test_a_function_a_subclass_holds_in_a_class_attribute_runs_where_the_base_calls_it(repo):
+    tests = _tests(repo, "src/pkg/caching.py", "return -maxsize", "return -maxsize - 1")
+    assert ("tests/test_held.py", "TestMRU.test_make") in tests
+    assert "-CALLS" in tests[("tests/test_held.py", "TestMRU.test_make")].reason
+
+
+def test_a_nested_function_calls_what_its_enclosing_function_imports(repo):
+    tests = _tests(repo, "src/pkg/_method.py", 'return ("method", f)', 'return ("method!", f)')
+    assert ("tests/test_api.py", "test_method") in tests
+    assert ("tests/test_api.py", "test_plain") not in tests
+    tests = _tests(repo, "src/pkg/_plain.py", "return f", "return (f)")
+    assert ("tests/test_api.py", "test_plain") in tests
+    assert ("tests/test_api.py", "test_method") not in tests
+
+
+def test_a_partial_of_a_class_builds_the_class(repo):
+    tests = _tests(repo, "src/pkg/ser.py", "self.key = key", "self.key = key or None")
+    assert ("tests/test_ser.py", "test_factory") in tests
+    assert ("tests/test_ser.py", "test_nothing") not in tests
+
+
+def test_a_test_calling_a_method_name_too_common_to_guess_is_selected_by_name(repo):
+    tests = _tests(repo, "src/pkg/formats.py", "return 'C' + s", "return 'C!' + s")
+    assert "NAMED_BY_TEST" in tests[("tests/test_formats.py", "test_loads")].reason
+    assert ("tests/test_formats.py", "test_other") not in tests
