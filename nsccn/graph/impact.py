@@ -34,6 +34,7 @@ from nsccn.store import EntityRow, Store
 from nsccn.reading.testpaths import is_test_path
 from nsccn.graph.testrun import is_test, is_test_file_unit, js_runner, run_command
 from nsccn.indexing.resolve import MAX_AMBIGUOUS_METHOD
+from nsccn.model import split_entity_id
 
 DEFAULT_DEPTH = 3  # hops listed under `impacted` (as `trace`)
 TEST_DEPTH = 8  # hops a test may be from a changed entity (6 halves click's selection and loses an attrs commit: docs/impact.md)
@@ -43,6 +44,7 @@ MEMBER_CONFIDENCE = 0.5  # a method's class: whoever builds or subclasses it may
 DISPATCH_CONFIDENCE = 0.8  # a caller of the overridden method runs this override when self is the subclass
 GLOBAL_CONFIDENCE = 0.8  # a global its module's top-level code sets: not every one holds what that code built
 NESTED_CONFIDENCE = 0.8  # a nested function's enclosing one: it defines it, and mostly calls or registers it
+IMPORTER_TEST_CONFIDENCE = 0.3  # a test file importing the changed module: about it, not every test runs the change
 NAMED_BY_TESTS_MAX = 12  # `x.m()` in a test, x of unknown type: m defined more often than this names nothing
 NAMED_BY_TEST_CONFIDENCE = 0.5  # shared among the classes that define the name
 STATE_RELATIONS = ("READS_CONFIG",)  # who reads what a changed entity MUTATES
@@ -226,6 +228,8 @@ class Dependents:
         self._mentions: mentions.Mentions | None = None
         self._files: dict[str, list[EntityRow]] = {}
         self._names_seen: dict[str, list[tuple[str, str, float]]] = {}
+        self._importer_tests: dict[str, list[tuple[str, str, float]]] = {}
+        self._imports: list[tuple[str, str]] | None = None
 
     def row(self, eid: str) -> EntityRow | None:
         if eid not in self._rows:
@@ -275,6 +279,8 @@ class Dependents:
                         out.append((over, "OVERRIDES", conf))
         if row.kind == "method":
             out += self._named_by_tests(row)
+        if changed:
+            out += self._tests_of_importers(row)
         for r in fixtures.consumers(store, row):
             out.append((r.id, "USES_FIXTURE", fixtures.CONFIDENCE))
         if self._mentions is None:
@@ -290,6 +296,34 @@ class Dependents:
             for r in fixtures.parametrized(store, row):
                 out.append((r.id, "PARAMETRIZES", fixtures.PARAMETRIZE_CONFIDENCE))
         return out
+
+    def _tests_of_importers(self, row: EntityRow) -> list[tuple[str, str, float]]:
+        """The tests of every test file that imports the changed entity's module by the module's
+        own dotted name (`from packaging.pylock import Pylock` for a change in `pylock.py`, not `import
+        packaging`): such a file is about that module, and its tests reach the module's private code
+        through paths no static edge shows (a registry, a descriptor, a class handed on as a value).
+        A package's `__init__` is left out: importing the package is importing everything."""
+        if is_test_path(row.path) or row.path.rsplit("/", 1)[-1].startswith("__init__."):
+            return []
+        if row.path not in self._importer_tests:
+            self._importer_tests[row.path] = found = []
+            module = self.store.conn.execute("SELECT qualname FROM entities WHERE path=? AND kind='module' LIMIT 1",
+                                             (row.path,)).fetchone()
+            parts = module[0].split(".") if module else []
+            names = {".".join(parts[i:]) for i in range(len(parts) - 1)} if len(parts) > 1 else set(parts)
+            files = sorted({path for target, path in self._test_imports() if any(
+                target == n or target.startswith(n + ".") for n in names)})
+            for path in files:
+                found += [(t.id, "TEST_FILE_IMPORTS", IMPORTER_TEST_CONFIDENCE) for t in self.store.entities_in_file(path)
+                          if is_test(t.kind, t.path, t.name, t.decorators)]
+        return self._importer_tests[row.path]
+
+    def _test_imports(self) -> list[tuple[str, str]]:
+        """(import target as written, test file) of every import a test file makes: one scan."""
+        if self._imports is None:
+            self._imports = sorted({(target, split_entity_id(source)[1]) for source, target in self.store.relation_pairs("IMPORTS")
+                                    if is_test_path(split_entity_id(source)[1])})
+        return self._imports
 
     def _named_by_tests(self, row: EntityRow) -> list[tuple[str, str, float]]:
         """Tests that call `x.m()` on a receiver of unknown type, where too many classes define `m`
