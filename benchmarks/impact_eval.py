@@ -360,9 +360,9 @@ def main() -> int:
         seconds = time.perf_counter() - t0
         all_tests = set(times)
 
-        def picked_at(floor: float, depth: int = TEST_DEPTH) -> set[str]:
+        def picked_at(floor: float, depth: int = TEST_DEPTH, tiers: tuple[str, ...] = ("tests",)) -> set[str]:
             got = set()
-            for t in out["tests"]:
+            for t in (t for tier in tiers for t in out.get(tier) or ()):
                 if t["confidence"] < floor or t["distance"] > depth:
                     continue
                 if t.get("qualname"):
@@ -385,6 +385,8 @@ def main() -> int:
             "covering_as_written": len(as_written), "inert_files": inert,
             "nsccn": score(picked, truth, times),
             "nsccn_as_written": score(picked, as_written, times),
+            # what the answer's `run` runs: the graph's tests and the module tests (no edge; their file imports a changed module)
+            "nsccn_run": score(picked_at(0.0, tiers=("tests", "module_tests")), truth, times),
             **{f"nsccn_conf_{f:g}": score(picked_at(f), truth, times) for f in CONFIDENCE_FLOORS},
             **{f"nsccn_depth_{d}": score(picked_at(0.0, d), truth, times) for d in TEST_DEPTHS},
             "named_test_module": score(named, truth, times),
@@ -412,7 +414,7 @@ def main() -> int:
 def summarize(rows: list[dict]) -> dict:
     covered = [r for r in rows if r["covering"]]
     out = {"commits": len(rows), "commits_with_covering_tests": len(covered)}
-    for key in ("nsccn", *(f"nsccn_conf_{f:g}" for f in CONFIDENCE_FLOORS), *(f"nsccn_depth_{d}" for d in TEST_DEPTHS),
+    for key in ("nsccn", "nsccn_run", *(f"nsccn_conf_{f:g}" for f in CONFIDENCE_FLOORS), *(f"nsccn_depth_{d}" for d in TEST_DEPTHS),
                 "named_test_module", "file_importers", "all",
                 "nsccn_as_written"):
         if key == "nsccn_as_written":

@@ -60,7 +60,29 @@ FILES = {
                 return f"{self.key}{x}"
     """,
     "src/pkg/formats.py": FORMATS,
+    "src/pkg/dispatch.py": """
+        def handle_csv(x):
+            return x
+
+
+        def handle(kind, x):
+            return globals()["handle_" + kind](x)
+    """,
     "tests/__init__.py": "",
+    "tests/test_dispatch.py": """
+        from pkg.dispatch import handle
+
+
+        def test_csv():
+            assert handle("csv", 1) == 1
+    """,
+    "tests/test_package_only.py": """
+        import pkg
+
+
+        def test_package():
+            assert pkg
+    """,
     "tests/test_held.py": """
         import unittest
 
@@ -137,17 +159,21 @@ def repo(tmp_path_factory):
     return root
 
 
-def _tests(root, rel, old, new):
+def _impact(root, rel, old, new, **kw):
     file = root / rel
     text = file.read_text()
     assert old in text
     file.write_text(text.replace(old, new, 1))
     nav = Navigator(root)
     try:
-        return {(t.file, t.qualname): t for t in nav.impact().tests}
+        return nav.impact(**kw)
     finally:
         nav.close()
         file.write_text(text)
+
+
+def _tests(root, rel, old, new):
+    return {(t.file, t.qualname): t for t in _impact(root, rel, old, new).tests}
 
 
 def test_a_function_a_subclass_holds_in_a_class_attribute_runs_where_the_base_calls_it(repo):
@@ -175,3 +201,13 @@ def test_a_test_calling_a_method_name_too_common_to_guess_is_selected_by_name(re
     tests = _tests(repo, "src/pkg/formats.py", "return 'C' + s", "return 'C!' + s")
     assert "NAMED_BY_TEST" in tests[("tests/test_formats.py", "test_loads")].reason
     assert ("tests/test_formats.py", "test_other") not in tests
+
+
+def test_a_test_no_edge_reaches_in_a_file_importing_the_changed_module_is_a_module_test(repo):
+    out = _impact(repo, "src/pkg/dispatch.py", "return x", "return (x)")
+    assert ("tests/test_dispatch.py", "test_csv") not in {(t.file, t.qualname) for t in out.tests}  # no edge: a name built at run time
+    module_tests = {(t.file, t.qualname): t for t in out.module_tests}
+    assert set(module_tests) == {("tests/test_dispatch.py", "test_csv")}  # not the file that imports only the package
+    assert module_tests[("tests/test_dispatch.py", "test_csv")].confidence == 0.3
+    assert "tests/test_dispatch.py::test_csv" in out.run
+    assert _impact(repo, "src/pkg/dispatch.py", "return x", "return (x)", min_confidence=0.5).module_tests == []

@@ -34,7 +34,6 @@ from nsccn.store import EntityRow, Store
 from nsccn.reading.testpaths import is_test_path
 from nsccn.graph.testrun import is_test, is_test_file_unit, js_runner, run_command
 from nsccn.indexing.resolve import MAX_AMBIGUOUS_METHOD
-from nsccn.model import split_entity_id
 
 DEFAULT_DEPTH = 3  # hops listed under `impacted` (as `trace`)
 TEST_DEPTH = 8  # hops a test may be from a changed entity (6 halves click's selection and loses an attrs commit: docs/impact.md)
@@ -228,8 +227,7 @@ class Dependents:
         self._mentions: mentions.Mentions | None = None
         self._files: dict[str, list[EntityRow]] = {}
         self._names_seen: dict[str, list[tuple[str, str, float]]] = {}
-        self._importer_tests: dict[str, list[tuple[str, str, float]]] = {}
-        self._imports: list[tuple[str, str]] | None = None
+        self._importer_tests: dict[str, list[EntityRow]] = {}
 
     def row(self, eid: str) -> EntityRow | None:
         if eid not in self._rows:
@@ -279,8 +277,6 @@ class Dependents:
                         out.append((over, "OVERRIDES", conf))
         if row.kind == "method":
             out += self._named_by_tests(row)
-        if changed:
-            out += self._tests_of_importers(row)
         for r in fixtures.consumers(store, row):
             out.append((r.id, "USES_FIXTURE", fixtures.CONFIDENCE))
         if self._mentions is None:
@@ -297,7 +293,7 @@ class Dependents:
                 out.append((r.id, "PARAMETRIZES", fixtures.PARAMETRIZE_CONFIDENCE))
         return out
 
-    def _tests_of_importers(self, row: EntityRow) -> list[tuple[str, str, float]]:
+    def tests_of_importers(self, row: EntityRow) -> list[EntityRow]:
         """The tests of every test file that imports the changed entity's module by the module's
         own dotted name (`from packaging.pylock import Pylock` for a change in `pylock.py`, not `import
         packaging`): such a file is about that module, and its tests reach the module's private code
@@ -307,23 +303,18 @@ class Dependents:
             return []
         if row.path not in self._importer_tests:
             self._importer_tests[row.path] = found = []
-            module = self.store.conn.execute("SELECT qualname FROM entities WHERE path=? AND kind='module' LIMIT 1",
-                                             (row.path,)).fetchone()
-            parts = module[0].split(".") if module else []
+            entities = self.store.entities_in_file(row.path)
+            module = next((e.qualname for e in entities if e.kind == "module"), "")
+            parts = module.split(".") if module else []
             names = {".".join(parts[i:]) for i in range(len(parts) - 1)} if len(parts) > 1 else set(parts)
-            files = sorted({path for target, path in self._test_imports() if any(
-                target == n or target.startswith(n + ".") for n in names)})
+            # an import's target ends in the module or in a top-level name of it: the refs' tail index finds them
+            tails = ({parts[-1]} if parts else set()) | {e.name for e in entities if e.kind != "module" and "." not in e.qualname}
+            files = sorted({path for _rowid, path, _source, relation, target, _line, _scope in self.store.refs(names=tails)
+                            if relation == "IMPORTS" and is_test_path(path)
+                            and any(target == n or target.startswith(n + ".") for n in names)})
             for path in files:
-                found += [(t.id, "TEST_FILE_IMPORTS", IMPORTER_TEST_CONFIDENCE) for t in self.store.entities_in_file(path)
-                          if is_test(t.kind, t.path, t.name, t.decorators)]
+                found += [t for t in self.store.entities_in_file(path) if is_test(t.kind, t.path, t.name, t.decorators)]
         return self._importer_tests[row.path]
-
-    def _test_imports(self) -> list[tuple[str, str]]:
-        """(import target as written, test file) of every import a test file makes: one scan."""
-        if self._imports is None:
-            self._imports = sorted({(target, split_entity_id(source)[1]) for source, target in self.store.relation_pairs("IMPORTS")
-                                    if is_test_path(split_entity_id(source)[1])})
-        return self._imports
 
     def _named_by_tests(self, row: EntityRow) -> list[tuple[str, str, float]]:
         """Tests that call `x.m()` on a receiver of unknown type, where too many classes define `m`
@@ -510,13 +501,15 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
         impacted.append(item)
     impacted.sort(key=lambda x: (-x["confidence"], x["distance"], x["id"]))
     tests, tested = _tests(reached, rows, changed, deps)
+    module_tests = _module_tests(deps, seeds, tests) if IMPORTER_TEST_CONFIDENCE >= min_confidence else []
     out = {
         "source": change.source,
         "files": files,
         "changed": changed,
         "impacted": impacted,
         "tests": tests,
-        "run": run_command([{"file": t["file"], "qualname": t.get("qualname")} for t in tests],
+        "module_tests": module_tests,
+        "run": run_command([{"file": t["file"], "qualname": t.get("qualname")} for t in tests + module_tests],
                            js_runner(_read(root, "package.json"))),
         "risk": _risk(changed, impacted, tested),
         "depth": depth,
@@ -561,6 +554,26 @@ def _inherited(deps: Dependents, row: EntityRow, r: Reach) -> list[tuple[tuple[s
             "distance": r.distance, "confidence": round(r.confidence * conf, 3),
             "reason": f"{sub} inherits {row.id}: " + ("changed itself" if r.distance == 0 else render_path(r))}))
     return out
+
+
+def _module_tests(deps: Dependents, seeds: dict, tests: list[dict]) -> list[dict]:
+    """The second tier: tests no edge reaches, in test files that import a changed module by its
+    own dotted name (`Dependents.tests_of_importers`). Held apart from `tests`, which the graph
+    proves; run with them by default (`run`), dropped by a `min_confidence` above theirs."""
+    listed = {(t["file"], t.get("qualname")) for t in tests} | {(t["file"], None) for t in tests if not t.get("qualname")}
+    out: dict[tuple[str, str], dict] = {}
+    for eid in seeds:
+        row = deps.row(eid)
+        if row is None:
+            continue
+        for t in deps.tests_of_importers(row):
+            key = (t.path, t.qualname)
+            if key in listed or (t.path, None) in listed or key in out:
+                continue
+            out[key] = {"id": t.id, "file": t.path, "qualname": t.qualname, "distance": 1,
+                        "confidence": IMPORTER_TEST_CONFIDENCE,
+                        "reason": f"{t.path} imports {row.path}'s module, which the change touches ({eid}); no edge reaches this test"}
+    return sorted(out.values(), key=lambda t: (t["file"], t["qualname"] or ""))
 
 
 def _tests(reached: dict[str, Reach], rows: dict[str, EntityRow], changed: list[dict],

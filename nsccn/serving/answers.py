@@ -256,8 +256,8 @@ class ImpactAnswer(Answer, kw_only=True):
     files: list[ChangedFile]
     changed: list[ChangedEntity]
     impacted: list[Impacted]
-    tests: list[TestToRun]
-    run: str | None  # a command that runs the tests (None: none to run)
+    tests: list[TestToRun]  # the tests the graph reaches from the change
+    run: str | None  # a command that runs the tests and the module tests (None: none to run)
     risk: Risk
     depth: int
     test_depth: int
@@ -266,6 +266,8 @@ class ImpactAnswer(Answer, kw_only=True):
     refused: list[Refused] | None = None
     notes: list[str] | None = None
     stale: str | None = None
+    # tests no edge reaches, in test files importing a changed module by its own name: run too, to be safe
+    module_tests: list[TestToRun] = msgspec.field(default_factory=list)
     unresolved: str | None = None
 
 

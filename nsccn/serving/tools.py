@@ -593,6 +593,7 @@ class Impact(Tool):
         # each impacted entity names the one it depends on (`via`): the whole path is in `tests`' reasons
         impacted = [{k: v for k, v in plain(i).items() if k not in ("path", "file")} for i in res.impacted[offset:]]
         tests = plain(res.tests[offset:])
+        module_tests = [{k: v for k, v in t.items() if k != "reason"} for t in plain(res.module_tests[offset:])]
         changed = plain(res.changed)
         base = {"source": res.source, "files": plain(res.files), "risk": plain(res.risk), "run": res.run}
         for key, listed in (("outside_index", res.outside_index), ("refused", res.refused), ("notes", res.notes)):
@@ -601,11 +602,17 @@ class Impact(Tool):
         ctx.notes(base, answer=res)
         if res.stale:
             base["stale"] = res.stale
-        n = max(len(changed), len(impacted), len(tests))
+        n = max(len(changed), len(impacted), len(tests), len(module_tests))
+        if res.module_tests:
+            base["module_tests_are"] = ("tests no edge reaches, in test files that import a changed module: "
+                                        "`run` includes them; min_confidence above 0.3 drops them")
 
         def build(k: int) -> dict:
             out = {**base, "changed": changed[:k], "impacted": impacted[:k], "tests": tests[:k],
-                   "totals": {"changed": len(changed), "impacted": len(res.impacted), "tests": len(res.tests)}}
+                   "totals": {"changed": len(changed), "impacted": len(res.impacted), "tests": len(res.tests),
+                              "module_tests": len(res.module_tests)}}
+            if module_tests:
+                out["module_tests"] = module_tests[:k]
             if k < n:
                 more = (f"call again with offset={offset + k} for more impacted entities and tests" if k else
                         "the summary alone fills it")
@@ -871,7 +878,11 @@ def _print_impact(out: ImpactAnswer, limit: int) -> None:
         name = f"{t.file}::{t.qualname}" if t.qualname else t.file
         print(f"  d{t.distance} {t.confidence:.2f}  {one_line(name)}")
         print(f"         {one_line(t.reason)}")
-    for key, listed in (("impacted", out.impacted), ("tests", out.tests)):
+    if out.module_tests:
+        print(f"module tests ({len(out.module_tests)}: no edge reaches them; their files import a changed module; in `run`):")
+        for t in out.module_tests[:limit]:
+            print(f"  {t.confidence:.2f}  {one_line(f'{t.file}::{t.qualname}' if t.qualname else t.file)}")
+    for key, listed in (("impacted", out.impacted), ("tests", out.tests), ("module tests", out.module_tests)):
         if len(listed) > limit:
             print(f"  ... {len(listed) - limit} more {key} (--limit, or --json for all)")
     if out.run:
