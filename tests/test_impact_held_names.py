@@ -76,6 +76,14 @@ FILES = {
         def test_csv():
             assert handle("csv", 1) == 1
     """,
+    "tests/test_local_alias.py": """
+        import pkg.caching as caching_mod
+
+
+        def test_local_alias():
+            lru = caching_mod.lru
+            assert lru(2) == 2
+    """,
     "tests/test_package_only.py": """
         import pkg
 
@@ -211,3 +219,8 @@ def test_a_test_no_edge_reaches_in_a_file_importing_the_changed_module_is_a_modu
     assert module_tests[("tests/test_dispatch.py", "test_csv")].confidence == 0.3
     assert "tests/test_dispatch.py::test_csv" in out.run
     assert _impact(repo, "src/pkg/dispatch.py", "return x", "return (x)", min_confidence=0.5).module_tests == []
+
+
+def test_a_local_name_bound_to_a_modules_function_calls_it(repo):
+    tests = _tests(repo, "src/pkg/caching.py", "return maxsize\n", "return maxsize + 0\n")
+    assert "-CALLS" in tests[("tests/test_local_alias.py", "test_local_alias")].reason

@@ -637,7 +637,9 @@ class PythonExtractor:
         if scope.kind in ("func", "method") and "." not in name and annotation is None and right is not None \
                 and right.type in ("identifier", "attribute"):
             held = _expr_name(right, self._src)  # `cls = Option`: `cls(...)` here or in a nested def builds it
-            if held and held.rsplit(".", 1)[-1][:1].isupper():
+            # `extract = mi.extract` (a module's function, `mi` imported): `extract(...)` calls it
+            of_module = held is not None and "." in held and held.split(".", 1)[0] in self.imports
+            if held and (held.rsplit(".", 1)[-1][:1].isupper() or of_module):
                 self._typing.holds(f"def {scope.qualname}", name, held)
         typ, rank = None, DECLARED_RANK if annotation is not None else CALLED_RANK
         if annotation is not None:
