@@ -68,7 +68,28 @@ FILES = {
         def handle(kind, x):
             return globals()["handle_" + kind](x)
     """,
+    "src/pkg/handlers.py": """
+        class EchoHandler:
+            def handle(self):
+                return "echo"
+    """,
+    "src/pkg/server.py": """
+        def serve(handler_class):
+            return handler_class().handle()
+    """,
     "tests/__init__.py": "",
+    "tests/test_server.py": """
+        from pkg.handlers import EchoHandler
+        from pkg.server import serve
+
+
+        def test_serve():
+            assert serve(EchoHandler) == "echo"
+
+
+        def test_alone():
+            assert serve
+    """,
     "tests/test_dispatch.py": """
         from pkg.dispatch import handle
 
@@ -224,3 +245,10 @@ def test_a_test_no_edge_reaches_in_a_file_importing_the_changed_module_is_a_modu
 def test_a_local_name_bound_to_a_modules_function_calls_it(repo):
     tests = _tests(repo, "src/pkg/caching.py", "return maxsize\n", "return maxsize + 0\n")
     assert "-CALLS" in tests[("tests/test_local_alias.py", "test_local_alias")].reason
+
+
+def test_a_class_handed_to_a_call_as_a_value_reaches_the_test_that_hands_it(repo):
+    out = _impact(repo, "src/pkg/handlers.py", 'return "echo"', 'return "echo!"')
+    tests = {(t.file, t.qualname): t for t in out.tests}
+    assert "-PASSES(0.8)-> class:src/pkg/handlers.py:EchoHandler" in tests[("tests/test_server.py", "test_serve")].reason
+    assert ("tests/test_server.py", "test_alone") not in tests  # a module test at most: its file imports the module

@@ -43,6 +43,7 @@ MEMBER_CONFIDENCE = 0.5  # a method's class: whoever builds or subclasses it may
 DISPATCH_CONFIDENCE = 0.8  # a caller of the overridden method runs this override when self is the subclass
 GLOBAL_CONFIDENCE = 0.8  # a global its module's top-level code sets: not every one holds what that code built
 NESTED_CONFIDENCE = 0.8  # a nested function's enclosing one: it defines it, and mostly calls or registers it
+PASSES_CONFIDENCE = 0.8  # handed to a call as a value: mostly built or called there, not always
 IMPORTER_TEST_CONFIDENCE = 0.3  # a test file importing the changed module: about it, not every test runs the change
 NAMED_BY_TESTS_MAX = 12  # `x.m()` in a test, x of unknown type: m defined more often than this names nothing
 NAMED_BY_TEST_CONFIDENCE = 0.5  # shared among the classes that define the name
@@ -277,6 +278,8 @@ class Dependents:
                         out.append((over, "OVERRIDES", conf))
         if row.kind == "method":
             out += self._named_by_tests(row)
+        elif row.kind in ("class", "func") and row.parent and row.parent.startswith("module:"):
+            out += self._passers(row)
         for r in fixtures.consumers(store, row):
             out.append((r.id, "USES_FIXTURE", fixtures.CONFIDENCE))
         if self._mentions is None:
@@ -315,6 +318,27 @@ class Dependents:
             for path in files:
                 found += [t for t in self.store.entities_in_file(path) if is_test(t.kind, t.path, t.name, t.decorators)]
         return self._importer_tests[row.path]
+
+    def _passers(self, row: EntityRow) -> list[tuple[str, str, float]]:
+        """Who hands a top-level class or function to a call as a value (the parser's raw `PASSES`
+        references: `socket_server(Handler)`, `_get_object(d, PackageVcs)`): the callee builds or
+        calls it on their behalf. By name, where the name is the entity's: written in its own file,
+        or in a file that imports it (or its module)."""
+        out = []
+        importers: set[str] | None = None
+        for _rowid, path, source, relation, target, _line, _scope in self.store.refs(names=[row.name]):
+            if relation != "PASSES" or target.rsplit(".", 1)[-1] != row.name or source == row.id:
+                continue
+            if path != row.path:
+                if importers is None:
+                    module = f"module:{row.path}:"
+                    importers = {e.path for e in self.store.edges_to(row.id, ("IMPORTS",))}
+                    importers |= {e.path for m in self.store.entities_in_file(row.path)[:1] if m.id.startswith(module)
+                                  for e in self.store.edges_to(m.id, ("IMPORTS",))}
+                if path not in importers:
+                    continue
+            out.append((source, "PASSES", PASSES_CONFIDENCE))
+        return out
 
     def _named_by_tests(self, row: EntityRow) -> list[tuple[str, str, float]]:
         """Tests that call `x.m()` on a receiver of unknown type, where too many classes define `m`

@@ -353,9 +353,9 @@ class Resolver:
     def resolve(self, path: str, source: str, relation: str, target: str, scope: str) -> list[tuple[str, float, str]]:
         if relation == "CONTAINS":
             return [(target, 1.0, "structural")]
-        if relation in ("RETURNS", "MENTIONS", HOLDS, BINDS):
+        if relation in ("RETURNS", "MENTIONS", HOLDS, BINDS, "PASSES"):
             # what a function returns or a field holds (read by `typed`), a name in a string, a
-            # global's value (read by `resolve_aliases`): no edge
+            # global's value (read by `resolve_aliases`), a name handed to a call (read by change impact): no edge
             return []
         if relation == "IMPORTS":
             found = self.dotted(target)

@@ -226,6 +226,7 @@ class PythonExtractor:
         self._typing = Bindings()  # receiver types the source states (nsccn/languages/receivers.py)
         self._returns: list[tuple[str, str, str, int]] = []  # (function, "call"/"name", what it returns, line)
         self._reads: dict[tuple[str, str], tuple[int, str]] = {}  # (function, `obj.attr` read) -> (line, class)
+        self._passed: list[tuple[str, str, int, str]] = []  # (scope, name handed to a call as a value, line, class)
         self.error_lines: list[int] = []
         self.deep_lines: list[int] = []  # where a region nested too deeply to walk begins
         self._entity_fields: dict[str, dict] = {}
@@ -249,6 +250,7 @@ class PythonExtractor:
         self._walk_block(root, scope)
         self._typed_calls(mod_id)
         self._module_bindings(mod_id)
+        self._passes()
         self.entities.insert(
             0,
             Entity(
@@ -425,6 +427,7 @@ class PythonExtractor:
                     else:  # what `_call` does with a plain name, without its calls
                         terms.append(name)
                         refs.append(Ref(eid, "CALLS", name, child.start_point[0] + 1, class_qualname))
+                        self._passed_args(child, scope, child.start_point[0] + 1)
                 else:
                     name = _expr_name(fn, src)
                     if name is not None:
@@ -874,6 +877,33 @@ class PythonExtractor:
         elif len(parts) == 2 and parts[1] in MUTATING_METHODS and parts[0] in scope.globals:
             self._ref(scope, "MUTATES", parts[0], None, line)
         self._ref(scope, "CALLS", name, None, line)
+        self._passed_args(node, scope, line)
+
+    def _passed_args(self, call: ts.Node, scope: _Scope, line: int) -> None:
+        """The names a call hands on as values (`f(Handler, key=work)`), for `_passes`."""
+        args = call.child_by_field_name("arguments")
+        if args is None or args.type != "argument_list":
+            return
+        for arg in args.named_children:
+            if arg.type == "keyword_argument":
+                arg = arg.child_by_field_name("value")
+                if arg is None:
+                    continue
+            if arg.kind_id == _IDENTIFIER_KIND or arg.type == "attribute":
+                passed = _expr_name(arg, self._src)
+                if passed and passed.split(".", 1)[0] not in ("self", "cls"):
+                    self._passed.append((scope.eid, passed, line, scope.class_qualname))
+
+    def _passes(self) -> None:
+        """`socket_server(Handler)`, `_get_object(d, PackageVcs, "vcs")`, `Thread(target=work)`: a class
+        or function of the file, or one it imports, handed to a call as a value, which the callee
+        builds or calls at run time. A raw `PASSES` reference (never an edge: no call names it
+        here), read by change impact (`nsccn.graph.impact`)."""
+        defined = {e.name for e in self.entities if e.kind in ("func", "class") and "." not in e.qualname}
+        for source, name, line, cls in dict.fromkeys(self._passed):
+            head = name.split(".", 1)[0]
+            if head in self.imports or ("." not in name and name in defined):
+                self.refs.append(Ref(source, PASSES, name, line, cls))
 
     def _config_subscript(self, node: ts.Node, scope: _Scope) -> None:
         value = _expr_name(node.child_by_field_name("value"), self._src)
@@ -1065,6 +1095,7 @@ def _chain_operands(node: ts.Node) -> list[ts.Node]:
     return operands
 
 
+PASSES = "PASSES"  # raw reference relation: a name handed to a call as a value
 _WRAPS_ONE = ("staticmethod", "classmethod", "builtins.staticmethod", "builtins.classmethod")
 
 
