@@ -68,7 +68,8 @@ def main() -> int:
     for spec in args.groups:
         label, _, paths = spec.partition("=")
         groups[label] = load(paths.split(","))
-    groups["pooled"] = [r for rows in list(groups.values()) for r in rows]
+    # each commit once, though a group of repositories lists it again
+    groups["pooled"] = list({r["commit"]: r for rows in list(groups.values()) for r in rows}.values())
     global SELECTORS
     SELECTORS = SELECTORS + tuple(o for o in OPTIONAL if all(o[0] in r for rows in groups.values() for r in rows))
     out = {label: summary(rows) for label, rows in groups.items()}
