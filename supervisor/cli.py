@@ -132,6 +132,10 @@ class _Progress:
                     self.vectors.update(written - self.vectors.n)
 
     def close(self, sup: Supervisor | None = None) -> None:
+        if self.enabled and self.files is None and sup is not None and sup.complete is not None and sup.complete.files:
+            # the bulk finished before a watcher heartbeat said how large it was (a small tree, a busy
+            # machine): still one line saying what was indexed
+            self.files = _bar(sup.complete.files, "file", "indexing")
         if self.files is not None and not self.files_done and sup is not None and sup.complete is not None:
             self.files.update(self.files.total - self.files.n)
         if self.vectors is not None and sup is not None and sup.complete is not None:
