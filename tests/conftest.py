@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -113,6 +114,15 @@ def write_repo(root: Path, files: dict[str, str | bytes]) -> Path:
             p.write_bytes(content)
         else:
             p.write_text(textwrap.dedent(content).lstrip("\n"))
+    return root
+
+
+def indexed_git_repo(root: Path, files: dict[str, str | bytes]) -> Path:
+    """`files` written under `root`, committed once (a real git history for change impact), indexed."""
+    write_repo(root, files)
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "one"]):
+        subprocess.run(["git", *args], cwd=root, check=True)
+    index_repository(root, workers=1, embed=False)
     return root
 
 

@@ -4,12 +4,10 @@ code beside a comment still does. A real git repository, a real index, a real di
 
 from __future__ import annotations
 
-import subprocess
 
 import pytest
 
-from conftest import write_repo
-from nsccn.indexing.indexer import index_repository
+from conftest import indexed_git_repo
 from nsccn.serving.navigator import Navigator
 
 FILES = {
@@ -45,10 +43,7 @@ FILES = {
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
-    root = write_repo(tmp_path_factory.mktemp("inert"), FILES)
-    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "one"]):
-        subprocess.run(["git", *args], cwd=root, check=True)
-    index_repository(root, workers=1, embed=False)
+    root = indexed_git_repo(tmp_path_factory.mktemp("inert"), FILES)
     return root
 
 

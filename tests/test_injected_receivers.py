@@ -4,12 +4,10 @@ tree, a real index, a real impact walk."""
 
 from __future__ import annotations
 
-import subprocess
 
 import pytest
 
-from conftest import write_repo
-from nsccn.indexing.indexer import index_repository
+from conftest import indexed_git_repo
 from nsccn.serving.navigator import Navigator
 from nsccn.store import Store
 
@@ -189,10 +187,7 @@ FILES = {
 
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory):
-    root = write_repo(tmp_path_factory.mktemp("injected"), FILES)
-    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "one"]):
-        subprocess.run(["git", *args], cwd=root, check=True)
-    index_repository(root, workers=1, embed=False)
+    root = indexed_git_repo(tmp_path_factory.mktemp("injected"), FILES)
     nav = Navigator(root)
     try:
         edges = {(e.source, e.target): e for e in nav.store.all_edges() if e.relation == "CALLS"}

@@ -5,12 +5,10 @@ parse of a small tree, a real index, a real impact walk."""
 
 from __future__ import annotations
 
-import subprocess
 
 import pytest
 
-from conftest import write_repo
-from nsccn.indexing.indexer import index_repository
+from conftest import indexed_git_repo
 from nsccn.serving.navigator import Navigator
 
 FILES = {
@@ -127,10 +125,7 @@ FILES = {
 
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory):
-    root = write_repo(tmp_path_factory.mktemp("mentions"), FILES)
-    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "one"]):
-        subprocess.run(["git", *args], cwd=root, check=True)
-    index_repository(root, workers=1, embed=False)
+    root = indexed_git_repo(tmp_path_factory.mktemp("mentions"), FILES)
     nav = Navigator(root)
     try:
         refs = [r for r in nav.store.refs() if r[3] == "MENTIONS"]

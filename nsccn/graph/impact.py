@@ -34,6 +34,7 @@ from nsccn.store import EntityRow, Store
 from nsccn.reading.testpaths import is_test_path
 from nsccn.graph.testrun import is_test, is_test_file_unit, js_runner, run_command
 from nsccn.indexing.resolve import MAX_AMBIGUOUS_METHOD
+from nsccn.languages.receivers import PASSES
 
 DEFAULT_DEPTH = 3  # hops listed under `impacted` (as `trace`)
 TEST_DEPTH = 8  # hops a test may be from a changed entity (6 halves click's selection and loses an attrs commit: docs/impact.md)
@@ -229,6 +230,7 @@ class Dependents:
         self._files: dict[str, list[EntityRow]] = {}
         self._names_seen: dict[str, list[tuple[str, str, float]]] = {}
         self._importer_tests: dict[str, list[EntityRow]] = {}
+        self._file_rows: dict[str, list[EntityRow]] = {}
 
     def row(self, eid: str) -> EntityRow | None:
         if eid not in self._rows:
@@ -306,17 +308,17 @@ class Dependents:
             return []
         if row.path not in self._importer_tests:
             self._importer_tests[row.path] = found = []
-            entities = self.store.entities_in_file(row.path)
+            entities = self._in_file(row.path)
             module = next((e.qualname for e in entities if e.kind == "module"), "")
             parts = module.split(".") if module else []
             names = {".".join(parts[i:]) for i in range(len(parts) - 1)} if len(parts) > 1 else set(parts)
             # an import's target ends in the module or in a top-level name of it: the refs' tail index finds them
-            tails = ({parts[-1]} if parts else set()) | {e.name for e in entities if e.kind != "module" and "." not in e.qualname}
+            tails = set(parts[-1:]) | {e.name for e in entities if e.kind != "module" and "." not in e.qualname}
             files = sorted({path for _rowid, path, _source, relation, target, _line, _scope in self.store.refs(names=tails)
                             if relation == "IMPORTS" and is_test_path(path)
                             and any(target == n or target.startswith(n + ".") for n in names)})
             for path in files:
-                found += [t for t in self.store.entities_in_file(path) if is_test(t.kind, t.path, t.name, t.decorators)]
+                found += [t for t in self._in_file(path) if is_test(t.kind, t.path, t.name, t.decorators)]
         return self._importer_tests[row.path]
 
     def _passers(self, row: EntityRow) -> list[tuple[str, str, float]]:
@@ -327,17 +329,14 @@ class Dependents:
         out = []
         importers: set[str] | None = None
         for _rowid, path, source, relation, target, _line, _scope in self.store.refs(names=[row.name]):
-            if relation != "PASSES" or target.rsplit(".", 1)[-1] != row.name or source == row.id:
+            if relation != PASSES or target.rsplit(".", 1)[-1] != row.name or source == row.id:
                 continue
             if path != row.path:
                 if importers is None:
-                    module = f"module:{row.path}:"
-                    importers = {e.path for e in self.store.edges_to(row.id, ("IMPORTS",))}
-                    importers |= {e.path for m in self.store.entities_in_file(row.path)[:1] if m.id.startswith(module)
-                                  for e in self.store.edges_to(m.id, ("IMPORTS",))}
+                    importers = {e.path for eid in (row.id, row.parent) for e in self.store.edges_to(eid, ("IMPORTS",))}
                 if path not in importers:
                     continue
-            out.append((source, "PASSES", PASSES_CONFIDENCE))
+            out.append((source, PASSES, PASSES_CONFIDENCE))
         return out
 
     def _named_by_tests(self, row: EntityRow) -> list[tuple[str, str, float]]:
@@ -352,15 +351,24 @@ class Dependents:
         k = self.store.conn.execute("SELECT count(*) FROM entities WHERE name=? AND kind='method'", (name,)).fetchone()[0]
         if not MAX_AMBIGUOUS_METHOD < k <= NAMED_BY_TESTS_MAX:
             return out
+        calls: dict[str, set[int]] = {}  # a test's lines where an edge already calls a method of that name
         for _rowid, path, source, relation, target, line, _scope in self.store.refs(names=[name]):
             head, _, last = target.rpartition(".")
             if relation != "CALLS" or last != name or not head or head.split(".")[0] in ("self", "cls") \
                     or not is_test_path(path):
                 continue
-            if any(e.line == line and e.target.rsplit(".", 1)[-1] == name for e in self.store.edges_from(source, ("CALLS",))):
-                continue  # resolved there (a typed receiver, or a guess): the graph's edge says it
-            out.append((source, "NAMED_BY_TEST", round(NAMED_BY_TEST_CONFIDENCE / k, 4)))
+            if source not in calls:
+                calls[source] = {e.line for e in self.store.edges_from(source, ("CALLS",))
+                                 if e.target.rsplit(".", 1)[-1] == name}
+            if line not in calls[source]:  # resolved there (a typed receiver, or a guess): the graph's edge says it
+                out.append((source, "NAMED_BY_TEST", round(NAMED_BY_TEST_CONFIDENCE / k, 4)))
         return out
+
+    def _in_file(self, path: str) -> list[EntityRow]:
+        """A file's entities (read once per walk)."""
+        if path not in self._file_rows:
+            self._file_rows[path] = self.store.entities_in_file(path)
+        return self._file_rows[path]
 
     def _members(self, path: str) -> list[EntityRow]:
         """A test file's functions and methods that have decorators or defaults (evaluated by their scope)."""
@@ -584,7 +592,7 @@ def _module_tests(deps: Dependents, seeds: dict, tests: list[dict]) -> list[dict
     """The second tier: tests no edge reaches, in test files that import a changed module by its
     own dotted name (`Dependents.tests_of_importers`). Held apart from `tests`, which the graph
     proves; run with them by default (`run`), dropped by a `min_confidence` above theirs."""
-    listed = {(t["file"], t.get("qualname")) for t in tests} | {(t["file"], None) for t in tests if not t.get("qualname")}
+    listed = {(t["file"], t.get("qualname")) for t in tests}  # (file, None): the whole file is the test unit
     out: dict[tuple[str, str], dict] = {}
     for eid in seeds:
         row = deps.row(eid)

@@ -41,7 +41,7 @@ import sys
 from collections import defaultdict
 
 from nsccn.languages import query_language
-from nsccn.languages.receivers import (CONSTRUCTED, DECLARED, FIELD, FIXTURE_DECORATOR, GETTER, HOLDS, IMPL_OF,
+from nsccn.languages.receivers import (CONSTRUCTED, DECLARED, FIELD, FIXTURE_DECORATOR, GETTER, HOLDS, IMPL_OF, PASSES,
                                       INJECTED, PREFIXES, PYTHON_RETURN_TYPE, type_name)
 from nsccn.languages.naming import Project, package_groups
 from nsccn.languages.literals import LITERAL
@@ -353,7 +353,7 @@ class Resolver:
     def resolve(self, path: str, source: str, relation: str, target: str, scope: str) -> list[tuple[str, float, str]]:
         if relation == "CONTAINS":
             return [(target, 1.0, "structural")]
-        if relation in ("RETURNS", "MENTIONS", HOLDS, BINDS, "PASSES"):
+        if relation in ("RETURNS", "MENTIONS", HOLDS, BINDS, PASSES):
             # what a function returns or a field holds (read by `typed`), a name in a string, a
             # global's value (read by `resolve_aliases`), a name handed to a call (read by change impact): no edge
             return []

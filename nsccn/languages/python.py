@@ -21,7 +21,7 @@ import tree_sitter_python
 from nsccn.reading.entity_bounds import head_lines
 from nsccn.reading.testpaths import is_test_path
 from nsccn.languages.mentions import mentions
-from nsccn.languages.receivers import (CALLED_RANK, DECLARED_RANK, FIXTURE_DECORATOR, GETTER, HOLDS, INJECTED_RANK, PREFIXES,
+from nsccn.languages.receivers import (CALLED_RANK, DECLARED_RANK, FIXTURE_DECORATOR, GETTER, HOLDS, INJECTED_RANK, PASSES, PREFIXES,
                                       Bindings, type_name)
 from nsccn.model import Entity, Ref, entity_id
 
@@ -1095,7 +1095,6 @@ def _chain_operands(node: ts.Node) -> list[ts.Node]:
     return operands
 
 
-PASSES = "PASSES"  # raw reference relation: a name handed to a call as a value
 _WRAPS_ONE = ("staticmethod", "classmethod", "builtins.staticmethod", "builtins.classmethod")
 
 

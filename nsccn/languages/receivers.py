@@ -25,6 +25,7 @@ INJECTED = "typedfixture:"  # a test's or fixture's parameter: what the pytest f
 PREFIXES = (DECLARED, CONSTRUCTED, INJECTED)
 FIELD = "@"  # in a typed reference's type: `f@T` is what the field f of type T holds
 HOLDS = "HOLDS"  # a class's reference `field:Type` (never an edge: the resolver reads it for `x.f.m()`)
+PASSES = "PASSES"  # a name handed to a call as a value (never an edge: change impact reads it)
 GETTER = "getter:"  # `x.attr` read, not called: an edge only when attr is a property of x's known type
 FIXTURE_DECORATOR = re.compile(r"(?:pytest\.)?fixture\b(?P<args>\(.*)?", re.S)  # a decorator's text, `@` left off
 PYTHON_RETURN_TYPE = r"\)\s*->\s*(.+)$"  # `def make() -> Cart` (query languages: QueryLanguage.return_type)

@@ -604,8 +604,8 @@ class Impact(Tool):
             base["stale"] = res.stale
         n = max(len(changed), len(impacted), len(tests), len(module_tests))
         if res.module_tests:
-            base["module_tests_are"] = ("tests no edge reaches, in test files that import a changed module: "
-                                        "`run` includes them; min_confidence above 0.3 drops them")
+            base["module_tests_are"] = ("tests no edge reaches, in test files that import a changed module: `run` "
+                                        f"includes them; min_confidence above {res.module_tests[0].confidence:g} drops them")
 
         def build(k: int) -> dict:
             out = {**base, "changed": changed[:k], "impacted": impacted[:k], "tests": tests[:k],
