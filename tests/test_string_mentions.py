@@ -27,7 +27,7 @@ FILES = {
             return 2
     """,
     "src/pkg/notes.py": """
-        WHERE = "pkg.core.Engine"  # library code: its strings are not read
+        WHERE = "the engine is pkg.core.Engine"  # library prose: only a string that is a dotted name alone is read
     """,
     "src/pkg/lazy.py": """
         def render(text):
@@ -156,7 +156,7 @@ def test_a_test_string_that_spells_a_dotted_name_is_a_mention(indexed):
             ("test_written", "pkg.Engine")} <= got
     assert ("test_unrelated", "os.path.join") in got  # kept raw; it names nothing of the repository
     assert not [t for _, t in got if t in ("pkg", "spare")]  # a bare word is no module path
-    assert not [r for r in refs if r[1].startswith("src/")]  # a library file's strings are not read
+    assert not [r for r in refs if r[1].startswith("src/")]  # a library's prose names nothing it loads
     assert not [e for e in edges.values() if e.relation == "MENTIONS"]  # a guess from a string is no edge
 
 

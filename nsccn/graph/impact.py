@@ -34,10 +34,10 @@ from nsccn.store import EntityRow, Store
 from nsccn.reading.testpaths import is_test_path
 from nsccn.graph.testrun import is_test, is_test_file_unit, js_runner, run_command
 from nsccn.indexing.resolve import MAX_AMBIGUOUS_METHOD
-from nsccn.languages.receivers import PASSES
+from nsccn.languages.receivers import PASSES, SUBCLASSES
 
 DEFAULT_DEPTH = 3  # hops listed under `impacted` (as `trace`)
-TEST_DEPTH = 8  # hops a test may be from a changed entity (6 halves click's selection and loses an attrs commit: docs/impact.md)
+TEST_DEPTH = 9  # hops a test may be from a changed entity (6 halves click's selection and loses an attrs commit; 9 over 8: docs/impact.md)
 MAX_NODES = 4_000  # entities one walk reaches at most
 MAX_CHANGED = 2_000  # changed entities mapped at most
 MEMBER_CONFIDENCE = 0.5  # a method's class: whoever builds or subclasses it may call the method
@@ -48,6 +48,9 @@ PASSES_CONFIDENCE = 0.8  # handed to a call as a value: mostly built or called t
 IMPORTER_TEST_CONFIDENCE = 0.3  # a test file importing the changed module: about it, not every test runs the change
 NAMED_BY_TESTS_MAX = 12  # `x.m()` in a test, x of unknown type: m defined more often than this names nothing
 NAMED_BY_TEST_CONFIDENCE = 0.5  # shared among the classes that define the name
+# a node reached last by these walks on only partly (an import runs nothing further; a method's class
+# is not what creating a subclass of it runs): a later path of another relation walks on from it
+PARTIAL = ("IMPORTS", "HAS_MEMBER")
 STATE_RELATIONS = ("READS_CONFIG",)  # who reads what a changed entity MUTATES
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # a docstring's or doc comment's delimiters around a line's text: r'''...''', /** ... */, /// ...
@@ -229,7 +232,7 @@ class Dependents:
         self._mentions: mentions.Mentions | None = None
         self._files: dict[str, list[EntityRow]] = {}
         self._names_seen: dict[str, list[tuple[str, str, float]]] = {}
-        self._importer_tests: dict[str, list[EntityRow]] = {}
+        self._importer_tests: dict[tuple[str, bool], list[EntityRow]] = {}
         self._file_rows: dict[str, list[EntityRow]] = {}
 
     def row(self, eid: str) -> EntityRow | None:
@@ -298,45 +301,67 @@ class Dependents:
                 out.append((r.id, "PARAMETRIZES", fixtures.PARAMETRIZE_CONFIDENCE))
         return out
 
-    def tests_of_importers(self, row: EntityRow) -> list[EntityRow]:
+    def tests_of_importers(self, row: EntityRow, package: bool = False) -> list[EntityRow]:
         """The tests of every test file that imports the changed entity's module by the module's
         own dotted name (`from packaging.pylock import Pylock` for a change in `pylock.py`, not `import
         packaging`): such a file is about that module, and its tests reach the module's private code
         through paths no static edge shows (a registry, a descriptor, a class handed on as a value).
-        A package's `__init__` is left out: importing the package is importing everything."""
-        if is_test_path(row.path) or row.path.rsplit("/", 1)[-1].startswith("__init__."):
+        A package's `__init__` is left out (importing the package is importing everything) unless
+        `package`: the module is one that loads the change by name, and a subpackage's `__init__`
+        holding a registry is what its importers use (`from pkg.formats import registry`)."""
+        if is_test_path(row.path) or (not package and row.path.rsplit("/", 1)[-1].startswith("__init__.")):
             return []
-        if row.path not in self._importer_tests:
-            self._importer_tests[row.path] = found = []
+        key = (row.path, package)
+        if key not in self._importer_tests:
+            self._importer_tests[key] = found = []
             entities = self._in_file(row.path)
             module = next((e.qualname for e in entities if e.kind == "module"), "")
             parts = module.split(".") if module else []
             names = {".".join(parts[i:]) for i in range(len(parts) - 1)} if len(parts) > 1 else set(parts)
             # an import's target ends in the module or in a top-level name of it: the refs' tail index finds them
             tails = set(parts[-1:]) | {e.name for e in entities if e.kind != "module" and "." not in e.qualname}
+            if package:  # `from pkg.formats import registry`: the registry is a global the loader's module sets
+                tails |= set(self._globals(row.path))
             files = sorted({path for _rowid, path, _source, relation, target, _line, _scope in self.store.refs(names=tails)
                             if relation == "IMPORTS" and is_test_path(path)
                             and any(target == n or target.startswith(n + ".") for n in names)})
             for path in files:
                 found += [t for t in self._in_file(path) if is_test(t.kind, t.path, t.name, t.decorators)]
-        return self._importer_tests[row.path]
+        return self._importer_tests[key]
+
+    def loaders(self, row: EntityRow) -> list[tuple[EntityRow, str]]:
+        """The library entities whose strings name `row`, or the class of a method `row`, by its
+        dotted path (`register("xlsx", "pkg.formats._xlsx.XLSXFormat")`): they load it by name at
+        run time, and whoever uses what they fill (a registry) may run it."""
+        if self._mentions is None:
+            self._mentions = mentions.Mentions(self.store)
+        named = [row] + ([self.row(row.parent)] if row.kind == "method" and row.parent else [])
+        out = []
+        for r in named:
+            for source in self._mentions.mentioners(r) if r is not None else ():
+                loader = self.row(source)
+                if loader is not None and not is_test_path(loader.path):
+                    out.append((loader, r.id))
+        return out
 
     def _passers(self, row: EntityRow) -> list[tuple[str, str, float]]:
         """Who hands a top-level class or function to a call as a value (the parser's raw `PASSES`
         references: `socket_server(Handler)`, `_get_object(d, PackageVcs)`): the callee builds or
-        calls it on their behalf. By name, where the name is the entity's: written in its own file,
-        or in a file that imports it (or its module)."""
+        calls it on their behalf; a class attribute that holds it (`OPTIONS_CLASS = SchemaOpts`:
+        whoever builds or subclasses that class may build it); a base of a class built at run time
+        (`SUBCLASSES`: `type(name, (Schema,), ns)`). By name, where the name is the entity's:
+        written in its own file, or in a file that imports it (or its module)."""
         out = []
         importers: set[str] | None = None
         for _rowid, path, source, relation, target, _line, _scope in self.store.refs(names=[row.name]):
-            if relation != PASSES or target.rsplit(".", 1)[-1] != row.name or source == row.id:
+            if relation not in (PASSES, SUBCLASSES) or target.rsplit(".", 1)[-1] != row.name or source == row.id:
                 continue
             if path != row.path:
                 if importers is None:
                     importers = {e.path for eid in (row.id, row.parent) for e in self.store.edges_to(eid, ("IMPORTS",))}
                 if path not in importers:
                     continue
-            out.append((source, PASSES, PASSES_CONFIDENCE))
+            out.append((source, relation, PASSES_CONFIDENCE))
         return out
 
     def _named_by_tests(self, row: EntityRow) -> list[tuple[str, str, float]]:
@@ -427,8 +452,9 @@ def walk(store: Store, seeds: dict[str, list[tuple[str, str, float]] | None], de
     graph's, for an entity the index lacks); each entity keeps its most confident shortest path."""
     deps = Dependents(store)
     best: dict[str, Reach] = {s: Reach(0, 1.0, [s]) for s in seeds}
-    # an importer (a leaf) reached later by what its own code runs: it walks on along that path,
-    # while the shorter import stays the path it is listed with
+    # an importer (a leaf), or a class reached only as a changed method's owner, reached later by
+    # what its own code runs: it walks on along that path, while the shorter one stays the path it
+    # is listed with
     onward: dict[str, Reach] = {}
     frontier = list(seeds)
     truncated = False
@@ -442,11 +468,11 @@ def walk(store: Store, seeds: dict[str, list[tuple[str, str, float]] | None], de
             # a changed module's own globals are seeds of their own (the lines that set them)
             steps = seeds.get(node) if d == 1 and seeds.get(node) is not None else deps.of(node, changed=d == 1)
             for other, relation, conf in steps:
-                if conf < min_confidence:
-                    continue
+                if conf < min_confidence or (relation == SUBCLASSES and _last_relation(here) == "HAS_MEMBER"):
+                    continue  # a subclass built at run time runs class creation, not the methods of the class
                 c = here.confidence * conf
                 if other in best:
-                    if relation != "IMPORTS" and other not in onward and _last_relation(best[other]) == "IMPORTS" \
+                    if relation not in PARTIAL and other not in onward and _last_relation(best[other]) in PARTIAL \
                             and (other not in nxt_onward or c > nxt_onward[other].confidence):
                         nxt_onward[other] = Reach(d, c, here.path + [(relation, round(conf, 3), other)])
                     continue
@@ -598,13 +624,17 @@ def _module_tests(deps: Dependents, seeds: dict, tests: list[dict]) -> list[dict
         row = deps.row(eid)
         if row is None:
             continue
-        for t in deps.tests_of_importers(row):
+        found = [(t, f"{t.path} imports {row.path}'s module, which the change touches ({eid})")
+                 for t in deps.tests_of_importers(row)]
+        for loader, named in deps.loaders(row):  # a module whose string names the change: it loads it by name
+            found += [(t, f"{t.path} imports {loader.path}'s module, whose {loader.id} names {named} in a string")
+                      for t in deps.tests_of_importers(loader, package=True)]
+        for t, why in found:
             key = (t.path, t.qualname)
             if key in listed or (t.path, None) in listed or key in out:
                 continue
             out[key] = {"id": t.id, "file": t.path, "qualname": t.qualname, "distance": 1,
-                        "confidence": IMPORTER_TEST_CONFIDENCE,
-                        "reason": f"{t.path} imports {row.path}'s module, which the change touches ({eid}); no edge reaches this test"}
+                        "confidence": IMPORTER_TEST_CONFIDENCE, "reason": f"{why}; no edge reaches this test"}
     return sorted(out.values(), key=lambda t: (t["file"], t["qualname"] or ""))
 
 

@@ -1,6 +1,8 @@
 """Who spells an entity's dotted name in a string (the parser's `MENTIONS` references, from test
-files: `nsccn.languages.mentions`). A test that writes `locate_app("cliapp.app")` or the source
-`"app = flask.Flask(__name__)"` imports or runs what the string names, though no call says so.
+files and from library strings that are one dotted name alone: `nsccn.languages.mentions`). A
+test that writes `locate_app("cliapp.app")` or the source `"app = flask.Flask(__name__)"` imports
+or runs what the string names, though no call says so; a library's `register("xlsx",
+"pkg.formats._xlsx.XlsxFormat")` loads it by name (change impact: `Dependents.loaders`).
 
 The names an entity goes by: its module's dotted name and every shorter tail of it (a test puts
 its own folders on `sys.path`: `tests/apps/cliapp/app.py` is imported as `cliapp.app`), with

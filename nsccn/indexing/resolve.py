@@ -41,7 +41,7 @@ import sys
 from collections import defaultdict
 
 from nsccn.languages import query_language
-from nsccn.languages.receivers import (CONSTRUCTED, DECLARED, FIELD, FIXTURE_DECORATOR, GETTER, HOLDS, IMPL_OF, PASSES,
+from nsccn.languages.receivers import (CONSTRUCTED, DECLARED, FIELD, FIXTURE_DECORATOR, GETTER, HOLDS, IMPL_OF, PASSES, SUBCLASSES,
                                       INJECTED, PREFIXES, PYTHON_RETURN_TYPE, type_name)
 from nsccn.languages.naming import Project, package_groups
 from nsccn.languages.literals import LITERAL
@@ -324,6 +324,14 @@ class Resolver:
                 break
         else:
             return None
+        if not rest and i > 1:
+            # `from pkg import retry` where `pkg/__init__.py` defines `retry` and `pkg/retry.py` exists:
+            # the package's own def, bound after its submodules are imported, is what the name holds
+            package = self.modules.get(".".join(parts[: i - 1]))
+            if package is not None and package.endswith("__init__.py"):
+                own = self.by_key.get((package, parts[i - 1]))
+                if own is not None and own[1] in ("func", "class"):
+                    return [own[0]]
         if not rest:  # a package of several files (Go, Java) is each of its files
             mods = (self.module_entity.get(p) for p in self.siblings.get(path, (path,)))
             return [m for m in mods if m]
@@ -353,7 +361,7 @@ class Resolver:
     def resolve(self, path: str, source: str, relation: str, target: str, scope: str) -> list[tuple[str, float, str]]:
         if relation == "CONTAINS":
             return [(target, 1.0, "structural")]
-        if relation in ("RETURNS", "MENTIONS", HOLDS, BINDS, PASSES):
+        if relation in ("RETURNS", "MENTIONS", HOLDS, BINDS, PASSES, SUBCLASSES):
             # what a function returns or a field holds (read by `typed`), a name in a string, a
             # global's value (read by `resolve_aliases`), a name handed to a call (read by change impact): no edge
             return []

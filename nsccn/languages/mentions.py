@@ -4,8 +4,11 @@ time (`"app = flask.Flask(__name__)"`). No call in the source names what they ru
 made; each becomes a raw `MENTIONS` reference (never resolved into an edge: a string is a guess)
 that change impact reads (`nsccn.graph.mentions`), and `refs` lists.
 
-Only test files (and their helpers: `conftest.py`, apps under a tests folder) are read: there a
-string that spells a module of the repository is nearly always one the test imports or runs."""
+In test files (and their helpers: `conftest.py`, apps under a tests folder) every dotted name of
+a string is kept: there a string that spells a module of the repository is nearly always one the
+test imports or runs. In library code only a string that is one dotted name and nothing else
+(`register("xlsx", "pkg.formats._xlsx.XLSXFormat")`, a lazy import table, an entry point): prose,
+messages and docstrings that mention a name in passing load nothing."""
 
 from __future__ import annotations
 
@@ -15,6 +18,8 @@ from nsccn.model import Ref
 
 RELATION = "MENTIONS"
 # `a.b`, `a.b.c`, `a.b:attr`: at least one dot; not part of a longer word or path (`x/a.b`, `.a.b`)
+# a library's string that is a dotted name and nothing else: `"pkg.formats.Xlsx"`, `"pkg.mod:attr"`
+WHOLE_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*)?\Z")
 DOTTED = re.compile(r"(?<![\w./\\-])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*)?)(?![\w/\\-])")
 MAX_PER_FILE = 2_000  # a generated test file full of dotted strings says little per string
 MAX_STRING = 4_000  # characters of one string read (a module's source written by a test is short)

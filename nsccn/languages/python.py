@@ -20,8 +20,8 @@ import tree_sitter_python
 
 from nsccn.reading.entity_bounds import head_lines
 from nsccn.reading.testpaths import is_test_path
-from nsccn.languages.mentions import mentions
-from nsccn.languages.receivers import (CALLED_RANK, DECLARED_RANK, FIXTURE_DECORATOR, GETTER, HOLDS, INJECTED_RANK, PASSES, PREFIXES,
+from nsccn.languages.mentions import WHOLE_DOTTED, mentions
+from nsccn.languages.receivers import (CALLED_RANK, DECLARED_RANK, FIXTURE_DECORATOR, GETTER, HOLDS, INJECTED_RANK, PASSES, PREFIXES, SUBCLASSES,
                                       Bindings, type_name)
 from nsccn.model import Entity, Ref, entity_id
 
@@ -222,7 +222,8 @@ class PythonExtractor:
         self.star_imports: list[str] = []
         self.module_globals: list[str] = []
         self._module_values: list[tuple[str, str | None, int]] = []  # (global, the name it is set to or None, line)
-        self._strings: list[tuple[int, str]] | None = [] if is_test_path(path) else None  # (line, text) of a test file's strings
+        self._strings: list[tuple[int, str]] = []  # (line, text): a test file's strings with a dot, a library's dotted names
+        self._test_file = is_test_path(path)
         self._typing = Bindings()  # receiver types the source states (nsccn/languages/receivers.py)
         self._returns: list[tuple[str, str, str, int]] = []  # (function, "call"/"name", what it returns, line)
         self._reads: dict[tuple[str, str], tuple[int, str]] = {}  # (function, `obj.attr` read) -> (line, class)
@@ -269,7 +270,7 @@ class PythonExtractor:
                 body_head="",
             ),
         )
-        if self._strings:  # dotted names a test spells in strings (`locate_app("pkg.app")`)
+        if self._strings:  # dotted names strings spell (`locate_app("pkg.app")`, `register("x", "pkg.fmt.X")`)
             self.refs.extend(mentions(self._strings, self.entities[1:], mod_id))
         skeleton = SkeletonBuilder(self.data, self.text_lines, self._max_depth)
         self.skeleton = skeleton.build(root)
@@ -448,7 +449,9 @@ class PythonExtractor:
                 value = _string_value(child, src)
                 if value and len(value) < 300:
                     terms.extend(_WORD.findall(value))
-                if value and self._strings is not None and "." in value:  # a test file's: dotted names it spells
+                if value and "." in value and (self._test_file or WHOLE_DOTTED.match(value)):
+                    # a test's strings may spell a module among other words; a library's string that is
+                    # one dotted name and nothing else loads it by name (`register("xlsx", "pkg.fmt.Xlsx")`)
                     self._strings.append((child.start_point[0] + 1, value))
             elif walk == _SUBSCRIPT:
                 self._config_subscript(child, scope)
@@ -636,6 +639,8 @@ class PythonExtractor:
             held = _expr_name(right, self._src)  # `session_class = SecureCookieSession`
             if held:
                 self._typing.holds(scope.class_qualname, name, held)
+                # held as a value: whoever builds or subclasses the class may build it (`klass.OPTIONS_CLASS(meta)`)
+                self._passed.append((scope.eid, held, left.start_point[0] + 1, scope.class_qualname))
             return
         if scope.kind in ("func", "method") and "." not in name and annotation is None and right is not None \
                 and right.type in ("identifier", "attribute"):
@@ -654,7 +659,10 @@ class PythonExtractor:
             return
         parts = name.split(".")
         line = left.start_point[0] + 1
-        if len(parts) == 1:
+        if len(parts) == 1 and scope.kind == "class" and scope.class_qualname:
+            # `to_html = create_markdown()` in a class body: what `self.to_html` holds in its methods
+            self._typing.field(scope.class_qualname, name, typ, rank, line)
+        elif len(parts) == 1:
             self._typing.local(scope.eid, name, typ, rank, line)
         elif len(parts) == 2 and parts[0] == "self" and scope.class_qualname and scope.kind != "class":
             self._typing.field(scope.class_qualname, parts[1], typ, rank, line)
@@ -893,6 +901,17 @@ class PythonExtractor:
                 passed = _expr_name(arg, self._src)
                 if passed and passed.split(".", 1)[0] not in ("self", "cls"):
                     self._passed.append((scope.eid, passed, line, scope.class_qualname))
+        fn = call.child_by_field_name("function")
+        named = args.named_children
+        if fn is not None and fn.type == "identifier" and fn.text == b"type" and len(named) == 3 and named[1].type == "tuple":
+            # `type(name, (Base,), ns)` builds a subclass at run time: class creation (a metaclass,
+            # `__init_subclass__`, what the class body holds) runs there; `cls` in a classmethod is its class
+            for base in named[1].named_children:
+                passed = _expr_name(base, self._src) if base.kind_id == _IDENTIFIER_KIND or base.type == "attribute" else None
+                if passed == "cls" and scope.kind == "method" and scope.class_qualname:
+                    passed = scope.class_qualname
+                if passed and passed.split(".", 1)[0] not in ("self", "cls"):
+                    self._passed.append((scope.eid, SUBCLASSES + passed, line, scope.class_qualname))
 
     def _passes(self) -> None:
         """`socket_server(Handler)`, `_get_object(d, PackageVcs, "vcs")`, `Thread(target=work)`: a class
@@ -901,9 +920,12 @@ class PythonExtractor:
         here), read by change impact (`nsccn.graph.impact`)."""
         defined = {e.name for e in self.entities if e.kind in ("func", "class") and "." not in e.qualname}
         for source, name, line, cls in dict.fromkeys(self._passed):
+            relation = PASSES
+            if name.startswith(SUBCLASSES):
+                relation, name = SUBCLASSES, name[len(SUBCLASSES):]
             head = name.split(".", 1)[0]
             if head in self.imports or ("." not in name and name in defined):
-                self.refs.append(Ref(source, PASSES, name, line, cls))
+                self.refs.append(Ref(source, relation, name, line, cls))
 
     def _config_subscript(self, node: ts.Node, scope: _Scope) -> None:
         value = _expr_name(node.child_by_field_name("value"), self._src)

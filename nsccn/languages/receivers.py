@@ -25,7 +25,8 @@ INJECTED = "typedfixture:"  # a test's or fixture's parameter: what the pytest f
 PREFIXES = (DECLARED, CONSTRUCTED, INJECTED)
 FIELD = "@"  # in a typed reference's type: `f@T` is what the field f of type T holds
 HOLDS = "HOLDS"  # a class's reference `field:Type` (never an edge: the resolver reads it for `x.f.m()`)
-PASSES = "PASSES"  # a name handed to a call as a value (never an edge: change impact reads it)
+PASSES = "PASSES"  # a name handed to a call as a value, or held by a class attribute (never an edge: change impact reads it)
+SUBCLASSES = "SUBCLASSES"  # a base of a class built at run time, `type(name, (Base,), ns)` (never an edge: impact reads it)
 GETTER = "getter:"  # `x.attr` read, not called: an edge only when attr is a property of x's known type
 FIXTURE_DECORATOR = re.compile(r"(?:pytest\.)?fixture\b(?P<args>\(.*)?", re.S)  # a decorator's text, `@` left off
 PYTHON_RETURN_TYPE = r"\)\s*->\s*(.+)$"  # `def make() -> Cart` (query languages: QueryLanguage.return_type)
@@ -129,7 +130,13 @@ class Bindings:
         bound = None
         if len(parts) == 2 and parts[0] in ("self", "cls") and cls:
             held = self.held.get(cls, {}).get(parts[1])
-            return held if held else path
+            if held:
+                return held
+            bound = self._typed(self.fields.get(cls, {}).get(parts[1]), None)
+            if not bound or bound is _CONFLICT or not bound[1] or bound[0] == INJECTED:
+                return path
+            # `self.to_html(text)`, the field holding an instance: its type's `__call__`
+            return f"{bound[0]}{parts[0]}:{bound[1]}.__call__"
         if len(parts) == 3 and parts[0] == "self" and cls:
             bound = self._typed(self.fields.get(cls, {}).get(parts[1]), None)
         elif len(parts) == 2 and parts[0] != "self" or len(parts) == 3 and parts[0] not in ("self", "cls"):
