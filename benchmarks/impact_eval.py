@@ -372,6 +372,10 @@ def main() -> int:
             return got
 
         picked = picked_at(0.0)
+        run = picked_at(0.0, tiers=("tests", "module_tests", "test_files"))  # what the answer's `run` runs
+        by_test = picked_at(0.0, tiers=("tests", "module_tests"))  # the same, no test file run whole
+        # every test file the answer reaches run whole (pytest's file unit, as Pants selects files)
+        run_files = {x for x in all_tests if x.split("::", 1)[0] in {t.split("::", 1)[0] for t in run}}
         changed_files = set(lines)
         named = {t for t in all_tests if Path(t.split("::", 1)[0]).name in
                  {f"test_{Path(f).stem if Path(f).stem != '__init__' else Path(f).parent.name}.py" for f in changed_files}}
@@ -385,8 +389,11 @@ def main() -> int:
             "covering_as_written": len(as_written), "inert_files": inert,
             "nsccn": score(picked, truth, times),
             "nsccn_as_written": score(picked, as_written, times),
-            # what the answer's `run` runs: the graph's tests and the module tests (no edge; their file imports a changed module)
-            "nsccn_run": score(picked_at(0.0, tiers=("tests", "module_tests")), truth, times),
+            # what the answer's `run` runs: the graph's tests, the module tests (no edge; their file imports a
+            # changed module) and the test files run whole (a tenth of their tests reached or more)
+            "nsccn_run": score(run, truth, times),
+            "nsccn_run_by_test": score(by_test, truth, times),
+            "nsccn_run_files": score(run_files, truth, times),
             **{f"nsccn_conf_{f:g}": score(picked_at(f), truth, times) for f in CONFIDENCE_FLOORS},
             **{f"nsccn_depth_{d}": score(picked_at(0.0, d), truth, times) for d in TEST_DEPTHS},
             "named_test_module": score(named, truth, times),
@@ -414,7 +421,8 @@ def main() -> int:
 def summarize(rows: list[dict]) -> dict:
     covered = [r for r in rows if r["covering"]]
     out = {"commits": len(rows), "commits_with_covering_tests": len(covered)}
-    for key in ("nsccn", "nsccn_run", *(f"nsccn_conf_{f:g}" for f in CONFIDENCE_FLOORS), *(f"nsccn_depth_{d}" for d in TEST_DEPTHS),
+    for key in ("nsccn", "nsccn_run", "nsccn_run_by_test", "nsccn_run_files", *(f"nsccn_conf_{f:g}" for f in CONFIDENCE_FLOORS),
+                *(f"nsccn_depth_{d}" for d in TEST_DEPTHS),
                 "named_test_module", "file_importers", "all",
                 "nsccn_as_written"):
         if key == "nsccn_as_written":

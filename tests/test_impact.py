@@ -266,7 +266,11 @@ def test_a_body_change_selects_the_test_three_calls_away_and_not_an_unrelated_on
     assert "func:calc/calc_test.go:TestAdd" in tests and "func:calc/calc_test.go:TestSub" not in tests
     run = out.run
     assert "python -m pytest tests/test_core.py::test_top" in run
-    assert "npx jest web/cart.test.ts" in run and "go test ./calc -run '^(TestAdd)$'" in run
+    assert "npx jest web/cart.test.ts" in run
+    # TestAdd is half of calc_test.go's tests: `run` runs that file whole; the graph's answer alone names TestAdd
+    assert [t.file for t in out.test_files] == ["calc/calc_test.go"] and "go test ./calc" in run
+    precise = nav_of(repo["root"]).impact(commit=repo["body"], min_confidence=0.31).run
+    assert "go test ./calc -run '^(TestAdd)$'" in precise and "test_unrelated" not in precise
     impacted = {i.id: i for i in out.impacted}
     assert impacted["func:pkg/core.py:mid"].distance == 1
     assert impacted["func:pkg/core.py:top"].path.startswith("func:pkg/core.py:top -CALLS(1)-> func:pkg/core.py:mid")

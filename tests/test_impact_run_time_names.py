@@ -101,7 +101,26 @@ FILES = {
         def create_plain():
             return Markdown()
     """,
+    "src/pkg/core2.py": """
+        def base(x):
+            return x + 1
+    """,
+    "src/pkg/wrap.py": """
+        from pkg.core2 import base
+
+
+        def wrapped(x):
+            return base(x)
+
+
+        def other(x):
+            return x
+    """,
     "tests/__init__.py": "",
+    "tests/test_few.py": "from pkg.wrap import other, wrapped\n\n\ndef test_wrapped():\n    assert wrapped(1) == 2\n"
+                         + "".join(f"\n\ndef test_other_{i}():\n    assert other({i}) == {i}\n" for i in range(3)),
+    "tests/test_many.py": "from pkg.wrap import other, wrapped\n\n\ndef test_wrapped():\n    assert wrapped(1) == 2\n"
+                          + "".join(f"\n\ndef test_other_{i}():\n    assert other({i}) == {i}\n" for i in range(12)),
     "tests/test_md.py": """
         from unittest import TestCase
 
@@ -239,3 +258,13 @@ def test_a_class_attribute_built_by_a_call_types_self_attribute_calls(repo):
     assert plain.get("method:src/pkg/md.py:Markdown.parse") == 0.9  # through what `create_plain` returns
     tests = {(t.file, t.qualname) for t in _impact(repo, "src/pkg/md.py", "return text.upper()", "return text.lower()").tests}
     assert {("tests/test_md.py", "TestRound.test_round"), ("tests/test_md.py", "TestRound.test_plain")} <= tests
+
+
+def test_a_test_file_of_which_a_tenth_of_the_tests_is_reached_runs_whole(repo):
+    out = _impact(repo, "src/pkg/core2.py", "return x + 1", "return x + 2")
+    assert {(t.file, t.qualname) for t in out.tests} >= {("tests/test_few.py", "test_wrapped"), ("tests/test_many.py", "test_wrapped")}
+    # one of test_few.py's 4 tests is reached: the file runs whole; one of test_many.py's 13 is under a tenth
+    assert [t.file for t in out.test_files] == ["tests/test_few.py"]
+    assert "the answer reaches 1 of its 4 tests" in out.test_files[0].reason
+    assert " tests/test_few.py " in f" {out.run} " and "tests/test_many.py::test_wrapped" in out.run
+    assert "tests/test_many.py::test_other_0" not in out.run

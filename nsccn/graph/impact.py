@@ -46,6 +46,10 @@ GLOBAL_CONFIDENCE = 0.8  # a global its module's top-level code sets: not every 
 NESTED_CONFIDENCE = 0.8  # a nested function's enclosing one: it defines it, and mostly calls or registers it
 PASSES_CONFIDENCE = 0.8  # handed to a call as a value: mostly built or called there, not always
 IMPORTER_TEST_CONFIDENCE = 0.3  # a test file importing the changed module: about it, not every test runs the change
+# a test file of which the answer reaches at least this share of the tests is run whole: its other tests
+# test the same code through paths no edge shows (fixtures, generated tests, dispatch by name; docs/impact.md)
+WHOLE_FILE_SHARE = 0.1
+WHOLE_FILE_CONFIDENCE = 0.3
 NAMED_BY_TESTS_MAX = 12  # `x.m()` in a test, x of unknown type: m defined more often than this names nothing
 NAMED_BY_TEST_CONFIDENCE = 0.5  # shared among the classes that define the name
 # a node reached last by these walks on only partly (an import runs nothing further; a method's class
@@ -326,7 +330,7 @@ class Dependents:
                             if relation == "IMPORTS" and is_test_path(path)
                             and any(target == n or target.startswith(n + ".") for n in names)})
             for path in files:
-                found += [t for t in self._in_file(path) if is_test(t.kind, t.path, t.name, t.decorators)]
+                found += self.tests_in_file(path)
         return self._importer_tests[key]
 
     def loaders(self, row: EntityRow) -> list[tuple[EntityRow, str]]:
@@ -388,6 +392,10 @@ class Dependents:
             if line not in calls[source]:  # resolved there (a typed receiver, or a guess): the graph's edge says it
                 out.append((source, "NAMED_BY_TEST", round(NAMED_BY_TEST_CONFIDENCE / k, 4)))
         return out
+
+    def tests_in_file(self, path: str) -> list[EntityRow]:
+        """The tests a runner collects from a file (its entities that are tests)."""
+        return [t for t in self._in_file(path) if is_test(t.kind, t.path, t.name, t.decorators)]
 
     def _in_file(self, path: str) -> list[EntityRow]:
         """A file's entities (read once per walk)."""
@@ -560,6 +568,9 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
     impacted.sort(key=lambda x: (-x["confidence"], x["distance"], x["id"]))
     tests, tested = _tests(reached, rows, changed, deps)
     module_tests = _module_tests(deps, seeds, tests) if IMPORTER_TEST_CONFIDENCE >= min_confidence else []
+    test_files = _whole_files(deps, tests + module_tests) if WHOLE_FILE_CONFIDENCE >= min_confidence else []
+    whole = {t["file"] for t in test_files}
+    units = [t for t in tests + module_tests if t["file"] not in whole] + test_files
     out = {
         "source": change.source,
         "files": files,
@@ -567,7 +578,8 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
         "impacted": impacted,
         "tests": tests,
         "module_tests": module_tests,
-        "run": run_command([{"file": t["file"], "qualname": t.get("qualname")} for t in tests + module_tests],
+        "test_files": test_files,
+        "run": run_command([{"file": t["file"], "qualname": t.get("qualname")} for t in units],
                            js_runner(_read(root, "package.json"))),
         "risk": _risk(changed, impacted, tested),
         "depth": depth,
@@ -636,6 +648,27 @@ def _module_tests(deps: Dependents, seeds: dict, tests: list[dict]) -> list[dict
             out[key] = {"id": t.id, "file": t.path, "qualname": t.qualname, "distance": 1,
                         "confidence": IMPORTER_TEST_CONFIDENCE, "reason": f"{why}; no edge reaches this test"}
     return sorted(out.values(), key=lambda t: (t["file"], t["qualname"] or ""))
+
+
+def _whole_files(deps: Dependents, listed: list[dict]) -> list[dict]:
+    """The test files to run whole: those of which the answer reaches at least WHOLE_FILE_SHARE of
+    the tests (and not all of them already). A file's tests are about the same code; the ones no
+    edge reaches there mostly reach it through what the graph cannot see: a fixture's object of
+    unknown type, tests a loop or a decorator generates, a method chosen by name at run time."""
+    reached: dict[str, set[str]] = {}
+    for t in listed:
+        if t.get("qualname"):
+            reached.setdefault(t["file"], set()).add(t["qualname"])
+    out = []
+    for path, names in sorted(reached.items()):
+        total = len(deps.tests_in_file(path))
+        n = min(len(names), total)
+        if total and n < total and n >= WHOLE_FILE_SHARE * total:
+            out.append({"id": f"file:{path}", "file": path, "qualname": None, "distance": 1,
+                        "confidence": WHOLE_FILE_CONFIDENCE,
+                        "reason": f"the answer reaches {n} of its {total} tests: the rest test the same code "
+                                  "through paths no edge shows (fixtures, generated tests, dispatch by name)"})
+    return out
 
 
 def _tests(reached: dict[str, Reach], rows: dict[str, EntityRow], changed: list[dict],

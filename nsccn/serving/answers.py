@@ -257,7 +257,7 @@ class ImpactAnswer(Answer, kw_only=True):
     changed: list[ChangedEntity]
     impacted: list[Impacted]
     tests: list[TestToRun]  # the tests the graph reaches from the change
-    run: str | None  # a command that runs the tests and the module tests (None: none to run)
+    run: str | None  # a command that runs the tests, the module tests and the test files (None: none to run)
     risk: Risk
     depth: int
     test_depth: int
@@ -268,6 +268,8 @@ class ImpactAnswer(Answer, kw_only=True):
     stale: str | None = None
     # tests no edge reaches, in test files importing a changed module by its own name: run too, to be safe
     module_tests: list[TestToRun] = msgspec.field(default_factory=list)
+    # test files run whole (`qualname` None): the answer reaches a tenth of their tests or more
+    test_files: list[TestToRun] = msgspec.field(default_factory=list)
     unresolved: str | None = None
 
 

@@ -594,6 +594,7 @@ class Impact(Tool):
         impacted = [{k: v for k, v in plain(i).items() if k not in ("path", "file")} for i in res.impacted[offset:]]
         tests = plain(res.tests[offset:])
         module_tests = [{k: v for k, v in t.items() if k != "reason"} for t in plain(res.module_tests[offset:])]
+        test_files = [{"file": t.file, "why": t.reason} for t in res.test_files[offset:]]
         changed = plain(res.changed)
         base = {"source": res.source, "files": plain(res.files), "risk": plain(res.risk), "run": res.run}
         for key, listed in (("outside_index", res.outside_index), ("refused", res.refused), ("notes", res.notes)):
@@ -602,7 +603,7 @@ class Impact(Tool):
         ctx.notes(base, answer=res)
         if res.stale:
             base["stale"] = res.stale
-        n = max(len(changed), len(impacted), len(tests), len(module_tests))
+        n = max(len(changed), len(impacted), len(tests), len(module_tests), len(test_files))
         if res.module_tests:
             base["module_tests_are"] = ("tests no edge reaches, in test files that import a changed module: `run` "
                                         f"includes them; min_confidence above {res.module_tests[0].confidence:g} drops them")
@@ -610,9 +611,11 @@ class Impact(Tool):
         def build(k: int) -> dict:
             out = {**base, "changed": changed[:k], "impacted": impacted[:k], "tests": tests[:k],
                    "totals": {"changed": len(changed), "impacted": len(res.impacted), "tests": len(res.tests),
-                              "module_tests": len(res.module_tests)}}
+                              "module_tests": len(res.module_tests), "test_files": len(res.test_files)}}
             if module_tests:
                 out["module_tests"] = module_tests[:k]
+            if test_files:
+                out["test_files"] = test_files[:k]  # run whole by `run`
             if k < n:
                 more = (f"call again with offset={offset + k} for more impacted entities and tests" if k else
                         "the summary alone fills it")
@@ -882,7 +885,12 @@ def _print_impact(out: ImpactAnswer, limit: int) -> None:
         print(f"module tests ({len(out.module_tests)}: no edge reaches them; their files import a changed module; in `run`):")
         for t in out.module_tests[:limit]:
             print(f"  {t.confidence:.2f}  {one_line(f'{t.file}::{t.qualname}' if t.qualname else t.file)}")
-    for key, listed in (("impacted", out.impacted), ("tests", out.tests), ("module tests", out.module_tests)):
+    if out.test_files:
+        print(f"test files run whole ({len(out.test_files)}: the answer reaches a tenth of their tests or more; in `run`):")
+        for t in out.test_files[:limit]:
+            print(f"  {one_line(t.file)}: {one_line(t.reason)}")
+    for key, listed in (("impacted", out.impacted), ("tests", out.tests), ("module tests", out.module_tests),
+                        ("test files", out.test_files)):
         if len(listed) > limit:
             print(f"  ... {len(listed) - limit} more {key} (--limit, or --json for all)")
     if out.run:
