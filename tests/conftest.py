@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from nsccn.indexing.indexer import index_repository
+from nsccn.serving.navigator import Navigator
 from nsccn.store import Store
 
 SHOP = {
@@ -124,6 +125,21 @@ def indexed_git_repo(root: Path, files: dict[str, str | bytes]) -> Path:
         subprocess.run(["git", *args], cwd=root, check=True)
     index_repository(root, workers=1, embed=False)
     return root
+
+
+def impact_of_edit(root: Path, rel: str, old: str, new: str, **kw):
+    """`nsccn impact` of the working tree with `old` replaced by `new` once in `rel`, the file put
+    back after."""
+    file = root / rel
+    text = file.read_text()
+    assert old in text
+    file.write_text(text.replace(old, new, 1))
+    nav = Navigator(root)
+    try:
+        return nav.impact(**kw)
+    finally:
+        nav.close()
+        file.write_text(text)
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import indexed_git_repo
-from nsccn.serving.navigator import Navigator
+from conftest import impact_of_edit, indexed_git_repo
 
 FORMATS = "\n\n".join(f"class Format{c}:\n    def loads(self, s):\n        return '{c}' + s\n" for c in "ABCDEF")
 
@@ -183,21 +182,8 @@ def repo(tmp_path_factory):
     return root
 
 
-def _impact(root, rel, old, new, **kw):
-    file = root / rel
-    text = file.read_text()
-    assert old in text
-    file.write_text(text.replace(old, new, 1))
-    nav = Navigator(root)
-    try:
-        return nav.impact(**kw)
-    finally:
-        nav.close()
-        file.write_text(text)
-
-
 def _tests(root, rel, old, new):
-    return {(t.file, t.qualname): t for t in _impact(root, rel, old, new).tests}
+    return {(t.file, t.qualname): t for t in impact_of_edit(root, rel, old, new).tests}
 
 
 def test_a_function_a_subclass_holds_in_a_class_attribute_runs_where_the_base_calls_it(repo):
@@ -228,13 +214,13 @@ def test_a_test_calling_a_method_name_too_common_to_guess_is_selected_by_name(re
 
 
 def test_a_test_no_edge_reaches_in_a_file_importing_the_changed_module_is_a_module_test(repo):
-    out = _impact(repo, "src/pkg/dispatch.py", "return x", "return (x)")
+    out = impact_of_edit(repo, "src/pkg/dispatch.py", "return x", "return (x)")
     assert ("tests/test_dispatch.py", "test_csv") not in {(t.file, t.qualname) for t in out.tests}  # no edge: a name built at run time
     module_tests = {(t.file, t.qualname): t for t in out.module_tests}
     assert set(module_tests) == {("tests/test_dispatch.py", "test_csv")}  # not the file that imports only the package
     assert module_tests[("tests/test_dispatch.py", "test_csv")].confidence == 0.3
     assert "tests/test_dispatch.py::test_csv" in out.run
-    assert _impact(repo, "src/pkg/dispatch.py", "return x", "return (x)", min_confidence=0.5).module_tests == []
+    assert impact_of_edit(repo, "src/pkg/dispatch.py", "return x", "return (x)", min_confidence=0.5).module_tests == []
 
 
 def test_a_local_name_bound_to_a_modules_function_calls_it(repo):
@@ -243,7 +229,7 @@ def test_a_local_name_bound_to_a_modules_function_calls_it(repo):
 
 
 def test_a_class_handed_to_a_call_as_a_value_reaches_the_test_that_hands_it(repo):
-    out = _impact(repo, "src/pkg/handlers.py", 'return "echo"', 'return "echo!"')
+    out = impact_of_edit(repo, "src/pkg/handlers.py", 'return "echo"', 'return "echo!"')
     tests = {(t.file, t.qualname): t for t in out.tests}
     assert "-PASSES(0.8)-> class:src/pkg/handlers.py:EchoHandler" in tests[("tests/test_server.py", "test_serve")].reason
     assert ("tests/test_server.py", "test_alone") not in tests  # a module test at most: its file imports the module

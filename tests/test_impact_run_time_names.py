@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import indexed_git_repo
-from nsccn.serving.navigator import Navigator
+from conftest import impact_of_edit, indexed_git_repo
 from nsccn.store import Store
 
 FILES = {
@@ -192,21 +191,8 @@ def repo(tmp_path_factory):
     return indexed_git_repo(tmp_path_factory.mktemp("run_time_names"), FILES)
 
 
-def _impact(root, rel, old, new):
-    file = root / rel
-    text = file.read_text()
-    assert old in text
-    file.write_text(text.replace(old, new, 1))
-    nav = Navigator(root)
-    try:
-        return nav.impact()
-    finally:
-        nav.close()
-        file.write_text(text)
-
-
 def test_a_class_a_library_string_names_by_its_dotted_path_selects_the_tests_of_its_loaders_importers(repo):
-    out = _impact(repo, "src/pkg/formats/_xlsx.py", 'b"xlsx"', 'b"XLSX"')
+    out = impact_of_edit(repo, "src/pkg/formats/_xlsx.py", 'b"xlsx"', 'b"XLSX"')
     module_tests = {(t.file, t.qualname): t for t in out.module_tests}
     # `registry.get("xlsx")` loads it by the name a string spells: no edge reaches it, the registry's module does
     assert ("tests/test_export.py", "test_export") in module_tests
@@ -219,7 +205,7 @@ def test_a_class_a_library_string_names_by_its_dotted_path_selects_the_tests_of_
 
 
 def test_a_class_a_class_attribute_holds_reaches_who_subclasses_the_holder_at_run_time(repo):
-    out = _impact(repo, "src/pkg/schema.py", 'getattr(meta, "many", False)', 'getattr(meta, "many", None)')
+    out = impact_of_edit(repo, "src/pkg/schema.py", 'getattr(meta, "many", False)', 'getattr(meta, "many", None)')
     tests = {(t.file, t.qualname): t for t in out.tests}
     built = tests[("tests/test_schema.py", "test_built_at_run_time")]
     assert "-SUBCLASSES(0.8)-> class:src/pkg/schema.py:Schema -PASSES(0.8)-> class:src/pkg/schema.py:Opts" in built.reason
@@ -228,7 +214,7 @@ def test_a_class_a_class_attribute_holds_reaches_who_subclasses_the_holder_at_ru
 
 
 def test_a_subclass_built_at_run_time_runs_class_creation_not_the_methods(repo):
-    out = _impact(repo, "src/pkg/schema.py", "return x\n", "return (x)\n")
+    out = impact_of_edit(repo, "src/pkg/schema.py", "return x\n", "return (x)\n")
     tests = {(t.file, t.qualname) for t in out.tests}
     assert ("tests/test_schema.py", "test_built_at_run_time") not in tests
     assert ("tests/test_schema.py", "test_from_dict") not in tests
@@ -242,7 +228,7 @@ def test_a_packages_own_function_wins_over_its_submodule_of_the_same_name(repo):
         store.close()
     assert "func:src/pkg/retrying/__init__.py:retry" in calls  # `@retry`: the function, not `retrying/retry.py`
     assert not [t for t in calls if t.startswith("module:")]
-    tests = {(t.file, t.qualname): t for t in _impact(repo, "src/pkg/retrying/__init__.py",
+    tests = {(t.file, t.qualname): t for t in impact_of_edit(repo, "src/pkg/retrying/__init__.py",
                                                        "return retry_base(f(*args))", "return retry_base(f(*args)) or 0").tests}
     assert "-DECORATES" in tests[("tests/test_retrying.py", "test_flaky")].reason
 
@@ -256,12 +242,12 @@ def test_a_class_attribute_built_by_a_call_types_self_attribute_calls(repo):
         store.close()
     assert check.get("method:src/pkg/md.py:Markdown.__call__") == 0.9  # calling the instance: its `__call__`
     assert plain.get("method:src/pkg/md.py:Markdown.parse") == 0.9  # through what `create_plain` returns
-    tests = {(t.file, t.qualname) for t in _impact(repo, "src/pkg/md.py", "return text.upper()", "return text.lower()").tests}
+    tests = {(t.file, t.qualname) for t in impact_of_edit(repo, "src/pkg/md.py", "return text.upper()", "return text.lower()").tests}
     assert {("tests/test_md.py", "TestRound.test_round"), ("tests/test_md.py", "TestRound.test_plain")} <= tests
 
 
 def test_a_test_file_of_which_a_tenth_of_the_tests_is_reached_runs_whole(repo):
-    out = _impact(repo, "src/pkg/core2.py", "return x + 1", "return x + 2")
+    out = impact_of_edit(repo, "src/pkg/core2.py", "return x + 1", "return x + 2")
     assert {(t.file, t.qualname) for t in out.tests} >= {("tests/test_few.py", "test_wrapped"), ("tests/test_many.py", "test_wrapped")}
     # one of test_few.py's 4 tests is reached: the file runs whole; one of test_many.py's 13 is under a tenth
     assert [t.file for t in out.test_files] == ["tests/test_few.py"]
