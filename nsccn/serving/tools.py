@@ -605,8 +605,12 @@ class Impact(Tool):
             base["stale"] = res.stale
         n = max(len(changed), len(impacted), len(tests), len(module_tests), len(test_files))
         if res.module_tests:
-            base["module_tests_are"] = ("tests no edge reaches, in test files that import a changed module: `run` "
-                                        f"includes them; min_confidence above {res.module_tests[0].confidence:g} drops them")
+            base["module_tests_are"] = ("tests no edge reaches, in test files that import a changed module or one that "
+                                        "loads it by name: `run` includes them; min_confidence above "
+                                        f"{res.module_tests[0].confidence:g} drops them")
+        if res.test_files:
+            base["test_files_are"] = ("test files `run` runs whole: the answer reaches a tenth of their tests or more; "
+                                      f"min_confidence above {res.test_files[0].confidence:g} drops them")
 
         def build(k: int) -> dict:
             out = {**base, "changed": changed[:k], "impacted": impacted[:k], "tests": tests[:k],
@@ -882,7 +886,8 @@ def _print_impact(out: ImpactAnswer, limit: int) -> None:
         print(f"  d{t.distance} {t.confidence:.2f}  {one_line(name)}")
         print(f"         {one_line(t.reason)}")
     if out.module_tests:
-        print(f"module tests ({len(out.module_tests)}: no edge reaches them; their files import a changed module; in `run`):")
+        print(f"module tests ({len(out.module_tests)}: no edge reaches them; their files import a changed module or one that "
+              "loads it by name; in `run`):")
         for t in out.module_tests[:limit]:
             print(f"  {t.confidence:.2f}  {one_line(f'{t.file}::{t.qualname}' if t.qualname else t.file)}")
     if out.test_files:
