@@ -99,6 +99,20 @@ FILES = {
 
         def create_plain():
             return Markdown()
+
+
+        class Holder:
+            factory: type[Markdown] = Markdown
+            size: int = 0
+
+            def make(self):
+                return self.factory()
+
+            def grow(self):
+                return self.size()
+
+            def __call__(self):
+                return 1
     """,
     "src/pkg/core2.py": """
         def base(x):
@@ -254,3 +268,15 @@ def test_a_test_file_of_which_a_tenth_of_the_tests_is_reached_runs_whole(repo):
     assert "the answer reaches 1 of its 4 tests" in out.test_files[0].reason
     assert " tests/test_few.py " in f" {out.run} " and "tests/test_many.py::test_wrapped" in out.run
     assert "tests/test_many.py::test_other_0" not in out.run
+
+
+def test_a_class_attribute_annotated_type_of_a_class_builds_it_and_an_unknown_type_calls_nothing(repo):
+    store = Store(repo / ".nsccn" / "index.db", readonly=True)
+    try:
+        make = {e.target for e in store.edges_from("method:src/pkg/md.py:Holder.make", ("CALLS",))}
+        grow = {e.target for e in store.edges_from("method:src/pkg/md.py:Holder.grow", ("CALLS",))}
+    finally:
+        store.close()
+    assert "class:src/pkg/md.py:Markdown" in make  # `factory: type[Markdown]`: calling it builds a Markdown
+    assert "method:src/pkg/md.py:Markdown.__call__" not in make
+    assert "method:src/pkg/md.py:Holder.__call__" not in grow  # `size: int`, called: never self's `__call__`

@@ -181,6 +181,9 @@ def nesting_budget() -> int:
     return max(8, min(MAX_NESTING, (_stack_room() - 100) // _FRAMES_PER_LEVEL))
 
 
+_CLASS_ANNOTATION = re.compile(r"(?:typing\.)?[tT]ype\[")  # `type[Context]`: the attribute holds the class itself
+
+
 def _string_value(node: ts.Node | None, src: bytes) -> str | None:
     """The text of a string literal, None for an f-string with expressions or any other node."""
     if node is None or node.kind_id not in _STRING_KINDS:
@@ -659,11 +662,13 @@ class PythonExtractor:
             return
         parts = name.split(".")
         line = left.start_point[0] + 1
-        if len(parts) == 1 and scope.kind == "class" and scope.class_qualname:
-            # `to_html = create_markdown()` in a class body: what `self.to_html` holds in its methods
-            self._typing.field(scope.class_qualname, name, typ, rank, line)
-        elif len(parts) == 1:
+        if len(parts) == 1:
             self._typing.local(scope.eid, name, typ, rank, line)
+        if len(parts) == 1 and scope.kind == "class" and scope.class_qualname:
+            if annotation is not None and _CLASS_ANNOTATION.match(_text(annotation)):
+                self._typing.holds(scope.class_qualname, name, typ)  # `context_class: type[Context] = Context`
+            else:  # `to_html = create_markdown()`, `iface: SessionInterface = ...`: what `self.name` holds in its methods
+                self._typing.field(scope.class_qualname, name, typ, rank, line)
         elif len(parts) == 2 and parts[0] == "self" and scope.class_qualname and scope.kind != "class":
             self._typing.field(scope.class_qualname, parts[1], typ, rank, line)
 

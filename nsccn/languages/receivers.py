@@ -135,8 +135,9 @@ class Bindings:
             bound = self._typed(self.fields.get(cls, {}).get(parts[1]), None)
             if not bound or bound is _CONFLICT or not bound[1] or bound[0] == INJECTED:
                 return path
-            # `self.to_html(text)`, the field holding an instance: its type's `__call__`
-            return f"{bound[0]}{parts[0]}:{bound[1]}.__call__"
+            # `self.to_html(text)`, the field holding an instance: its type's `__call__` (the receiver as
+            # written, `self/to_html`, never `self`: a type without `__call__` must not fall back on self's)
+            return f"{bound[0]}{parts[0]}/{parts[1]}:{bound[1]}.__call__"
         if len(parts) == 3 and parts[0] == "self" and cls:
             bound = self._typed(self.fields.get(cls, {}).get(parts[1]), None)
         elif len(parts) == 2 and parts[0] != "self" or len(parts) == 3 and parts[0] not in ("self", "cls"):
@@ -156,10 +157,11 @@ class Bindings:
         """(field, type, position) of each field of class `cls` bound to one type: an annotation
         in the class body (`owner`, its id: `request: PreparedRequest`) or a field of its methods
         (`self.conn: Conn`, `self.conn = Conn()`)."""
-        out = []
+        out, seen = [], set()
         for bound in (self.fields.get(cls, {}), self.locals.get(owner, {})):
             for name, found in bound.items():
                 typed = self._typed(found, None)
-                if typed and typed is not _CONFLICT and typed[1] and ":" not in typed[1]:
+                if typed and typed is not _CONFLICT and typed[1] and ":" not in typed[1] and name not in seen:
+                    seen.add(name)  # a class body's binding is both a local of its scope and a field
                     out.append((name, typed[1], min(at for at, _, _ in found)))
         return out
