@@ -454,11 +454,10 @@ class Dependents:
         return out
 
 
-def walk(store: Store, seeds: dict[str, list[tuple[str, str, float]] | None], depth: int, min_confidence: float,
+def walk(deps: Dependents, seeds: dict[str, list[tuple[str, str, float]] | None], depth: int, min_confidence: float,
          max_nodes: int = MAX_NODES) -> tuple[dict[str, Reach], bool]:
     """Breadth-first upstream from the seeds (id -> None, or the steps to use instead of the
     graph's, for an entity the index lacks); each entity keeps its most confident shortest path."""
-    deps = Dependents(store)
     best: dict[str, Reach] = {s: Reach(0, 1.0, [s]) for s in seeds}
     # an importer (a leaf), or a class reached only as a changed method's owner, reached later by
     # what its own code runs: it walks on along that path, while the shorter one stays the path it
@@ -551,7 +550,7 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
                 seeds[c["id"]] = deps.by_name(name, c["file"])
     for g in globals_touched:
         seeds.setdefault(g, None)
-    reached, truncated = walk(store, seeds, max(depth, test_depth), min_confidence)
+    reached, truncated = walk(deps, seeds, max(depth, test_depth), min_confidence)  # one Dependents: its reads cached once
     changed_ids = {c["in_index"] or c["id"] for c in changed}
     rows = store.entities(reached)
     impacted = []
