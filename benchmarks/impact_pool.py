@@ -21,7 +21,7 @@ import json
 import statistics
 from pathlib import Path
 
-SELECTORS = (("nsccn", "impact (graph tests)"), ("nsccn_run", "impact `run` (+ module tests)"), ("file_importers", "importers"), ("named_test_module", "test_<module>.py"),
+SELECTORS = (("nsccn", "impact (graph tests)"), ("nsccn_run", "impact `run` (+ module tests, test files)"), ("file_importers", "importers"), ("named_test_module", "test_<module>.py"),
              ("nsccn_as_written", "impact vs the truth as written"))
 OPTIONAL = (("nsccn_run_by_test", "impact `run`, no test file run whole"), ("nsccn_run_files", "impact `run`, every reached test file whole"),
             ("nsccn_depth_7", "impact, tests within 7 hops"), ("nsccn_depth_6", "impact, tests within 6 hops"))
