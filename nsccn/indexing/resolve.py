@@ -41,8 +41,8 @@ import sys
 from collections import defaultdict
 
 from nsccn.languages import query_language
-from nsccn.languages.receivers import (CONSTRUCTED, DECLARED, FIELD, FIXTURE_DECORATOR, GETTER, HOLDS, IMPL_OF, PASSES, SUBCLASSES,
-                                      INJECTED, PREFIXES, PYTHON_RETURN_TYPE, type_name)
+from nsccn.languages.receivers import (CONSTRUCTED, DECLARED, FIELD, FIXTURE_DECORATOR, GETTER, HOLDS, IMPL_OF, PASSES,
+                                      INJECTED, PREFIXES, PYTHON_RETURN_TYPE, SUBCLASSES, type_name)
 from nsccn.languages.naming import Project, package_groups
 from nsccn.languages.literals import LITERAL
 from nsccn.languages.scopes import LOCAL, OUTER
@@ -363,7 +363,8 @@ class Resolver:
             return [(target, 1.0, "structural")]
         if relation in ("RETURNS", "MENTIONS", HOLDS, BINDS, PASSES, SUBCLASSES):
             # what a function returns or a field holds (read by `typed`), a name in a string, a
-            # global's value (read by `resolve_aliases`), a name handed to a call (read by change impact): no edge
+            # global's value (read by `resolve_aliases`), a name handed on as a value or a base of a class built
+            # at run time (read by change impact): no edge
             return []
         if relation == "IMPORTS":
             found = self.dotted(target)

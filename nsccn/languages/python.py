@@ -21,8 +21,8 @@ import tree_sitter_python
 from nsccn.reading.entity_bounds import head_lines
 from nsccn.reading.testpaths import is_test_path
 from nsccn.languages.mentions import WHOLE_DOTTED, mentions
-from nsccn.languages.receivers import (CALLED_RANK, DECLARED_RANK, FIXTURE_DECORATOR, GETTER, HOLDS, INJECTED_RANK, PASSES, PREFIXES, SUBCLASSES,
-                                      Bindings, type_name)
+from nsccn.languages.receivers import (CALLED_RANK, DECLARED_RANK, FIXTURE_DECORATOR, GETTER, HOLDS, INJECTED_RANK, PASSES, PREFIXES,
+                                      SUBCLASSES, Bindings, type_name)
 from nsccn.model import Entity, Ref, entity_id
 
 EXTENSIONS = (".py", ".pyi")
@@ -230,7 +230,7 @@ class PythonExtractor:
         self._typing = Bindings()  # receiver types the source states (nsccn/languages/receivers.py)
         self._returns: list[tuple[str, str, str, int]] = []  # (function, "call"/"name", what it returns, line)
         self._reads: dict[tuple[str, str], tuple[int, str]] = {}  # (function, `obj.attr` read) -> (line, class)
-        self._passed: list[tuple[str, str, int, str]] = []  # (scope, name handed to a call as a value, line, class)
+        self._passed: list[tuple[str, str, int, str, str]] = []  # (scope, name handed on as a value, line, class, relation)
         self.error_lines: list[int] = []
         self.deep_lines: list[int] = []  # where a region nested too deeply to walk begins
         self._entity_fields: dict[str, dict] = {}
@@ -643,7 +643,7 @@ class PythonExtractor:
             if held:
                 self._typing.holds(scope.class_qualname, name, held)
                 # held as a value: whoever builds or subclasses the class may build it (`klass.OPTIONS_CLASS(meta)`)
-                self._passed.append((scope.eid, held, left.start_point[0] + 1, scope.class_qualname))
+                self._passed.append((scope.eid, held, left.start_point[0] + 1, scope.class_qualname, PASSES))
             return
         if scope.kind in ("func", "method") and "." not in name and annotation is None and right is not None \
                 and right.type in ("identifier", "attribute"):
@@ -905,7 +905,7 @@ class PythonExtractor:
             if arg.kind_id == _IDENTIFIER_KIND or arg.type == "attribute":
                 passed = _expr_name(arg, self._src)
                 if passed and passed.split(".", 1)[0] not in ("self", "cls"):
-                    self._passed.append((scope.eid, passed, line, scope.class_qualname))
+                    self._passed.append((scope.eid, passed, line, scope.class_qualname, PASSES))
         fn = call.child_by_field_name("function")
         named = args.named_children
         if fn is not None and fn.type == "identifier" and fn.text == b"type" and len(named) == 3 and named[1].type == "tuple":
@@ -916,18 +916,16 @@ class PythonExtractor:
                 if passed == "cls" and scope.kind == "method" and scope.class_qualname:
                     passed = scope.class_qualname
                 if passed and passed.split(".", 1)[0] not in ("self", "cls"):
-                    self._passed.append((scope.eid, SUBCLASSES + passed, line, scope.class_qualname))
+                    self._passed.append((scope.eid, passed, line, scope.class_qualname, SUBCLASSES))
 
     def _passes(self) -> None:
         """`socket_server(Handler)`, `_get_object(d, PackageVcs, "vcs")`, `Thread(target=work)`: a class
         or function of the file, or one it imports, handed to a call as a value, which the callee
-        builds or calls at run time. A raw `PASSES` reference (never an edge: no call names it
-        here), read by change impact (`nsccn.graph.impact`)."""
+        builds or calls at run time, or held by a class attribute (`OPTIONS_CLASS = SchemaOpts`): a
+        raw `PASSES` reference; a base of `type(name, (Base,), ns)`: a raw `SUBCLASSES` one (never
+        edges: no call names them here), read by change impact (`nsccn.graph.impact`)."""
         defined = {e.name for e in self.entities if e.kind in ("func", "class") and "." not in e.qualname}
-        for source, name, line, cls in dict.fromkeys(self._passed):
-            relation = PASSES
-            if name.startswith(SUBCLASSES):
-                relation, name = SUBCLASSES, name[len(SUBCLASSES):]
+        for source, name, line, cls, relation in dict.fromkeys(self._passed):
             head = name.split(".", 1)[0]
             if head in self.imports or ("." not in name and name in defined):
                 self.refs.append(Ref(source, relation, name, line, cls))
