@@ -892,8 +892,8 @@ def _print_impact(out: ImpactAnswer, limit: int) -> None:
             print(f"  {t.confidence:.2f}  {one_line(f'{t.file}::{t.qualname}' if t.qualname else t.file)}")
     if out.test_files:
         print(f"test files run whole ({len(out.test_files)}: the answer reaches a tenth of their tests or more; in `run`):")
-        for t in out.test_files[:limit]:
-            print(f"  {one_line(t.file)}: {one_line(t.reason)}")
+        for t in out.test_files[:limit]:  # the reason's first clause: how many of its tests the answer reaches
+            print(f"  {one_line(t.file)}: {one_line(t.reason.split(':', 1)[0])}")
     for key, listed in (("impacted", out.impacted), ("tests", out.tests), ("module tests", out.module_tests),
                         ("test files", out.test_files)):
         if len(listed) > limit:
