@@ -291,9 +291,7 @@ class Dependents:
             out += self._passers(row)
         for r in fixtures.consumers(store, row):
             out.append((r.id, "USES_FIXTURE", fixtures.CONFIDENCE))
-        if self._mentions is None:
-            self._mentions = mentions.Mentions(store)
-        for source in self._mentions.mentioners(row):  # a test's string names it: `locate_app("pkg.app")`
+        for source in self._string_mentions().mentioners(row):  # a test's string names it: `locate_app("pkg.app")`
             out.append((source, "MENTIONS", mentions.CONFIDENCE))
         if row.kind == "module" and not changed:
             # its top-level code runs what the walk came from: the globals it sets may hold what that
@@ -337,12 +335,10 @@ class Dependents:
         """The library entities whose strings name `row`, or the class of a method `row`, by its
         dotted path (`register("xlsx", "pkg.formats._xlsx.XLSXFormat")`): they load it by name at
         run time, and whoever uses what they fill (a registry) may run it."""
-        if self._mentions is None:
-            self._mentions = mentions.Mentions(self.store)
         named = [row] + ([self.row(row.parent)] if row.kind == "method" and row.parent else [])
         out = []
         for r in named:
-            for source in self._mentions.mentioners(r) if r is not None else ():
+            for source in self._string_mentions().mentioners(r) if r is not None else ():
                 loader = self.row(source)
                 if loader is not None and not is_test_path(loader.path):
                     out.append((loader, r.id))
@@ -392,6 +388,12 @@ class Dependents:
             if line not in calls[source]:  # resolved there (a typed receiver, or a guess): the graph's edge says it
                 out.append((source, "NAMED_BY_TEST", round(NAMED_BY_TEST_CONFIDENCE / k, 4)))
         return out
+
+    def _string_mentions(self) -> mentions.Mentions:
+        """The repository's string mentions, read once per answer, when first needed."""
+        if self._mentions is None:
+            self._mentions = mentions.Mentions(self.store)
+        return self._mentions
 
     def tests_in_file(self, path: str) -> list[EntityRow]:
         """The tests a runner collects from a file (its entities that are tests)."""
