@@ -51,7 +51,9 @@ from nsccn.reading.testpaths import is_test_path  # noqa: E402
 
 # the same answer's tests within fewer hops of the change: the walk is breadth-first, so a test's
 # distance is the same whatever the bound, and one walk to the deepest scores every depth exactly
-TEST_DEPTHS = (4, 5, 6, 7, 8)
+TEST_DEPTHS = (4, 5, 6, 7, 8, 9)
+# the whole suite run once the answer reaches this share of it (the product's WHOLE_SUITE_SHARE is one)
+SUITE_SHARES = (0.3, 0.5, 0.7, 0.9)
 CONFIDENCE_FLOORS = (0.3, 0.6)  # the same answer's tests, cut at a path confidence: how recall trades for selection
 CONTEXTS = r"""
 import json, sys
@@ -356,7 +358,7 @@ def main() -> int:
         index_repository(tree, workers=1, embed=False)
         nav = Navigator(tree)
         t0 = time.perf_counter()
-        out = plain(nav.impact(commit=sha, test_depth=max(TEST_DEPTHS)))  # as its JSON
+        out = plain(nav.impact(commit=sha, test_depth=max(*TEST_DEPTHS, TEST_DEPTH)))  # as its JSON
         seconds = time.perf_counter() - t0
         all_tests = set(times)
 
@@ -372,7 +374,14 @@ def main() -> int:
             return got
 
         picked = picked_at(0.0)
-        run = picked_at(0.0, tiers=("tests", "module_tests", "test_files"))  # what the answer's `run` runs
+        tiers = picked_at(0.0, tiers=("tests", "module_tests", "test_files"))
+
+        def suite_at(share: float) -> set[str]:  # the whole suite once a runner's share reaches `share`
+            python = [s for s in out.get("suites") or () if s["runner"] == "pytest"]
+            return all_tests if any(s["reached"] >= share * s["tests"] for s in python) else tiers
+
+        # what the answer's `run` runs: its tiers, or the whole suite
+        run = all_tests if any(s["whole"] for s in out.get("suites") or ()) else tiers
         by_test = picked_at(0.0, tiers=("tests", "module_tests"))  # the same, no test file run whole
         # every test file the answer reaches run whole (pytest's file unit, as Pants selects files)
         run_files = {x for x in all_tests if x.split("::", 1)[0] in {t.split("::", 1)[0] for t in run}}
@@ -392,6 +401,8 @@ def main() -> int:
             # what the answer's `run` runs: the graph's tests, the module tests (no edge; their file imports a
             # changed module) and the test files run whole (a tenth of their tests reached or more)
             "nsccn_run": score(run, truth, times),
+            "nsccn_run_tiers": score(tiers, truth, times),  # never the whole suite
+            **{f"nsccn_run_suite_{f:g}": score(suite_at(f), truth, times) for f in SUITE_SHARES},
             "nsccn_run_by_test": score(by_test, truth, times),
             "nsccn_run_files": score(run_files, truth, times),
             **{f"nsccn_conf_{f:g}": score(picked_at(f), truth, times) for f in CONFIDENCE_FLOORS},
@@ -421,7 +432,8 @@ def main() -> int:
 def summarize(rows: list[dict]) -> dict:
     covered = [r for r in rows if r["covering"]]
     out = {"commits": len(rows), "commits_with_covering_tests": len(covered)}
-    for key in ("nsccn", "nsccn_run", "nsccn_run_by_test", "nsccn_run_files", *(f"nsccn_conf_{f:g}" for f in CONFIDENCE_FLOORS),
+    for key in ("nsccn", "nsccn_run", "nsccn_run_tiers", *(f"nsccn_run_suite_{f:g}" for f in SUITE_SHARES),
+                "nsccn_run_by_test", "nsccn_run_files", *(f"nsccn_conf_{f:g}" for f in CONFIDENCE_FLOORS),
                 *(f"nsccn_depth_{d}" for d in TEST_DEPTHS),
                 "named_test_module", "file_importers", "all",
                 "nsccn_as_written"):

@@ -151,6 +151,15 @@ BASE = {
           expect(1).toBe(1);
         });
     """,
+    # suites big enough that the body change below reaches under half of each (`run` selects, not all)
+    **{f"web/other{i}.test.ts": """
+        test('nothing else', () => {
+          expect(2).toBe(2);
+        });
+    """ for i in range(2)},
+    "tests/test_other.py": "".join(f"def test_other_{i}():\n    assert {i} == {i}\n\n\n" for i in range(9)),
+    "calc/other_test.go": "package calc\n\nimport \"testing\"\n\n" + "".join(
+        f"func TestOther{i}(t *testing.T) {{\n\tif {i} != {i} {{\n\t\tt.Fatal(\"other\")\n\t}}\n}}\n\n" for i in range(3)),
     "calc/calc.go": """
         package calc
 
@@ -269,6 +278,9 @@ def test_a_body_change_selects_the_test_three_calls_away_and_not_an_unrelated_on
     assert "npx jest web/cart.test.ts" in run
     # TestAdd is half of calc_test.go's tests: `run` runs that file whole; the graph's answer alone names TestAdd
     assert [t.file for t in out.test_files] == ["calc/calc_test.go"] and "go test ./calc" in run
+    # no runner's suite is half reached: the selection stands (test_core.py's 6 tests of 15: module tests)
+    assert {s.runner: (s.reached, s.tests, s.whole) for s in out.suites} == {
+        "jest": (1, 4, False), "go": (2, 5, False), "pytest": (6, 15, False)}
     precise = nav_of(repo["root"]).impact(commit=repo["body"], min_confidence=0.31).run
     assert "go test ./calc -run '^(TestAdd)$'" in precise and "test_unrelated" not in precise
     impacted = {i.id: i for i in out.impacted}
@@ -460,3 +472,11 @@ def test_detect_changes_over_mcp_stdio(repo):
                 await c.call_tool("detect_changes", {"diff": "nothing here"})
 
     asyncio.run(go())
+
+
+def test_the_command_line_and_mcp_walk_to_the_test_depth_the_library_measures():
+    from nsccn.graph import impact
+    from nsccn.serving import params
+
+    default = next(p.default for p in params.IMPACT if p.name == "test_depth")
+    assert default == impact.TEST_DEPTH

@@ -32,12 +32,15 @@ from nsccn.reading.changes import Change
 from nsccn.reading.diff import FileDiff
 from nsccn.store import EntityRow, Store
 from nsccn.reading.testpaths import is_test_path
-from nsccn.graph.testrun import is_test, is_test_file_unit, js_runner, run_command
+from nsccn.graph.testrun import (collects, is_test, is_test_file_unit, js_runner, run_command, runner_of,
+                                 tests_marked_by_attribute)
 from nsccn.indexing.resolve import MAX_AMBIGUOUS_METHOD
 from nsccn.languages.receivers import PASSES, SUBCLASSES
 
 DEFAULT_DEPTH = 3  # hops listed under `impacted` (as `trace`)
-TEST_DEPTH = 9  # hops a test may be from a changed entity (6 halves click's selection and loses an attrs commit; 9 over 8: docs/impact.md)
+# hops a test may be from a changed entity (6 halves click's selection and loses an attrs commit; 9 over 8:
+# docs/impact.md); the command line's and MCP's default (`serving.params`, kept equal by a test)
+TEST_DEPTH = 9
 MAX_NODES = 4_000  # entities one walk reaches at most
 MAX_CHANGED = 2_000  # changed entities mapped at most
 MEMBER_CONFIDENCE = 0.5  # a method's class: whoever builds or subclasses it may call the method
@@ -50,6 +53,10 @@ IMPORTER_TEST_CONFIDENCE = 0.3  # a test file importing the changed module: abou
 # test the same code through paths no edge shows (fixtures, generated tests, dispatch by name; docs/impact.md)
 WHOLE_FILE_SHARE = 0.1
 WHOLE_FILE_CONFIDENCE = 0.3
+# a runner's suite of which the answer reaches at least this share is run whole: past it, selecting saves
+# little and what it leaves out reaches the change through what no edge shows (docs/impact.md)
+WHOLE_SUITE_SHARE = 0.5
+WHOLE_SUITE_CONFIDENCE = 0.3
 NAMED_BY_TESTS_MAX = 12  # `x.m()` in a test, x of unknown type: m defined more often than this names nothing
 NAMED_BY_TEST_CONFIDENCE = 0.5  # shared among the classes that define the name
 # a node reached last by these walks on only partly (an import runs nothing further; a method's class
@@ -572,6 +579,8 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
     test_files = _whole_files(deps, tests + module_tests) if WHOLE_FILE_CONFIDENCE >= min_confidence else []
     whole = {t["file"] for t in test_files}
     units = [t for t in tests + module_tests if t["file"] not in whole] + test_files
+    runner_hint = js_runner(_read(root, "package.json"))
+    suites = _suites(store, units, runner_hint, WHOLE_SUITE_CONFIDENCE >= min_confidence) if units else []
     out = {
         "source": change.source,
         "files": files,
@@ -580,8 +589,9 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
         "tests": tests,
         "module_tests": module_tests,
         "test_files": test_files,
-        "run": run_command([{"file": t["file"], "qualname": t.get("qualname")} for t in units],
-                           js_runner(_read(root, "package.json"))),
+        "suites": suites,
+        "run": run_command([{"file": t["file"], "qualname": t.get("qualname")} for t in units], runner_hint,
+                           frozenset(s["runner"] for s in suites if s["whole"])),
         "risk": _risk(changed, impacted, tested),
         "depth": depth,
         "test_depth": test_depth,
@@ -669,6 +679,34 @@ def _whole_files(deps: Dependents, listed: list[dict]) -> list[dict]:
                         "confidence": WHOLE_FILE_CONFIDENCE,
                         "reason": f"the answer reaches {n} of its {total} tests: the rest test the same code "
                                   "through paths no edge shows (fixtures, generated tests, dispatch by name)"})
+    return out
+
+
+def _suites(store: Store, units: list[dict], runner_hint: str | None, may_run_whole: bool) -> list[dict]:
+    """Per runner the answer's tests and files run: how many of the suite's tests (the index's, as
+    the runner collects them; a file where the file is the unit) they are, and whether `run` runs
+    the whole suite (WHOLE_SUITE_SHARE)."""
+    suite: dict[str, dict[str, set[str | None]]] = {}  # runner -> test file -> its tests (None: the file)
+    paths = {p: runner_of(p, runner_hint) or "" for p in store.file_paths() if is_test_path(p)}
+    for p, runner in paths.items():
+        if is_test_file_unit(p):
+            suite.setdefault(runner, {})[p] = {None}
+    by_attribute = {p for p in paths if tests_marked_by_attribute(p)}  # the rest by name: no decorators read
+    for path, _kind, qualname, name, decorators in store.functions_in_files(list(paths)):
+        if collects(path, name, json.loads(decorators) if path in by_attribute and decorators else []):
+            suite.setdefault(paths[path], {}).setdefault(path, set()).add(qualname)
+    reached: dict[str, set[tuple[str, str | None]]] = {}
+    for t in units:
+        runner = runner_of(t["file"], runner_hint) or ""
+        in_file = suite.get(runner, {}).get(t["file"], set())
+        names = in_file if t.get("qualname") is None else {t["qualname"]} & in_file  # None: the file, whole
+        reached.setdefault(runner, set()).update((t["file"], n) for n in names)
+    out = []
+    for runner, keys in sorted(reached.items()):
+        total = sum(len(tests) for tests in suite.get(runner, {}).values())
+        if runner and total:
+            out.append({"runner": runner, "tests": total, "reached": len(keys),
+                        "whole": may_run_whole and len(keys) >= WHOLE_SUITE_SHARE * total})
     return out
 
 

@@ -28,6 +28,10 @@ CONVENTIONS: dict[str, tuple[str, str | None, str | None]] = {
 FILE_RUNNERS = {".js": "jest", ".jsx": "jest", ".ts": "jest", ".tsx": "jest", ".mjs": "jest", ".cjs": "jest",
                 ".mts": "jest", ".cts": "jest", ".rb": "rspec", ".php": "phpunit", ".exs": "mix"}
 MAX_IDS_IN_COMMAND = 60  # past it, the command names files instead of single tests
+# each runner's command for its whole suite (what its configuration collects)
+WHOLE_SUITE = {"pytest": "python -m pytest", "go": "go test ./...", "cargo": "cargo test", "maven": "mvn test",
+               "gradle": "gradle test", "dotnet": "dotnet test", "vitest": "npx vitest run", "mocha": "npx mocha",
+               "jest": "npx jest", "rspec": "bundle exec rspec", "phpunit": "vendor/bin/phpunit", "mix": "mix test"}
 
 
 def _ext(path: str) -> str:
@@ -39,6 +43,11 @@ def is_test(kind: str, path: str, name: str, decorators: list[str]) -> bool:
     """Whether an entity is a test its runner collects (a test file's helpers and fixtures are not)."""
     if kind not in ("func", "method") or not is_test_path(path):
         return False
+    return collects(path, name, decorators)
+
+
+def collects(path: str, name: str, decorators: list[str]) -> bool:
+    """Whether a test file's runner collects its function or method `name` (the file known to be a test file)."""
     conv = CONVENTIONS.get(_ext(path))
     if conv is None:
         return False
@@ -46,6 +55,12 @@ def is_test(kind: str, path: str, name: str, decorators: list[str]) -> bool:
     if by_name is not None:
         return re.match(by_name, name) is not None
     return any(re.match(by_attribute, d.strip()) for d in decorators)
+
+
+def tests_marked_by_attribute(path: str) -> bool:
+    """Whether a file's runner knows its tests by an attribute (`#[test]`, `@Test`), not by name."""
+    conv = CONVENTIONS.get(_ext(path))
+    return conv is not None and conv[2] is not None
 
 
 def is_test_file_unit(path: str) -> bool:
@@ -57,19 +72,26 @@ def _pytest_id(path: str, qualname: str) -> str:
     return f"{path}::{qualname.replace('.', '::')}"
 
 
-def run_command(tests: list[dict], runner_hint: str | None = None) -> str | None:
+def runner_of(path: str, runner_hint: str | None = None) -> str | None:
+    """The runner that collects a test file's tests (`runner_hint`: a package.json's, for JavaScript)."""
+    ext = _ext(path)
+    runner = CONVENTIONS[ext][0] if ext in CONVENTIONS else FILE_RUNNERS.get(ext)
+    return runner_hint if runner == "jest" and runner_hint else runner
+
+
+def run_command(tests: list[dict], runner_hint: str | None = None, whole: frozenset[str] = frozenset()) -> str | None:
     """A command that runs these tests (`{"file", "qualname" (None: the file)}`) in the repository's
-    own runner: one line per runner, joined by `&&`."""
+    own runner: one line per runner, joined by `&&`; the runners in `whole` run their whole suite."""
     by_runner: dict[str, list[dict]] = defaultdict(list)
     for t in tests:
-        ext = _ext(t["file"])
-        runner = CONVENTIONS[ext][0] if ext in CONVENTIONS else FILE_RUNNERS.get(ext)
-        if runner == "jest" and runner_hint:
-            runner = runner_hint
+        runner = runner_of(t["file"], runner_hint)
         if runner:
             by_runner[runner].append(t)
     parts = []
     for runner, items in by_runner.items():
+        if runner in whole:
+            parts.append(WHOLE_SUITE[runner])
+            continue
         files = list(dict.fromkeys(t["file"] for t in items))
         names = [t for t in items if t.get("qualname")]
         if runner == "pytest":

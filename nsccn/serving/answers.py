@@ -251,6 +251,13 @@ class Risk(Answer, kw_only=True):
     untested_changes: list[str]
 
 
+class SuiteShare(Answer, kw_only=True):
+    runner: str  # pytest, go, jest, ...
+    tests: int  # the tests (or test files, where the file is the unit) the index holds for it
+    reached: int  # how many of them `run` runs by name or file
+    whole: bool  # `run` runs its whole suite: the answer reaches half of it or more
+
+
 class ImpactAnswer(Answer, kw_only=True):
     source: str  # which change: the working tree, staged, since a base, a commit, a diff
     files: list[ChangedFile]
@@ -270,6 +277,8 @@ class ImpactAnswer(Answer, kw_only=True):
     module_tests: list[TestToRun] = msgspec.field(default_factory=list)
     # test files run whole (`qualname` None): the answer reaches a tenth of their tests or more
     test_files: list[TestToRun] = msgspec.field(default_factory=list)
+    # per runner: the share of its suite the answer reaches; where it is half or more, `run` runs it whole
+    suites: list[SuiteShare] = msgspec.field(default_factory=list)
     unresolved: str | None = None
 
 

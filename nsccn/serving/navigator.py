@@ -414,7 +414,7 @@ class Navigator:
 
     def impact(self, staged: bool = False, base: str | None = None, commit: str | None = None,
                diff: str | None = None, depth: int = 3, min_confidence: float = 0.0,
-               test_depth: int = 8) -> ImpactAnswer:
+               test_depth: int | None = None) -> ImpactAnswer:
         """What a change touches, what depends on it and which tests reach it (`nsccn.graph.impact`): the
         working tree against HEAD, or the staged changes, or since `base`, or one `commit`, or a diff."""
         from nsccn.reading import changes
@@ -424,6 +424,7 @@ class Navigator:
                  if v not in (None, False)]
         if len(given) > 1:
             raise NavigatorError(f"give one change at a time, not {' and '.join(given)}")
+        test_depth = impact.TEST_DEPTH if test_depth is None else test_depth
         self._check(params.IMPACT, depth=depth, test_depth=test_depth, min_confidence=min_confidence)
         store = self.store  # no index: say so before reading any change
         if diff is not None:

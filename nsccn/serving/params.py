@@ -214,7 +214,7 @@ IMPACT = (  # one change at a time: checked by the Navigator
     Param("diff", str | None, "a unified diff (git diff, diff -u) to analyze instead of git's", None,
           cli=None),  # the command line's --diff names a file (or - for standard input): its own option
     Param("depth", int, f"hops of dependents listed (1-{MAX_DEPTH})", 3, lo=1, hi=MAX_DEPTH),
-    Param("test_depth", int, f"hops a selected test may be from the change (0-{MAX_DEPTH})", 8, lo=0, hi=MAX_DEPTH,
+    Param("test_depth", int, f"hops a selected test may be from the change (0-{MAX_DEPTH})", 9, lo=0, hi=MAX_DEPTH,
           mcp=False),
     Param("min_confidence", float, "follow no edge below this confidence (0-1)", 0.0, lo=0, hi=1),
     Param("offset", int, "skip this many impacted entities and tests (paging)", 0, lo=0, cli=None),

@@ -597,6 +597,12 @@ class Impact(Tool):
         test_files = [{"file": t.file, "why": t.reason} for t in res.test_files[offset:]]
         changed = plain(res.changed)
         base = {"source": res.source, "files": plain(res.files), "risk": plain(res.risk), "run": res.run}
+        if res.suites:
+            base["suites"] = plain(res.suites)
+        if any(s.whole for s in res.suites):
+            base["suites_are"] = ("`run` runs a runner's whole suite (whole: true) when the answer reaches half of "
+                                  "its tests or more: past that, what it leaves out reaches the change through paths "
+                                  "no edge shows; min_confidence above 0.3 keeps the selection")
         for key, listed in (("outside_index", res.outside_index), ("refused", res.refused), ("notes", res.notes)):
             if listed:
                 base[key] = plain(listed)
@@ -898,6 +904,10 @@ def _print_impact(out: ImpactAnswer, limit: int) -> None:
                         ("test files", out.test_files)):
         if len(listed) > limit:
             print(f"  ... {len(listed) - limit} more {key} (--limit, or --json for all)")
+    for s in out.suites:
+        if s.whole:
+            print(f"whole suite ({s.runner}): the answer reaches {s.reached} of its {s.tests} tests, half or more; "
+                  "`run` runs them all")
     if out.run:
         print(f"run (from the repository root): {one_line(out.run)}")
     risk = out.risk

@@ -598,6 +598,12 @@ class Store:
         q = f"SELECT {ENTITY_COLUMNS} FROM entities WHERE path=? ORDER BY start_line, end_line DESC"
         return [EntityRow.from_row(r) for r in self.conn.execute(q, (path,))]
 
+    def functions_in_files(self, paths: list[str]) -> list[tuple[str, str, str, str, str]]:
+        """(path, kind, qualname, name, decorators as JSON) of every function and method in these files."""
+        q = ("SELECT path, kind, qualname, name, decorators FROM entities WHERE kind IN ('func', 'method') "
+             "AND path IN (SELECT value FROM json_each(?))")
+        return list(self.conn.execute(q, (json.dumps(paths),)))
+
     def entities_named(self, name: str) -> list[EntityRow]:
         q = f"SELECT {ENTITY_COLUMNS} FROM entities WHERE name=? OR qualname=? ORDER BY path, start_line"
         return [EntityRow.from_row(r) for r in self.conn.execute(q, (name, name))]

@@ -1,0 +1,74 @@
+"""A change the answer finds most of a suite reaching runs the whole suite: past half of a runner's
+tests, selecting saves little and the tests it would leave out mostly reach the change through
+paths no edge shows. A change reaching a few tests still runs those alone. A real index, a real
+impact walk on a change, the command as a process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import impact_of_edit, indexed_git_repo
+
+NSCCN = Path(sys.executable).parent / "nsccn"
+
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/core.py": """
+        def parse(text):
+            return text.split(",")
+    """,
+    "pkg/rare.py": """
+        def rare():
+            return 7
+    """,
+    "tests/test_parse.py": "from pkg.core import parse\n\n\n" + "".join(
+        f"def test_parse_{i}():\n    assert parse('a,b') == ['a', 'b']\n\n\n" for i in range(6)),
+    "tests/test_rare.py": """
+        from pkg.rare import rare
+
+
+        def test_rare():
+            assert rare() == 7
+    """,
+    "tests/test_misc.py": "".join(f"def test_misc_{i}():\n    assert {i} == {i}\n\n\n" for i in range(3)),
+}
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    return indexed_git_repo(tmp_path_factory.mktemp("suite") / "repo", FILES)
+
+
+def test_a_change_most_of_the_suite_reaches_runs_the_whole_suite(repo):
+    out = impact_of_edit(repo, "pkg/core.py", 'split(",")', 'split(",", -1)')
+    assert len(out.tests) == 6  # the graph's answer still names each test
+    assert [(s.runner, s.reached, s.tests, s.whole) for s in out.suites] == [("pytest", 6, 10, True)]
+    assert out.run == "python -m pytest"
+    # above the whole suite's confidence the selection stands
+    precise = impact_of_edit(repo, "pkg/core.py", 'split(",")', 'split(",", -1)', min_confidence=0.31)
+    assert precise.suites[0].whole is False and precise.run.startswith("python -m pytest tests/test_parse.py::")
+
+
+def test_a_change_few_tests_reach_runs_those_alone(repo):
+    out = impact_of_edit(repo, "pkg/rare.py", "return 7", "return 3 + 4")
+    assert [(s.runner, s.reached, s.tests, s.whole) for s in out.suites] == [("pytest", 1, 10, False)]
+    assert out.run == "python -m pytest tests/test_rare.py::test_rare"
+
+
+def test_the_command_line_says_the_suite_runs_whole(repo):
+    core = repo / "pkg/core.py"
+    text = core.read_text()
+    core.write_text(text.replace('split(",")', 'split(",", -1)'))
+    try:
+        shown = subprocess.run([str(NSCCN), "impact"], cwd=repo / "tests", capture_output=True, text=True, check=True)
+        as_json = subprocess.run([str(NSCCN), "impact", "--json"], cwd=repo, capture_output=True, text=True, check=True)
+    finally:
+        core.write_text(text)
+    assert "whole suite (pytest): the answer reaches 6 of its 10 tests" in shown.stdout
+    assert "run (from the repository root): python -m pytest\n" in shown.stdout
+    assert json.loads(as_json.stdout)["suites"] == [{"runner": "pytest", "tests": 10, "reached": 6, "whole": True}]
