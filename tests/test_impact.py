@@ -461,6 +461,8 @@ def test_detect_changes_over_mcp_stdio(repo):
             out = res.structured_content
             assert "func:tests/test_core.py:test_top" in {t["id"] for t in out["tests"]}
             assert out["totals"]["changed"] == 3
+            assert {s["runner"]: s["whole"] for s in out["suites"]} == {"pytest": False, "jest": False, "go": False}
+            assert "suites_are" not in out
             diff = git(repo["root"], "diff", repo["base"], repo["signature"], "--", "pkg/core.py")
             res = await c.call_tool("detect_changes", {"diff": diff, "depth": 1})
             got = {c["id"]: c["change"] for c in res.structured_content["changed"]}

@@ -5,12 +5,15 @@ impact walk on a change, the command as a process."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
 
 from conftest import impact_of_edit, indexed_git_repo
 
@@ -69,6 +72,24 @@ def test_the_command_line_says_the_suite_runs_whole(repo):
         as_json = subprocess.run([str(NSCCN), "impact", "--json"], cwd=repo, capture_output=True, text=True, check=True)
     finally:
         core.write_text(text)
-    assert "whole suite (pytest): the answer reaches 6 of its 10 tests" in shown.stdout
+    assert "whole suite (pytest): the answer reaches 6 of its 10 tests (60%)" in shown.stdout
     assert "run (from the repository root): python -m pytest\n" in shown.stdout
     assert json.loads(as_json.stdout)["suites"] == [{"runner": "pytest", "tests": 10, "reached": 6, "whole": True}]
+
+
+def test_detect_changes_says_why_it_runs_the_whole_suite(repo):
+    diff = """--- a/pkg/core.py
++++ b/pkg/core.py
+@@ -1,2 +1,2 @@
+ def parse(text):
+-    return text.split(",")
++    return text.split(",", -1)
+"""
+
+    async def go():
+        async with Client(StdioTransport(str(NSCCN), ["mcp", "--root", str(repo)]), timeout=60) as c:
+            return (await c.call_tool("detect_changes", {"diff": diff})).structured_content
+
+    out = asyncio.run(go())
+    assert out["run"] == "python -m pytest" and out["suites"][0]["whole"] is True
+    assert "50% of its tests or more" in out["suites_are"]

@@ -600,9 +600,12 @@ class Impact(Tool):
         if res.suites:
             base["suites"] = plain(res.suites)
         if any(s.whole for s in res.suites):
-            base["suites_are"] = ("`run` runs a runner's whole suite (whole: true) when the answer reaches half of "
-                                  "its tests or more: past that, what it leaves out reaches the change through paths "
-                                  "no edge shows; min_confidence above 0.3 keeps the selection")
+            from nsccn.graph.impact import WHOLE_SUITE_CONFIDENCE, WHOLE_SUITE_SHARE
+
+            base["suites_are"] = (f"`run` runs a runner's whole suite (whole: true) when the answer reaches "
+                                  f"{WHOLE_SUITE_SHARE:.0%} of its tests or more: what it would leave out mostly "
+                                  "reaches the change through paths no edge shows; min_confidence above "
+                                  f"{WHOLE_SUITE_CONFIDENCE:g} keeps the selection")
         for key, listed in (("outside_index", res.outside_index), ("refused", res.refused), ("notes", res.notes)):
             if listed:
                 base[key] = plain(listed)
@@ -906,8 +909,8 @@ def _print_impact(out: ImpactAnswer, limit: int) -> None:
             print(f"  ... {len(listed) - limit} more {key} (--limit, or --json for all)")
     for s in out.suites:
         if s.whole:
-            print(f"whole suite ({s.runner}): the answer reaches {s.reached} of its {s.tests} tests, half or more; "
-                  "`run` runs them all")
+            print(f"whole suite ({s.runner}): the answer reaches {s.reached} of its {s.tests} tests "
+                  f"({s.reached / s.tests:.0%}); `run` runs them all")
     if out.run:
         print(f"run (from the repository root): {one_line(out.run)}")
     risk = out.risk
