@@ -24,7 +24,7 @@ from pathlib import Path
 SELECTORS = (("nsccn", "impact (graph tests)"), ("nsccn_run", "impact `run` (+ module tests, test files)"), ("file_importers", "importers"), ("named_test_module", "test_<module>.py"),
              ("nsccn_as_written", "impact vs the truth as written"))
 OPTIONAL = (("nsccn_run_tiers", "impact `run`, never the whole suite"),
-            *((f"nsccn_run_suite_{f:g}", f"impact `run`, the whole suite at {f:g} of it reached") for f in (0.3, 0.7, 0.9)),
+            *((f"nsccn_run_suite_{f:g}", f"impact `run`, the whole suite at {f:g} of it reached") for f in (0.3, 0.5, 0.9)),
             ("nsccn_run_by_test", "impact `run`, no test file run whole"), ("nsccn_run_files", "impact `run`, every reached test file whole"),
             ("nsccn_depth_7", "impact, tests within 7 hops"), ("nsccn_depth_6", "impact, tests within 6 hops"))
 

@@ -278,7 +278,7 @@ def test_a_body_change_selects_the_test_three_calls_away_and_not_an_unrelated_on
     assert "npx jest web/cart.test.ts" in run
     # TestAdd is half of calc_test.go's tests: `run` runs that file whole; the graph's answer alone names TestAdd
     assert [t.file for t in out.test_files] == ["calc/calc_test.go"] and "go test ./calc" in run
-    # no runner's suite is half reached: the selection stands (test_core.py's 6 tests of 15: module tests)
+    # no runner's suite is mostly reached: the selection stands (test_core.py's 6 tests of 15: module tests)
     assert {s.runner: (s.reached, s.tests, s.whole) for s in out.suites} == {
         "jest": (1, 4, False), "go": (2, 5, False), "pytest": (6, 15, False)}
     precise = nav_of(repo["root"]).impact(commit=repo["body"], min_confidence=0.31).run

@@ -255,7 +255,7 @@ class SuiteShare(Answer, kw_only=True):
     runner: str  # pytest, go, jest, ...
     tests: int  # the tests (or test files, where the file is the unit) the index holds for it
     reached: int  # how many of them `run` runs by name or file
-    whole: bool  # `run` runs its whole suite: the answer reaches half of it or more
+    whole: bool  # `run` runs its whole suite: the answer reaches most of it (WHOLE_SUITE_SHARE)
 
 
 class ImpactAnswer(Answer, kw_only=True):
@@ -277,7 +277,7 @@ class ImpactAnswer(Answer, kw_only=True):
     module_tests: list[TestToRun] = msgspec.field(default_factory=list)
     # test files run whole (`qualname` None): the answer reaches a tenth of their tests or more
     test_files: list[TestToRun] = msgspec.field(default_factory=list)
-    # per runner: the share of its suite the answer reaches; where it is half or more, `run` runs it whole
+    # per runner: the share of its suite the answer reaches; where it is most of it, `run` runs it whole
     suites: list[SuiteShare] = msgspec.field(default_factory=list)
     unresolved: str | None = None
 
