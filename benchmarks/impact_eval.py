@@ -358,13 +358,16 @@ def main() -> int:
         index_repository(tree, workers=1, embed=False)
         nav = Navigator(tree)
         t0 = time.perf_counter()
-        out = plain(nav.impact(commit=sha, test_depth=max(*TEST_DEPTHS, TEST_DEPTH)))  # as its JSON
+        out = plain(nav.impact(commit=sha))  # as its JSON: what the command line answers (TEST_DEPTH)
         seconds = time.perf_counter() - t0
+        # the graph's tests at every depth: one walk to the deepest (the product's tiers hang on its own depth)
+        deepest = out if max(TEST_DEPTHS) <= TEST_DEPTH else plain(nav.impact(commit=sha, test_depth=max(TEST_DEPTHS)))
         all_tests = set(times)
 
         def picked_at(floor: float, depth: int = TEST_DEPTH, tiers: tuple[str, ...] = ("tests",)) -> set[str]:
             got = set()
-            for t in (t for tier in tiers for t in out.get(tier) or ()):
+            answer = out if depth <= TEST_DEPTH else deepest
+            for t in (t for tier in tiers for t in answer.get(tier) or ()):
                 if t["confidence"] < floor or t["distance"] > depth:
                     continue
                 if t.get("qualname"):
