@@ -14,13 +14,20 @@ file's own weights (int8 times their scales, exactly what ONNX Runtime folds the
 into transformers' BertModel on a GPU (`--device cuda`: a minute). `--check N` compares the first
 N texts' vectors of both ways (cosine). Needs only numpy, tokenizers and onnx besides, so it runs
 on a machine without NSCCN's other dependencies.
+
+On the CPU the corpus takes hours (~6.5 CPU-hours for 219,576 texts), more than a session: `--parts
+DIR` embeds it in parts of `--part-rows` texts, each kept as DIR/part-NNNNN.npy (float16) once done,
+so a later run with the same texts takes up where the last one stopped; `--stop-after SECONDS`
+ends a run (exit 3) after the part that passes that time, before the PCA.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -112,6 +119,33 @@ def tokenizer() -> _BundledOnnx:
     return _TOKENIZER
 
 
+def embed_in_parts(texts: list[str], parts: Path, part_rows: int, stop_after: float) -> np.ndarray | None:
+    """The texts' vectors, each part of `part_rows` texts read from `parts` where an earlier run left
+    it, else embedded (ONNX Runtime) and kept there; None once `stop_after` seconds have passed."""
+    parts.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(json.dumps([part_rows, texts]).encode()).hexdigest()[:16]
+    stamp = parts / "texts.sha"
+    if stamp.exists() and stamp.read_text().strip() != digest:
+        raise SystemExit(f"{parts} holds parts of other texts (or another --part-rows): give another folder")
+    stamp.write_text(digest + "\n")
+    t0 = time.perf_counter()
+    out = []
+    for i, start in enumerate(range(0, len(texts), part_rows)):
+        path = parts / f"part-{i:05d}.npy"
+        if not path.exists():
+            if stop_after and time.perf_counter() - t0 > stop_after:
+                done = sum(1 for _ in parts.glob("part-*.npy"))
+                print(f"stopped after {stop_after:.0f} s: {done} of {-(-len(texts) // part_rows)} parts done", flush=True)
+                return None
+            vectors = tokenizer().embed(texts[start : start + part_rows], batch_size=32).astype(np.float16)
+            tmp = path.with_suffix(".tmp.npy")
+            np.save(tmp, vectors)
+            os.replace(tmp, path)  # a part is there whole or not at all
+            print(f"part {i}: {start + len(vectors)} of {len(texts)} texts ({time.perf_counter() - t0:.0f} s)", flush=True)
+        out.append(np.load(path).astype(np.float32))
+    return np.concatenate(out) if out else np.empty((0, 384), np.float32)
+
+
 def pca(x: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
     """(mean, basis[dim, d]) of the rows of `x`, component signs fixed (deterministic)."""
     mean = x.mean(axis=0)
@@ -140,12 +174,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cpu", help="cpu: ONNX Runtime as shipped; cuda: PyTorch on a GPU")
     ap.add_argument("--dim", type=int, default=256)
     ap.add_argument("--check", type=int, default=0, help="compare the first N texts of both ways")
+    ap.add_argument("--parts", type=Path, help="CPU: keep the vectors in parts here and resume from them")
+    ap.add_argument("--part-rows", type=int, default=4096)
+    ap.add_argument("--stop-after", type=float, default=0, help="with --parts: end after this many seconds (exit 3)")
     ap.add_argument("--shard-rows", type=int, default=0,
                     help="write the vectors in files of this many rows beside OUT (OUT-0.npz, ...)")
     args = ap.parse_args(argv)
     texts = read_texts(args.texts)
     t0 = time.perf_counter()
-    if args.device == "cpu":
+    if args.device == "cpu" and args.parts:
+        vectors = embed_in_parts(texts, args.parts, args.part_rows, args.stop_after)
+        if vectors is None:
+            return 3
+    elif args.device == "cpu":
         vectors = tokenizer().embed(texts, batch_size=32)
     else:
         teacher = TorchTeacher(args.device)
