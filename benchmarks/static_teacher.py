@@ -18,7 +18,7 @@ on a machine without NSCCN's other dependencies.
 On the CPU the corpus takes hours (~6.5 CPU-hours for 219,576 texts), more than a session: `--parts
 DIR` embeds it in parts of `--part-rows` texts, each kept as DIR/part-NNNNN.npy (float16) once done,
 so a later run with the same texts takes up where the last one stopped; `--stop-after SECONDS`
-ends a run (exit 3) after the part that passes that time, before the PCA.
+ends a run (exit 3) after the part that passes that time (one part at least), before the PCA.
 """
 
 from __future__ import annotations
@@ -130,10 +130,11 @@ def embed_in_parts(texts: list[str], parts: Path, part_rows: int, stop_after: fl
     stamp.write_text(digest + "\n")
     t0 = time.perf_counter()
     out = []
+    embedded = 0  # parts this run: each run makes one at least
     for i, start in enumerate(range(0, len(texts), part_rows)):
         path = parts / f"part-{i:05d}.npy"
         if not path.exists():
-            if stop_after and time.perf_counter() - t0 > stop_after:
+            if embedded and stop_after and time.perf_counter() - t0 > stop_after:
                 done = sum(1 for _ in parts.glob("part-*.npy"))
                 print(f"stopped after {stop_after:.0f} s: {done} of {-(-len(texts) // part_rows)} parts done", flush=True)
                 return None
@@ -141,6 +142,7 @@ def embed_in_parts(texts: list[str], parts: Path, part_rows: int, stop_after: fl
             tmp = path.with_suffix(".tmp.npy")
             np.save(tmp, vectors)
             os.replace(tmp, path)  # a part is there whole or not at all
+            embedded += 1
             print(f"part {i}: {start + len(vectors)} of {len(texts)} texts ({time.perf_counter() - t0:.0f} s)", flush=True)
         out.append(np.load(path).astype(np.float32))
     return np.concatenate(out) if out else np.empty((0, 384), np.float32)

@@ -93,3 +93,30 @@ def test_weight_only_int8_keeps_the_graph_s_output_and_quarters_its_weights(tmp_
     got = ort.InferenceSession(small.SerializeToString()).run(None, {"ids": ids})[0]
     assert np.abs(got - want).max() < 0.02 * np.abs(want).max()
     assert np.abs(got - want).max() > 0  # it did quantize
+
+
+def test_the_teachers_vectors_resume_from_the_parts_an_earlier_run_left(tmp_path):
+    import gzip
+    import json
+
+    import static_teacher
+
+    texts = ["def get(self, key): return self.data[key]", "class Cache: pass", "parse the config file",
+             "retry the request on timeout", "x = 1"]
+    corpus = tmp_path / "texts.jsonl.gz"
+    with gzip.open(corpus, "wt") as f:
+        f.writelines(json.dumps(t) + "\n" for t in texts)
+    parts = tmp_path / "parts"
+    base = ["--texts", str(corpus), "--parts", str(parts), "--part-rows", "2", "--dim", "3"]
+    # a run stopped on time keeps what it finished and ends before the PCA
+    assert static_teacher.main([*base, "--out", str(tmp_path / "t.npz"), "--stop-after", "1e-9"]) == 3
+    assert sorted(p.name for p in parts.glob("part-*.npy")) == ["part-00000.npy"]
+    first = np.load(parts / "part-00000.npy")
+    assert static_teacher.main([*base, "--out", str(tmp_path / "t.npz")]) == 0
+    assert len(list(parts.glob("part-*.npy"))) == 3 and np.array_equal(np.load(parts / "part-00000.npy"), first)
+    whole = static_teacher.tokenizer().embed(texts, batch_size=32)
+    resumed = np.concatenate([np.load(parts / f"part-{i:05d}.npy") for i in range(3)]).astype(np.float32)
+    assert np.min(np.sum(whole * resumed, axis=1)) > 0.999  # the parts are the corpus's vectors, in order
+    assert int(np.load(tmp_path / "t.npz")["texts"]) == 5
+    with pytest.raises(SystemExit, match="parts of other texts"):
+        static_teacher.embed_in_parts(texts[:3], parts, 2, 0)
