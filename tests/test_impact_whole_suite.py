@@ -64,7 +64,7 @@ def test_a_change_few_tests_reach_runs_those_alone(repo):
 
 
 def test_the_command_line_says_the_suite_runs_whole(repo):
-    core = repo / "pkg/core.py"
+    core, rare = repo / "pkg/core.py", repo / "pkg/rare.py"
     text = core.read_text()
     core.write_text(text.replace('split(",")', 'split(",", -1)'))
     try:
@@ -72,6 +72,13 @@ def test_the_command_line_says_the_suite_runs_whole(repo):
         as_json = subprocess.run([str(NSCCN), "impact", "--json"], cwd=repo, capture_output=True, text=True, check=True)
     finally:
         core.write_text(text)
+    text = rare.read_text()
+    rare.write_text(text.replace("return 7", "return 3 + 4"))
+    try:
+        few = subprocess.run([str(NSCCN), "impact"], cwd=repo, capture_output=True, text=True, check=True)
+    finally:
+        rare.write_text(text)
+    assert "suite (pytest): the answer reaches 1 of its 12 tests (8%)\n" in few.stdout and "whole suite" not in few.stdout
     assert "whole suite (pytest): the answer reaches 9 of its 12 tests (75%)" in shown.stdout
     assert "run (from the repository root): python -m pytest\n" in shown.stdout
     assert json.loads(as_json.stdout)["suites"] == [{"runner": "pytest", "tests": 12, "reached": 9, "whole": True}]

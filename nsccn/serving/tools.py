@@ -907,10 +907,9 @@ def _print_impact(out: ImpactAnswer, limit: int) -> None:
                         ("test files", out.test_files)):
         if len(listed) > limit:
             print(f"  ... {len(listed) - limit} more {key} (--limit, or --json for all)")
-    for s in out.suites:
-        if s.whole:
-            print(f"whole suite ({s.runner}): the answer reaches {s.reached} of its {s.tests} tests "
-                  f"({s.reached / s.tests:.0%}); `run` runs them all")
+    for s in out.suites:  # how much of each suite `run` takes: past WHOLE_SUITE_SHARE, all of it
+        share = f"the answer reaches {s.reached} of its {s.tests} tests ({s.reached / s.tests:.0%})"
+        print(f"whole suite ({s.runner}): {share}; `run` runs them all" if s.whole else f"suite ({s.runner}): {share}")
     if out.run:
         print(f"run (from the repository root): {one_line(out.run)}")
     risk = out.risk
