@@ -16,7 +16,7 @@
         --out nsccn/models/static-code-v2/model.npz
 
 numpy and scipy (installed with NSCCN) for everything but the teacher's vectors: ONNX Runtime runs
-the bundled transformer on the CPU (hours for 220,000 texts on 2 cores; `--parts DIR --stop-after S`
+the bundled transformer on the CPU (about an hour for 220,000 texts on 2 cores; `--parts DIR --stop-after S`
 keeps its work in parts a later run resumes, across sessions), or PyTorch on a GPU where
 there is one (`--device cuda`: under a minute; the same vectors, cosine 1.00000 on a check set).
 Steps of `build`, each cached in WORK where it is slow:
