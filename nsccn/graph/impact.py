@@ -32,8 +32,7 @@ from nsccn.reading.changes import Change
 from nsccn.reading.diff import FileDiff
 from nsccn.store import EntityRow, Store
 from nsccn.reading.testpaths import is_test_path
-from nsccn.graph.testrun import (collects, is_test, is_test_file_unit, js_runner, run_command, runner_of,
-                                 tests_marked_by_attribute)
+from nsccn.graph.testrun import is_test, is_test_file_unit, js_runner, run_command, runner_of, runner_rule
 from nsccn.indexing.resolve import MAX_AMBIGUOUS_METHOD
 from nsccn.languages.receivers import PASSES, SUBCLASSES
 
@@ -692,9 +691,11 @@ def _suites(store: Store, units: list[dict], runner_hint: str | None, may_run_wh
     for p, runner in paths.items():
         if is_test_file_unit(p):
             suite.setdefault(runner, {})[p] = {None}
-    by_attribute = {p for p in paths if tests_marked_by_attribute(p)}  # the rest by name: no decorators read
+    rules = {p: runner_rule(p) for p in paths}  # once a file, not once a function
     for path, _kind, qualname, name, decorators in store.functions_in_files(list(paths)):
-        if collects(path, name, json.loads(decorators) if path in by_attribute and decorators else []):
+        rule = rules[path]
+        # decorators are read only where the runner knows tests by an attribute (`#[test]`, `@Test`)
+        if rule is not None and rule.collects(name, json.loads(decorators) if rule.by_name is None and decorators else []):
             suite.setdefault(paths[path], {}).setdefault(path, set()).add(qualname)
     reached: dict[str, set[tuple[str, str | None]]] = {}
     for t in units:

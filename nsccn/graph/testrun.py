@@ -43,24 +43,29 @@ def is_test(kind: str, path: str, name: str, decorators: list[str]) -> bool:
     """Whether an entity is a test its runner collects (a test file's helpers and fixtures are not)."""
     if kind not in ("func", "method") or not is_test_path(path):
         return False
-    return collects(path, name, decorators)
+    rule = runner_rule(path)
+    return rule is not None and rule.collects(name, decorators)
 
 
-def collects(path: str, name: str, decorators: list[str]) -> bool:
-    """Whether a test file's runner collects its function or method `name` (the file known to be a test file)."""
-    conv = CONVENTIONS.get(_ext(path))
-    if conv is None:
-        return False
-    _, by_name, by_attribute = conv
-    if by_name is not None:
-        return re.match(by_name, name) is not None
-    return any(re.match(by_attribute, d.strip()) for d in decorators)
+class RunnerRule:
+    """How a runner knows a test in a file it collects: by the function's name, or by an attribute."""
+
+    def __init__(self, by_name: str | None, by_attribute: str | None):
+        self.by_name = re.compile(by_name) if by_name is not None else None
+        self.by_attribute = re.compile(by_attribute) if by_attribute is not None else None
+
+    def collects(self, name: str, decorators: list[str]) -> bool:
+        if self.by_name is not None:
+            return self.by_name.match(name) is not None
+        return any(self.by_attribute.match(d.strip()) for d in decorators)
 
 
-def tests_marked_by_attribute(path: str) -> bool:
-    """Whether a file's runner knows its tests by an attribute (`#[test]`, `@Test`), not by name."""
-    conv = CONVENTIONS.get(_ext(path))
-    return conv is not None and conv[2] is not None
+_RULES = {ext: RunnerRule(by_name, by_attribute) for ext, (_, by_name, by_attribute) in CONVENTIONS.items()}
+
+
+def runner_rule(path: str) -> RunnerRule | None:
+    """The rule of a test file's runner (None: a runner whose unit is the file, or no runner)."""
+    return _RULES.get(_ext(path))
 
 
 def is_test_file_unit(path: str) -> bool:
