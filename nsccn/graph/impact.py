@@ -11,7 +11,8 @@ in it: nothing is walked from it), or its body.
 (INHERITS) and methods of subclasses that override a changed method, the callers of the method a
 changed override overrides (dynamic dispatch: `self.m()` written in the base runs the override), importers (IMPORTS, not
 followed further: an import alone runs nothing), the readers of what a changed entity MUTATES
-(state coupling), the class a changed method belongs to (those who construct or subclass it may
+(state coupling), the global table that holds a changed function (`_rules = [("text", rules.text)]`) and
+whoever reads it (`nsccn.languages.global_tables`), the class a changed method belongs to (those who construct or subclass it may
 call it), the function a changed nested function or class is defined in, tests a pytest fixture is injected
 into (`nsccn.graph.fixtures`), and test code whose strings spell a reached entity's dotted name
 (`nsccn.graph.mentions`). Each entity keeps the
@@ -76,6 +77,7 @@ class Side:
     entities: list
     globals_: set[str]
     parsed: bool
+    held_at: dict[int, str] | None = None  # line -> the global whose table holds a name there
 
 
 def _side(store: Store, path: str | None, data: bytes | None) -> Side:
@@ -85,7 +87,8 @@ def _side(store: Store, path: str | None, data: bytes | None) -> Side:
         from nsccn.reading.extract import parse_file
 
         pf = parse_file(path, data)
-        return Side(list(pf.entities), set(pf.module_globals), True)
+        held_at = {r.line: r.source for r in pf.refs if r.source.startswith("var:")}
+        return Side(list(pf.entities), set(pf.module_globals), True, held_at)
     return Side(store.entities_in_file(path), set(), False)
 
 
@@ -176,6 +179,8 @@ def changed_entities(store: Store, change: Change, files: list[dict]) -> tuple[l
                     texts = [t for n, t in zip(lines, texts) if n not in inert]
                     names = set().union(*(set(_IDENT.findall(t)) for t in texts)) & side.globals_
                     globals_touched += [f"var:{e.path}:{g}" for g in sorted(names)]
+                    # a line inside a table's literal (`("t2", rules.text),`) names no global: the table's
+                    globals_touched += sorted({side.held_at[n] for n in lines if n in (side.held_at or {})})
         if fd.status == "renamed" and not fd.hunks:
             rows = [e for e in old_side.entities if e.kind == "module"] or [e for e in new_side.entities if e.kind == "module"]
             for e in rows[:1]:
@@ -346,18 +351,26 @@ class Dependents:
         out = []
         for r in named:
             for source in self._string_mentions().mentioners(r) if r is not None else ():
-                loader = self.row(source)
+                loader = self.row(source) or self._module_of(source)  # a global's table: its module loads it
                 if loader is not None and not is_test_path(loader.path):
                     out.append((loader, r.id))
         return out
 
+    def _module_of(self, eid: str) -> EntityRow | None:
+        """The module a `var:path:NAME` global belongs to."""
+        if not eid.startswith("var:"):
+            return None
+        return next((e for e in self._in_file(eid[4:].rsplit(":", 1)[0]) if e.kind == "module"), None)
+
     def _passers(self, row: EntityRow) -> list[tuple[str, str, float]]:
         """Who hands a top-level class or function to a call as a value (the parser's raw `PASSES`
         references: `socket_server(Handler)`, `_get_object(d, PackageVcs)`): the callee builds or
-        calls it on their behalf; a class attribute that holds it (`OPTIONS_CLASS = SchemaOpts`:
-        whoever builds or subclasses that class may build it); a base of a class built at run time
-        (`SUBCLASSES`: `type(name, (Schema,), ns)`). By name, where the name is the entity's:
-        written in its own file, or in a file that imports it (or its module)."""
+        calls it on their behalf; a class attribute that holds it (`OPTIONS_CLASS = SchemaOpts`: whoever
+        builds or subclasses that class may build it); a module global's table that holds it (`_rules =
+        [("text", rules.text)]`: whoever reads the global runs it; `nsccn.languages.global_tables`); a base of a
+        class built at run time (`SUBCLASSES`: `type(name, (Schema,), ns)`). By name, where the name is
+        the entity's: written in its own file, or in a file that imports it, its module, or a package
+        that re-exports either (`from . import rules` where `rules/__init__.py` imports it)."""
         out = []
         importers: set[str] | None = None
         for _rowid, path, source, relation, target, _line, _scope in self.store.refs(names=[row.name]):
@@ -365,10 +378,20 @@ class Dependents:
                 continue
             if path != row.path:
                 if importers is None:
-                    importers = {e.path for eid in (row.id, row.parent) for e in self.store.edges_to(eid, ("IMPORTS",))}
+                    importers = self._importers_of(row)
                 if path not in importers:
                     continue
             out.append((source, relation, PASSES_CONFIDENCE))
+        return out
+
+    def _importers_of(self, row: EntityRow) -> set[str]:
+        """The files that import `row` or its module, directly or through a package's `__init__` that
+        imports it (one re-export)."""
+        edges = [e for eid in (row.id, row.parent) for e in self.store.edges_to(eid, ("IMPORTS",))]
+        out = {e.path for e in edges}
+        for e in edges:
+            if e.path.rsplit("/", 1)[-1].startswith("__init__.") and e.source.startswith("module:"):
+                out |= {x.path for x in self.store.edges_to(e.source, ("IMPORTS",))}
         return out
 
     def _named_by_tests(self, row: EntityRow) -> list[tuple[str, str, float]]:

@@ -20,6 +20,7 @@ import tree_sitter_python
 
 from nsccn.reading.entity_bounds import head_lines
 from nsccn.reading.testpaths import is_test_path
+from nsccn.languages import global_tables as tables
 from nsccn.languages.mentions import WHOLE_DOTTED, mentions
 from nsccn.languages.receivers import (CALLED_RANK, DECLARED_RANK, FIXTURE_DECORATOR, GETTER, HOLDS, INJECTED_RANK, PASSES, PREFIXES,
                                       SUBCLASSES, Bindings, type_name)
@@ -231,6 +232,7 @@ class PythonExtractor:
         self._returns: list[tuple[str, str, str, int]] = []  # (function, "call"/"name", what it returns, line)
         self._reads: dict[tuple[str, str], tuple[int, str]] = {}  # (function, `obj.attr` read) -> (line, class)
         self._passed: list[tuple[str, str, int, str, str]] = []  # (scope, name handed on as a value, line, class, relation)
+        self._tables: list[tables.Span] = []  # module globals whose literal value may hold functions (global_tables.py)
         self.error_lines: list[int] = []
         self.deep_lines: list[int] = []  # where a region nested too deeply to walk begins
         self._entity_fields: dict[str, dict] = {}
@@ -274,7 +276,11 @@ class PythonExtractor:
             ),
         )
         if self._strings:  # dotted names strings spell (`locate_app("pkg.app")`, `register("x", "pkg.fmt.X")`)
-            self.refs.extend(mentions(self._strings, self.entities[1:], mod_id))
+            # a library global's table of dotted names is the global's (`_plugins = {"m": "pkg.m.f"}`); a
+            # test module's strings stay its own (its parametrized tests read them: `fixtures.parametrized`)
+            spans = self.entities[1:] + ([] if self._test_file else self._tables)
+            self.refs.extend(mentions(self._strings, spans, mod_id))
+        self._table_reads()
         skeleton = SkeletonBuilder(self.data, self.text_lines, self._max_depth)
         self.skeleton = skeleton.build(root)
         self.deep_lines.extend(skeleton.deep_lines)
@@ -619,6 +625,11 @@ class PythonExtractor:
                 value = _partial_of(value, self._src)  # `dataclass = partial(attrs, auto_attribs=True)`
             held = _expr_name(value, self._src) if value is not None and value.type in ("identifier", "attribute") else None
             self._module_values.append((_text(left), held, node.start_point[0] + 1))
+            if value is not None and tables.holds_values(value):  # `_rules = [("text", rules.text), ...]`
+                var_id = f"var:{self.path}:{_text(left)}"
+                self._tables.append(tables.Span(var_id, node.start_point[0] + 1, node.end_point[0] + 1))
+                for held_name, line in tables.held_names(value, self._src, _expr_name):
+                    self._passed.append((var_id, held_name, line, "", PASSES))
         if annotation is not None:
             self._visit_expr(annotation, scope)
         self._bind_type(left, annotation, right, scope)
@@ -736,6 +747,20 @@ class PythonExtractor:
         for name, value, line in self._module_values:
             if value and counts[name] == 1 and value != name and counts[name] == self.module_globals.count(name):
                 self.refs.append(Ref(mod_id, "BINDS", f"{name}={value}", line))
+
+    def _table_reads(self) -> None:
+        """A definition that reads a module global holding functions or dotted names (a `PASSES` or
+        `MENTIONS` reference from the global): a `READS_CONFIG` reference, as an upper-case constant's
+        read is already (made by the walk: those are left to it), which resolves to the global."""
+        held = {r.source.rsplit(":", 1)[1] for r in self.refs if r.source.startswith("var:")}
+        names = {n for n in held if not (n.isupper() and _UPPER_CONST.match(n))}
+        if not names:
+            return
+        own = {s.id.rsplit(":", 1)[1]: s for s in self._tables}
+        skip = {i for n in names if n in own for i in range(own[n].start_line, own[n].end_line + 1)}
+        scopes = {e.id: e.qualname.rsplit(".", 1)[0] if e.kind == "method" else "" for e in self.entities}
+        for eid, name, line in tables.reads(names, self.text_lines, self.entities, skip):
+            self.refs.append(Ref(eid, "READS_CONFIG", name, line, scopes.get(eid, "")))
 
     def _held_calls(self) -> None:
         """`cls(...)` where the function (or one enclosing it) bound `cls = Option` (a class, by its
@@ -921,7 +946,8 @@ class PythonExtractor:
     def _passes(self) -> None:
         """`socket_server(Handler)`, `_get_object(d, PackageVcs, "vcs")`, `Thread(target=work)`: a class
         or function of the file, or one it imports, handed to a call as a value, which the callee
-        builds or calls at run time, or held by a class attribute (`OPTIONS_CLASS = SchemaOpts`): a
+        builds or calls at run time, held by a class attribute (`OPTIONS_CLASS = SchemaOpts`) or by a
+        module global's table (`_rules = [("text", rules.text)]`, from the global: `global_tables`): a
         raw `PASSES` reference; a base of `type(name, (Base,), ns)`: a raw `SUBCLASSES` one (never
         edges: no call names them here), read by change impact (`nsccn.graph.impact`)."""
         defined = {e.name for e in self.entities if e.kind in ("func", "class") and "." not in e.qualname}
