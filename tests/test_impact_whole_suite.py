@@ -16,6 +16,8 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 from conftest import impact_of_edit, indexed_git_repo
+from nsccn.indexing.indexer import index_repository
+from nsccn.serving.navigator import Navigator
 
 NSCCN = Path(sys.executable).parent / "nsccn"
 
@@ -100,3 +102,23 @@ def test_detect_changes_says_why_it_runs_the_whole_suite(repo):
     out = asyncio.run(go())
     assert out["run"] == "python -m pytest" and out["suites"][0]["whole"] is True
     assert "70% of its tests or more" in out["suites_are"]
+
+
+def test_a_long_lived_answerer_counts_the_suite_of_the_index_as_it_is_now(tmp_path):
+    """The suite's count is kept between answers (an MCP server's), until the index changes."""
+    root = indexed_git_repo(tmp_path / "repo", FILES)
+    core = root / "pkg/core.py"
+    core.write_text(core.read_text().replace('split(",")', 'split(",", -1)'))
+    nav = Navigator(root)
+    try:
+        first = nav.impact()
+        assert [(s.reached, s.tests, s.whole) for s in first.suites] == [(9, 12, True)]
+        more = "".join(f"def test_more_{i}():\n    assert {i} == {i}\n\n\n" for i in range(8))
+        (root / "tests/test_more.py").write_text(more)
+        for args in (["add", "tests/test_more.py"], ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "more"]):
+            subprocess.run(["git", *args], cwd=root, check=True)  # in HEAD: not part of the change
+        index_repository(root, workers=1, embed=False)  # another connection writes the index
+        then = nav.impact()
+        assert [(s.reached, s.tests, s.whole) for s in then.suites] == [(9, 20, False)]
+    finally:
+        nav.close()

@@ -141,6 +141,7 @@ class Store:
         self.path = Path(db_path)
         self.readonly = readonly
         self._files_by_name: tuple[tuple[int, int], dict[str, list[str]]] | None = None
+        self._derived: dict[str, tuple[tuple[int, int], object]] = {}  # `derived`: key -> (version, value)
         self._postings: dict = {}  # full-text table -> its nsccn.store.bm25.Postings
         self._last_match: dict[str, tuple] = {}  # full-text table -> (query and index version, its Matches)
         self.replaced: str | None = None  # why a file that was not our index was removed (the writer)
@@ -676,6 +677,16 @@ class Store:
         self._postings.clear()
         self._last_match.clear()
         self._files_by_name = None
+        self._derived.clear()
+
+    def derived(self, key: str, build):
+        """`build()`, made once per index version on this connection: a value read from the index
+        alone (a long-lived server answers its next question without reading it again)."""
+        version = self.version()
+        hit = self._derived.get(key)
+        if hit is None or hit[0] != version:
+            hit = self._derived[key] = (version, build())
+        return hit[1]
 
     def skeleton(self, path: str) -> tuple[str, str] | None:
         row = self.conn.execute("SELECT skeleton, content_hash FROM skeletons WHERE path=?", (path,)).fetchone()
