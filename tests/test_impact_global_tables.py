@@ -94,8 +94,58 @@ FILES = {
         def test_plugin():
             assert run_plugin("upper", "a") == "A!"
     """,
+    "pkg/checkers.py": """
+        lookups = []
+
+
+        def check_dict(v):
+            return isinstance(v, dict)
+
+
+        def builtin_lookup(kind):
+            if kind == "dict":
+                return check_dict
+            return None
+
+
+        lookups.append(builtin_lookup)
+
+
+        def check(kind, v):
+            for lookup in lookups:
+                checker = lookup(kind)
+                if checker:
+                    return checker(v)
+            return False
+    """,
+    "pkg/valid/__init__.py": "from .url import url\n",
+    "pkg/valid/url.py": """
+        from .host import host
+
+
+        def url(s):
+            return host(s.split("/")[0])
+    """,
+    "pkg/valid/host.py": """
+        def host(s):
+            return "." in s
+    """,
+    "tests/test_checkers.py": """
+        from pkg.checkers import check
+
+
+        def test_check():
+            assert check("dict", {})
+    """,
+    "tests/test_valid.py": """
+        from pkg.valid import url
+
+
+        def test_url():
+            assert url("a.b/c")
+    """,
     "tests/test_unrelated.py": "from pkg.unrelated import other\n\n\n" + "".join(
-        f"def test_other_{i}():\n    assert other() == 1\n\n\n" for i in range(6)),
+        f"def test_other_{i}():\n    assert other() == 1\n\n\n" for i in range(8)),
 }
 
 
@@ -163,3 +213,18 @@ class Holder:
     reads = {(r.source, r.target) for r in pf.refs if r.relation == "READS_CONFIG" and not r.target.startswith(("env:", "config:"))}
     assert reads == {("func:pkg/m.py:use", "_table"), ("func:pkg/m.py:use", "_built"),
                      ("method:pkg/m.py:Holder.get", "_table")}  # `self._table` is no read of the global
+
+
+def test_a_function_returned_by_a_lookup_in_a_filled_table_reaches_the_tests_of_its_reader(repo):
+    # `return check_dict` hands it to the caller; `lookups.append(builtin_lookup)` fills a table `check` reads
+    out = impact_of_edit(repo, "pkg/checkers.py", "return isinstance(v, dict)", "return type(v) is dict")
+    assert _selected(out) == {"tests/test_checkers.py::test_check"}
+    reason = out.tests[0].reason
+    assert "var:pkg/checkers.py:lookups" in reason and "func:pkg/checkers.py:builtin_lookup" in reason
+
+
+def test_a_name_a_package_imports_from_its_own_submodule_is_the_function(repo):
+    # `from .url import url` in `pkg/valid/__init__.py`: `from pkg.valid import url` is the function, not the module
+    out = impact_of_edit(repo, "pkg/valid/host.py", 'return "." in s', 'return s.count(".") > 0')
+    assert _selected(out) == {"tests/test_valid.py::test_url"}
+    assert "-CALLS(1)-> func:pkg/valid/url.py:url -CALLS(1)-> func:pkg/valid/host.py:host" in out.tests[0].reason

@@ -332,6 +332,13 @@ class Resolver:
                 own = self.by_key.get((package, parts[i - 1]))
                 if own is not None and own[1] in ("func", "class"):
                     return [own[0]]
+                # `from .url import url` in the package: the name is the function it imports, bound
+                # after the submodule was (`from pkg import url` and `pkg.url(...)` call the function)
+                bound = self.imports.get(package, {}).get(parts[i - 1])
+                if bound and bound != dotted and depth < 6:
+                    found = self.dotted(bound, depth + 1)
+                    if found and all(t.startswith(("func:", "class:")) for t in found):
+                        return found
         if not rest:  # a package of several files (Go, Java) is each of its files
             mods = (self.module_entity.get(p) for p in self.siblings.get(path, (path,)))
             return [m for m in mods if m]

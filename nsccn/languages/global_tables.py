@@ -19,7 +19,10 @@ the held function to the global (`Dependents._passers`) and on to whoever reads 
 Only names that are elements of a container literal count (a list, tuple, set or dict, at any
 depth, a call's arguments inside one included, and the containers handed to a call that is the
 value: `Ruler([...])`); a global set to a call alone (`T = TypeVar("T", bound=Base)`,
-`log = getLogger(__name__)`) holds what the call returns, not its arguments.
+`log = getLogger(__name__)`) holds what the call returns, not its arguments. A global filled at the
+module's top level holds what it is handed too (`lookups.append(builtin_lookup)`, `handlers["json"]
+= load_json`); and a function that returns a function or class without calling it (`return
+check_typed_dict`) hands it to its caller (a `PASSES` reference from the function).
 """
 
 from __future__ import annotations
@@ -53,11 +56,14 @@ def holds_values(value: ts.Node) -> bool:
     return False
 
 
-def held_names(value: ts.Node, src: bytes, name_of) -> list[tuple[str, int]]:
-    """(dotted name, line) of each identifier or attribute the value's containers hold as an element;
-    `name_of(node, src)` spells a node's dotted name (None where it is no plain name)."""
+def held_names(value: ts.Node, src: bytes, name_of, inside: bool = False) -> list[tuple[str, int]]:
+    """(dotted name, line) of each identifier or attribute the value's containers hold as an element
+    (`inside`: the value is itself held, `f` of `table.append(f)`); `name_of(node, src)` spells a
+    node's dotted name (None where it is no plain name)."""
     out: list[tuple[str, int]] = []
-    stack: list[tuple[ts.Node, bool]] = [(value, False)]  # (node, inside a container)
+    stack: list[tuple[ts.Node, bool]] = [(value, inside)]  # (node, inside a container)
+    if inside and value.type == "argument_list":  # `table.append(f)`, `table.update(json=load)`
+        stack = [(_arg_value(a), True) for a in reversed(value.named_children)]
     while stack and len(out) < MAX_HELD:
         node, inside = stack.pop()
         kind = node.type

@@ -603,6 +603,8 @@ class PythonExtractor:
             if target.type == "subscript":
                 name = _expr_name(target.child_by_field_name("value"), self._src)
                 self._visit_expr(target.child_by_field_name("subscript") or target, scope)
+                if scope.kind == "module" and name in self.module_globals and right is not None:
+                    self._fill_table(name, node, right)  # `handlers["json"] = load_json`
             if name is None:
                 if target is not None:
                     self._visit_expr(target, scope)
@@ -737,6 +739,12 @@ class PythonExtractor:
             what = _expr_name(value.child_by_field_name("function"), self._src) or "?"
         elif value.type == "identifier":
             how, what = "name", _text(value)
+        if node.type != "yield" and value.type in ("identifier", "attribute") and scope.kind in ("func", "method"):
+            # `return check_typed_dict` (not called): handed to the caller, who calls it (`_passes` keeps
+            # names of the file's definitions and imports)
+            held = _expr_name(value, self._src)
+            if held and held.split(".", 1)[0] not in ("self", "cls"):
+                self._passed.append((scope.eid, held, line, scope.class_qualname, PASSES))
         self._returns.append((scope.eid, how, ("yield:" if node.type == "yield" else "") + what, line))
 
     def _module_bindings(self, mod_id: str) -> None:
@@ -914,8 +922,20 @@ class PythonExtractor:
             self._ref(scope, "MUTATES", ".".join(parts[:2]), None, line)
         elif len(parts) == 2 and parts[1] in MUTATING_METHODS and parts[0] in scope.globals:
             self._ref(scope, "MUTATES", parts[0], None, line)
+        if scope.kind == "module" and len(parts) == 2 and parts[1] in MUTATING_METHODS and parts[0] in self.module_globals:
+            self._fill_table(parts[0], node, node.child_by_field_name("arguments"))  # `lookups.append(builtin_lookup)`
         self._ref(scope, "CALLS", name, None, line)
         self._passed_args(node, scope, line)
+
+    def _fill_table(self, name: str, statement: ts.Node, value: ts.Node | None) -> None:
+        """A module global filled at the top level (`lookups.append(f)`, `handlers[key] = f`): a table
+        of what it is handed, as one written as a literal is (`nsccn.languages.global_tables`)."""
+        if value is None:
+            return
+        var_id = f"var:{self.path}:{name}"
+        self._tables.append(tables.Span(var_id, statement.start_point[0] + 1, statement.end_point[0] + 1))
+        for held_name, line in tables.held_names(value, self._src, _expr_name, inside=True):
+            self._passed.append((var_id, held_name, line, "", PASSES))
 
     def _passed_args(self, call: ts.Node, scope: _Scope, line: int) -> None:
         """The names a call hands on as values (`f(Handler, key=work)`), for `_passes`."""
