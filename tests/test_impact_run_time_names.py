@@ -3,8 +3,8 @@ dotted path (a registry that loads `"pkg.formats._xlsx.XlsxFormat"` by name), a 
 attribute holds (`OPTIONS_CLASS = Opts`, built by a metaclass), and a subclass made by
 `type(name, (Base,), ns)`; a package's own function that shares its name with a submodule
 (`from pkg.retrying import retry`, `retrying/retry.py` beside it); what a class attribute built by a
-call holds (`to_html = create_markdown()`, then `self.to_html(text)`). A real index, a real impact walk
-on a change."""
+call holds (`to_html = create_markdown()`, then `self.to_html(text)`); a method a class decorator adds
+(`@dataclass_json` gives `Model.from_dict`). A real index, a real impact walk on a change."""
 
 from __future__ import annotations
 
@@ -280,3 +280,61 @@ def test_a_class_attribute_annotated_type_of_a_class_builds_it_and_an_unknown_ty
     assert "class:src/pkg/md.py:Markdown" in make  # `factory: type[Markdown]`: calling it builds a Markdown
     assert "method:src/pkg/md.py:Markdown.__call__" not in make
     assert "method:src/pkg/md.py:Holder.__call__" not in grow  # `size: int`, called: never self's `__call__`
+
+
+DECORATED = {
+    "pkg/__init__.py": "",
+    "pkg/api.py": """
+        class Mixin:
+            @classmethod
+            def from_dict(cls, d):
+                return _decode(cls, d)
+
+
+        def _decode(cls, d):
+            return cls(**d)
+
+
+        def json_model(cls):
+            cls.from_dict = classmethod(Mixin.from_dict.__func__)
+            return cls
+    """,
+    "pkg/models.py": """
+        from pkg.api import json_model
+
+
+        @json_model
+        class Point:
+            def __init__(self, x):
+                self.x = x
+
+
+        class Plain:
+            pass
+    """,
+    "tests/test_models.py": """
+        from pkg.models import Plain, Point
+
+
+        def test_point():
+            assert Point.from_dict({"x": 1}).x == 1
+
+
+        def test_plain():
+            assert Plain.from_dict is None
+    """,
+    "tests/test_other.py": "".join(f"def test_other_{i}():\n    assert {i} == {i}\n\n\n" for i in range(8)),
+}
+
+
+def test_a_method_a_class_decorator_adds_is_guessed_by_its_name(tmp_path):
+    """`Point.from_dict(...)`: `Point` neither defines nor inherits it; `@json_model` adds it when the
+    class is made. An undecorated class's missing member is no guess (`Plain.from_dict`)."""
+    root = indexed_git_repo(tmp_path / "repo", DECORATED)
+    out = impact_of_edit(root, "pkg/api.py", "return cls(**d)", "return cls(**dict(d))")
+    assert {(t.file, t.qualname) for t in out.tests} == {("tests/test_models.py", "test_point")}
+    with Store(root / ".nsccn" / "index.db") as store:
+        how = {e.target: e.resolution for e in store.edges_from("func:tests/test_models.py:test_point", ("CALLS",))}
+        plain = [e.target for e in store.edges_from("func:tests/test_models.py:test_plain", ("CALLS",))]
+    assert how.get("method:pkg/api.py:Mixin.from_dict", "").endswith("+decorated_class")
+    assert "method:pkg/api.py:Mixin.from_dict" not in plain

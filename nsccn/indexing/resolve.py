@@ -14,7 +14,8 @@ Resolutions, strongest first:
   builtin         a builtin exception or base class                               1.0, target `ext:builtins.X`
   environment     os.environ / os.getenv                                          1.0, target `env:NAME`
   config_access   settings.X / config["x"]                                        1.0, target `config:...`
-  unique_name     the only definition with that name in the repository            0.7 (0.35 for obj.m())
+  unique_name     the only definition with that name in the repository            0.7 (0.35 for obj.m();
+                  also `Cls.m()` where a decorated class of ours lacks m: a decorator added it)
   ambiguous       one of k definitions with that name                             1/k (0.5/k for obj.m())
                   (no guess for a bare name in a language that binds names by import only, nor
                   for obj.m() with m a method of the language's own types: `res.json()`; obj.m()
@@ -131,6 +132,7 @@ class Resolver:
         stars = ((p, [v for k, v in imp.items() if k.startswith("*")]) for p, imp in self.imports.items())
         self.stars = {p: found for p, found in stars if found}
         self._dotted_cache: dict[str, list[str] | None] = {}
+        self._decorated: dict[str, bool] = {}  # class -> has decorators (`_added_member`)
         self.bases: dict[str, list[str]] = defaultdict(list)
         # class -> [(path, ref rowid, n, base)]: the bases in the order of the references that
         # name them, file by file in path order (`impl Trait for T` may sit in another file)
@@ -503,6 +505,20 @@ class Resolver:
         return [(t, conf, how + "+property") for t, conf, how in found
                 if how in ("typed", "self+MRO") and t.startswith("method:") and self._is_getter(t)]
 
+    def _added_member(self, cls: str, name: str, relation: str, path: str, source: str) -> list[tuple[str, float, str]]:
+        """`Model.from_dict(d)` where the class of ours neither defines nor inherits `from_dict` but is
+        decorated (`@dataclass_json` adds it when the class is made): the method guessed by its name,
+        as for a receiver of unknown type."""
+        if relation != "CALLS" or not cls.startswith("class:") or name.startswith("__"):
+            return []
+        if cls not in self._decorated:
+            row = self._conn.execute("SELECT decorators FROM entities WHERE id=?", (cls,)).fetchone()
+            self._decorated[cls] = bool(row and json.loads(row[0]))
+        if not self._decorated[cls]:
+            return []
+        return [(t, conf, how + "+decorated_class") for t, conf, how in
+                self._by_name(name, relation, method=True, path=path, source=source)]
+
     def _is_getter(self, eid: str) -> bool:
         """Whether a method is a property's getter (`@property`, `@cached_property`): a read runs it."""
         if eid not in self._properties:
@@ -641,13 +657,14 @@ class Resolver:
                 return [(f"ext:{dotted}", 1.0, "external")]
             if found:
                 return [(t, 1.0, "import") for t in found]
-            return []
+            cls = self.dotted(dotted.rsplit(".", 1)[0]) if len(parts) >= 2 else None
+            return self._added_member(cls[0], parts[-1], relation, path, source) if cls and len(cls) == 1 else []
         local = self.by_key.get((path, head))
         if local is None and head in self.builtins(path) and relation == "CALLS" and not self.in_package(path, head):
             return []  # `Object.create()`, `Math.max()`, `str.join()`: a method of a builtin, not ours
         if local and local[1] == "class" and len(parts) == 2:
             m = self.member(local[0], parts[1])
-            return [(m[0], 1.0, "same_module+MRO")] if m else []
+            return [(m[0], 1.0, "same_module+MRO")] if m else self._added_member(local[0], parts[1], relation, path, source)
         if head in self.modules and len(parts) >= 2:  # a fully qualified name without import
             found = self.dotted(expr)
             if found:
