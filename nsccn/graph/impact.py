@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from nsccn.graph import fixtures, mentions
@@ -77,7 +77,7 @@ class Side:
     entities: list
     globals_: set[str]
     parsed: bool
-    held_at: dict[int, str] | None = None  # line -> the global whose table holds a name there
+    held_at: dict[int, str] = field(default_factory=dict)  # line -> the global whose table holds a name there
 
 
 def _side(store: Store, path: str | None, data: bytes | None) -> Side:
@@ -180,7 +180,7 @@ def changed_entities(store: Store, change: Change, files: list[dict]) -> tuple[l
                     names = set().union(*(set(_IDENT.findall(t)) for t in texts)) & side.globals_
                     globals_touched += [f"var:{e.path}:{g}" for g in sorted(names)]
                     # a line inside a table's literal (`("t2", rules.text),`) names no global: the table's
-                    globals_touched += sorted({side.held_at[n] for n in lines if n in (side.held_at or {})})
+                    globals_touched += sorted({side.held_at[n] for n in lines if n in side.held_at})
         if fd.status == "renamed" and not fd.hunks:
             rows = [e for e in old_side.entities if e.kind == "module"] or [e for e in new_side.entities if e.kind == "module"]
             for e in rows[:1]:

@@ -132,7 +132,6 @@ class Resolver:
         stars = ((p, [v for k, v in imp.items() if k.startswith("*")]) for p, imp in self.imports.items())
         self.stars = {p: found for p, found in stars if found}
         self._dotted_cache: dict[str, list[str] | None] = {}
-        self._decorated: dict[str, bool] = {}  # class -> has decorators (`_added_member`)
         self.bases: dict[str, list[str]] = defaultdict(list)
         # class -> [(path, ref rowid, n, base)]: the bases in the order of the references that
         # name them, file by file in path order (`impl Trait for T` may sit in another file)
@@ -145,7 +144,7 @@ class Resolver:
         self.aliases = Aliases(store)  # module globals bound to a name (nsccn/indexing/resolve_aliases.py)
         self._conn = c  # signatures, read for the few functions whose return type a call needs
         self._returns: dict[str, str | None] = {}
-        self._properties: dict[str, bool] = {}
+        self._decorator_cache: dict[str, list[str]] = {}  # entity -> its decorators (`_decorators`)
         self._fixtures: dict[tuple[str, str], str | None] = {}  # (test file, parameter) -> fixture id
         self._local_imports: dict[tuple[str, str], set[str]] | None = None  # (path, function) -> what its body imports
         self._returned_names: dict[str, set[str]] | None = None  # function -> what its returns build (RETURNS refs)
@@ -511,21 +510,22 @@ class Resolver:
         as for a receiver of unknown type."""
         if relation != "CALLS" or not cls.startswith("class:") or name.startswith("__"):
             return []
-        if cls not in self._decorated:
-            row = self._conn.execute("SELECT decorators FROM entities WHERE id=?", (cls,)).fetchone()
-            self._decorated[cls] = bool(row and json.loads(row[0]))
-        if not self._decorated[cls]:
+        if not self._decorators(cls):
             return []
         return [(t, conf, how + "+decorated_class") for t, conf, how in
                 self._by_name(name, relation, method=True, path=path, source=source)]
 
+    def _decorators(self, eid: str) -> list[str]:
+        """An entity's decorators as written (read once an entity, for the few the rules ask about)."""
+        if eid not in self._decorator_cache:
+            row = self._conn.execute("SELECT decorators FROM entities WHERE id=?", (eid,)).fetchone()
+            self._decorator_cache[eid] = json.loads(row[0]) if row else []
+        return self._decorator_cache[eid]
+
     def _is_getter(self, eid: str) -> bool:
         """Whether a method is a property's getter (`@property`, `@cached_property`): a read runs it."""
-        if eid not in self._properties:
-            row = self._conn.execute("SELECT decorators FROM entities WHERE id=?", (eid,)).fetchone()
-            names = [d.strip().split("(")[0].rsplit(".", 1)[-1] for d in json.loads(row[0])] if row else []
-            self._properties[eid] = any(n in PROPERTY_DECORATORS for n in names)
-        return self._properties[eid]
+        names = [d.strip().split("(")[0].rsplit(".", 1)[-1] for d in self._decorators(eid)]
+        return any(n in PROPERTY_DECORATORS for n in names)
 
     def _returned(self, path: str, source: str, callee: str, scope: str) -> str | None:
         """The class a function of ours declares it returns, one level deep: `x = make()` with
@@ -561,8 +561,7 @@ class Resolver:
         for p in where:
             hit = self.by_key.get((p, name))
             if hit and hit[1] == "func":
-                row = self._conn.execute("SELECT decorators FROM entities WHERE id=?", (hit[0],)).fetchone()
-                if row and any(FIXTURE_DECORATOR.match(d.strip().lstrip("@")) for d in json.loads(row[0])):
+                if any(FIXTURE_DECORATOR.match(d.strip().lstrip("@")) for d in self._decorators(hit[0])):
                     return hit[0]
         return None
 

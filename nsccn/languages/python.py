@@ -628,10 +628,7 @@ class PythonExtractor:
             held = _expr_name(value, self._src) if value is not None and value.type in ("identifier", "attribute") else None
             self._module_values.append((_text(left), held, node.start_point[0] + 1))
             if value is not None and tables.holds_values(value):  # `_rules = [("text", rules.text), ...]`
-                var_id = f"var:{self.path}:{_text(left)}"
-                self._tables.append(tables.Span(var_id, node.start_point[0] + 1, node.end_point[0] + 1))
-                for held_name, line in tables.held_names(value, self._src, _expr_name):
-                    self._passed.append((var_id, held_name, line, "", PASSES))
+                self._fill_table(_text(left), node, value, inside=False)
         if annotation is not None:
             self._visit_expr(annotation, scope)
         self._bind_type(left, annotation, right, scope)
@@ -927,14 +924,15 @@ class PythonExtractor:
         self._ref(scope, "CALLS", name, None, line)
         self._passed_args(node, scope, line)
 
-    def _fill_table(self, name: str, statement: ts.Node, value: ts.Node | None) -> None:
-        """A module global filled at the top level (`lookups.append(f)`, `handlers[key] = f`): a table
-        of what it is handed, as one written as a literal is (`nsccn.languages.global_tables`)."""
+    def _fill_table(self, name: str, statement: ts.Node, value: ts.Node | None, inside: bool = True) -> None:
+        """A module global's table (`nsccn.languages.global_tables`): written as a literal (`inside`
+        False: the value's containers hold the names) or filled at the top level (`lookups.append(f)`,
+        `handlers[key] = f`: what it is handed)."""
         if value is None:
             return
         var_id = f"var:{self.path}:{name}"
         self._tables.append(tables.Span(var_id, statement.start_point[0] + 1, statement.end_point[0] + 1))
-        for held_name, line in tables.held_names(value, self._src, _expr_name, inside=True):
+        for held_name, line in tables.held_names(value, self._src, _expr_name, inside=inside):
             self._passed.append((var_id, held_name, line, "", PASSES))
 
     def _passed_args(self, call: ts.Node, scope: _Scope, line: int) -> None:

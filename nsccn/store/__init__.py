@@ -140,7 +140,6 @@ class Store:
     def __init__(self, db_path: str | Path, readonly: bool = False, cache_mib: int = 64):
         self.path = Path(db_path)
         self.readonly = readonly
-        self._files_by_name: tuple[tuple[int, int], dict[str, list[str]]] | None = None
         self._derived: dict[str, tuple[tuple[int, int], object]] = {}  # `derived`: key -> (version, value)
         self._postings: dict = {}  # full-text table -> its nsccn.store.bm25.Postings
         self._last_match: dict[str, tuple] = {}  # full-text table -> (query and index version, its Matches)
@@ -646,14 +645,13 @@ class Store:
         """File name (lower case) -> the indexed paths of that name, in index order. Cached until
         the index changes (`version`): looking paths up (query analysis) then costs no scan of
         `files`."""
-        version = self.version()
-        cached = self._files_by_name
-        if cached is None or cached[0] != version:
+        def build() -> dict[str, list[str]]:
             by_name: dict[str, list[str]] = {}
             for (p,) in self.conn.execute("SELECT path FROM files ORDER BY rowid"):
                 by_name.setdefault(p.rsplit("/", 1)[-1].lower(), []).append(p)
-            cached = self._files_by_name = (version, by_name)
-        return cached[1]
+            return by_name
+
+        return self.derived("files_by_name", build)
 
     def bm25_matches(self, table: str, terms: list[str]):
         """The rows of a full-text table matching any of `terms`, ready to score with FTS5's bm25
@@ -676,7 +674,6 @@ class Store:
         index as a fresh process does (benchmarks measure the first query with it)."""
         self._postings.clear()
         self._last_match.clear()
-        self._files_by_name = None
         self._derived.clear()
 
     def derived(self, key: str, build):
