@@ -390,14 +390,15 @@ def test_a_node_removed_mid_run_costs_nothing(cluster, local_dump, tmp_path):
     def remove_its_node(pid: int) -> None:
         for node in cluster.workers:
             if _is_under(pid, node):
-                cluster.remove_node(node, allow_graceful=False)
-                # A machine lost takes its processes with it; a worker orphaned by its raylet lives
-                # on for a moment and, on a loaded host, finished the task and handed back its small
-                # (inlined) result before it noticed: the node was gone but nothing was lost (CI, stop 53).
+                # A machine lost takes its processes with it, the running task first: removing the node
+                # alone (its raylet killed, then the rest) leaves the worker running for a moment, and
+                # on a loaded host it finished the task and handed back its small (inlined) result
+                # before it noticed: the node was gone but nothing was lost (CI, stops 53 and 54).
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+                cluster.remove_node(node, allow_graceful=False)
                 removed.append(node)
 
     watcher = _when_a_task_runs(remove_its_node)
