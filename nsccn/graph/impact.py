@@ -301,6 +301,8 @@ class Dependents:
             out += self._named_by_tests(row)
         elif row.kind in ("class", "func") and row.parent and row.parent.startswith("module:"):
             out += self._passers(row)
+            if row.decorators:
+                out += self._registrars(row)
         for r in fixtures.consumers(store, row):
             out.append((r.id, "USES_FIXTURE", fixtures.CONFIDENCE))
         for source in self._string_mentions().mentioners(row):  # a test's string names it: `locate_app("pkg.app")`
@@ -382,6 +384,24 @@ class Dependents:
                 if path not in importers:
                     continue
             out.append((source, relation, PASSES_CONFIDENCE))
+        return out
+
+    def _registrars(self, row: EntityRow) -> list[tuple[str, str, float]]:
+        """The module globals a decorator of `row` fills with what it decorates (`@register(ast.Call)`
+        where `register`'s inner function does `FUNCS[tp].append(func)`; the parser's `MUTATES` of a
+        global handed a parameter): the decorated function sits in the registry, and whoever reads
+        the global runs it. The decorators are the calls the enclosing module makes on the
+        definition's own lines; the decorator's function and the functions it defines are looked at."""
+        out = []
+        for e in self.store.edges_from(row.parent, ("CALLS",)):
+            if not row.start_line <= e.line <= row.end_line or not e.target.startswith("func:"):
+                continue
+            makers = [e.target] + [c.target for c in self.store.edges_from(e.target, ("CONTAINS",))
+                                   if c.target.startswith("func:")]
+            for maker in makers:
+                for m in self.store.edges_from(maker, ("MUTATES",)):
+                    if m.target.startswith("var:"):
+                        out.append((m.target, "REGISTERS", e.confidence * PASSES_CONFIDENCE))
         return out
 
     def _importers_of(self, row: EntityRow) -> set[str]:

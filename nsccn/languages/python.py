@@ -199,8 +199,20 @@ def _string_value(node: ts.Node | None, src: bytes) -> str | None:
     return "".join(parts)
 
 
+def _param_names(params: ts.Node) -> frozenset[str]:
+    """A parameter list's names (`self` and `cls` left out)."""
+    names = set()
+    for p in params.named_children:
+        ident = p if p.type == "identifier" else p.child_by_field_name("name")
+        if ident is None:
+            ident = next((c for c in p.named_children if c.type == "identifier"), None)
+        if ident is not None and ident.type == "identifier":
+            names.add(_text(ident))
+    return frozenset(names - {"self", "cls"})
+
+
 class _Scope:
-    __slots__ = ("eid", "kind", "qualname", "class_qualname", "terms", "globals", "except_types")
+    __slots__ = ("eid", "kind", "qualname", "class_qualname", "terms", "globals", "except_types", "params")
 
     def __init__(self, eid: str, kind: str, qualname: str, class_qualname: str):
         self.eid = eid
@@ -210,6 +222,7 @@ class _Scope:
         self.terms: list[str] = []
         self.globals: set[str] = set()
         self.except_types: list[list[str]] = []  # stack of `except X` types, for bare re-raise
+        self.params: frozenset[str] = frozenset()  # a function's parameter names (what it may register)
 
 
 class PythonExtractor:
@@ -232,6 +245,7 @@ class PythonExtractor:
         self._returns: list[tuple[str, str, str, int]] = []  # (function, "call"/"name", what it returns, line)
         self._reads: dict[tuple[str, str], tuple[int, str]] = {}  # (function, `obj.attr` read) -> (line, class)
         self._passed: list[tuple[str, str, int, str, str]] = []  # (scope, name handed on as a value, line, class, relation)
+        self._registries: list[tuple[str, int]] = []  # (global, line): a function hands it a parameter there
         self._tables: list[tables.Span] = []  # module globals whose literal value may hold functions (global_tables.py)
         self.error_lines: list[int] = []
         self.deep_lines: list[int] = []  # where a region nested too deeply to walk begins
@@ -439,6 +453,8 @@ class PythonExtractor:
                         refs.append(Ref(eid, "CALLS", name, child.start_point[0] + 1, class_qualname))
                         self._passed_args(child, scope, child.start_point[0] + 1)
                 else:
+                    if scope.params and fn.type == "attribute":
+                        self._registers(fn, child, scope)
                     name = _expr_name(fn, src)
                     if name is not None:
                         self._call(name, child, scope)
@@ -527,6 +543,7 @@ class PythonExtractor:
         else:
             params = node.child_by_field_name("parameters")
             if params is not None:
+                inner.params = _param_names(params)
                 self._visit_expr(params, inner)
                 self._typed_params(params, inner, injected=name.startswith("test") or any(
                     FIXTURE_DECORATOR.match(d) for d in decorators))
@@ -605,6 +622,9 @@ class PythonExtractor:
                 self._visit_expr(target.child_by_field_name("subscript") or target, scope)
                 if scope.kind == "module" and name in self.module_globals and right is not None:
                     self._fill_table(name, node, right)  # `handlers["json"] = load_json`
+                elif (right is not None and right.type == "identifier" and _text(right) in scope.params
+                      and name in self.module_globals and name not in scope.params | scope.globals):
+                    self._register(scope, name, target)  # `HANDLERS[name] = func`: a decorator's registry
             if name is None:
                 if target is not None:
                     self._visit_expr(target, scope)
@@ -758,11 +778,13 @@ class PythonExtractor:
         `MENTIONS` reference from the global): a `READS_CONFIG` reference, as an upper-case constant's
         read is already (made by the walk: those are left to it), which resolves to the global."""
         held = {r.source.rsplit(":", 1)[1] for r in self.refs if r.source.startswith("var:")}
+        held |= {name for name, _line in self._registries}  # filled at run time by a registering function
         names = {n for n in held if not (n.isupper() and _UPPER_CONST.match(n))}
         if not names:
             return
         own = {s.id.rsplit(":", 1)[1]: s for s in self._tables}
         skip = {i for n in names if n in own for i in range(own[n].start_line, own[n].end_line + 1)}
+        skip |= {line for _name, line in self._registries}  # the registration is no read
         scopes = {e.id: e.qualname.rsplit(".", 1)[0] if e.kind == "method" else "" for e in self.entities}
         for eid, name, line in tables.reads(names, self.text_lines, self.entities, skip):
             self.refs.append(Ref(eid, "READS_CONFIG", name, line, scopes.get(eid, "")))
@@ -923,6 +945,32 @@ class PythonExtractor:
             self._fill_table(parts[0], node, node.child_by_field_name("arguments"))  # `lookups.append(builtin_lookup)`
         self._ref(scope, "CALLS", name, None, line)
         self._passed_args(node, scope, line)
+
+    def _registers(self, fn: ts.Node, call: ts.Node, scope: _Scope) -> None:
+        """`FUNCS[tp].append(func)`, `_hooks.append(func)`, `REG.setdefault(k, []).append(func)` in a
+        function: a module global handed one of the function's parameters. A decorator that does it
+        registers what it decorates, and whoever reads the global runs it: a `MUTATES` reference to
+        the global (change impact walks from a decorated function to it: `Dependents._registrars`)."""
+        attr = fn.child_by_field_name("attribute")
+        if attr is None or _text(attr) not in MUTATING_METHODS:
+            return
+        obj = fn.child_by_field_name("object")
+        while obj is not None and obj.type in ("subscript", "call"):  # `G[k]`, `G.setdefault(k, [])`
+            obj = obj.child_by_field_name("value" if obj.type == "subscript" else "function")
+            if obj is not None and obj.type == "attribute" and obj.parent is not None and obj.parent.type == "call":
+                obj = obj.child_by_field_name("object")
+        if obj is None or obj.type != "identifier":
+            return
+        name = _text(obj)
+        if name not in self.module_globals or name in scope.params or name in scope.globals:
+            return  # `global` names are MUTATES already (`_call`)
+        args = call.child_by_field_name("arguments")
+        if args is not None and any(a.type == "identifier" and _text(a) in scope.params for a in args.named_children):
+            self._register(scope, name, fn)
+
+    def _register(self, scope: _Scope, name: str, node: ts.Node) -> None:
+        self._ref(scope, "MUTATES", name, node)
+        self._registries.append((name, node.start_point[0] + 1))
 
     def _fill_table(self, name: str, statement: ts.Node, value: ts.Node | None, inside: bool = True) -> None:
         """A module global's table (`nsccn.languages.global_tables`): written as a literal (`inside`
