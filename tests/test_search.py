@@ -114,12 +114,12 @@ def test_localize_demotes_tests_and_ranks_files(billing):
 @pytest.mark.parametrize("path, is_test", [
     ("tests/test_tax.py", True), ("tests/admin_views/models.py", True), ("testing/python/fixtures.py", True),
     ("xarray/tests/__init__.py", True), ("astropy/io/fits/tests/helper.py", True), ("test/util.py", True),
-    ("pkg/conftest.py", True), ("pkg/foo_test.go", True), ("web/app.spec.ts", True), ("web/app.test.jsx", True),
+    ("pkg/conftest.py", True), ("test.py", True), ("app/tests.py", True), ("pkg/foo_test.go", True), ("web/app.spec.ts", True), ("web/app.test.jsx", True),
     ("src/test/java/org/x/FooTest.java", True), ("docs/conf.py", True), ("examples/demo.py", True),
     # A test framework inside the package is library code that bugs are fixed in.
     ("django/test/testcases.py", False), ("sympy/testing/runtests.py", False), ("xarray/testing/assertions.py", False),
     ("lib/matplotlib/testing/compare.py", False), ("src/main/java/org/x/Foo.java", False),
-    ("pkg/attestation.py", False), ("pkg/contest.py", False), ("src/_pytest/python.py", False),
+    ("pkg/attestation.py", False), ("pkg/contest.py", False), ("pkg/testing.py", False), ("pkg/latest.py", False), ("src/_pytest/python.py", False),
 ])
 def test_is_test_path(path, is_test):
     from nsccn.reading.testpaths import is_test_path

@@ -3,7 +3,7 @@
 the embedder (test files get no vector unless asked).
 
 Never where a bug's fix goes. The conventions by language:
-- Python: `test_*.py`, `*_test.py`, `conftest.py`, `tests.py`, `tests/`, a top-level `test/` or `testing/`;
+- Python: `test_*.py`, `*_test.py`, `conftest.py`, `tests.py`, `test.py` (unittest's `test*.py` finds it), `tests/`, a top-level `test/` or `testing/`;
 - Go: `*_test.go`, `testdata/` (fixtures the go tool never builds);
 - JavaScript/TypeScript: `*.test.js`, `*.spec.ts` (`.jsx .tsx .mjs .cjs .mts .cts`), `__tests__/`, `__mocks__/`;
 - Java, Kotlin, Scala, Groovy: `src/test/...` (and Gradle's `src/androidTest`, `src/testFixtures`,
@@ -29,7 +29,7 @@ _TOP_TEST_DIRS = frozenset({"test", "testing", "spec", "androidtest", "testfixtu
 _TEST_PROJECT = re.compile(r".+\.(?:unit|integration|functional)?tests?\Z")
 _TEST_FILE = re.compile(
     r"(?:test_.*|.*_(?:unit)?test\.\w+|.*_spec\.rb|.*\.(?:test|spec)\.[cm]?[jt]sx?"
-    r"|.*(?:Tests?|IT|Spec)\.(?:java|kt|kts|scala|groovy|cs|php|swift)|conftest\.py|tests\.py)\Z"
+    r"|.*(?:Tests?|IT|Spec)\.(?:java|kt|kts|scala|groovy|cs|php|swift)|conftest\.py|tests?\.py)\Z"
 )
 
 
