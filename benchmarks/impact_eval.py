@@ -416,6 +416,12 @@ def main() -> int:
             "changed_precision": len(ours & ast_set) / len(ours) if ours else None,
             "changed_recall": len(ours & ast_set) / len(ast_set) if ast_set else None,
             "selected_paths": selected_paths(out["tests"], truth, all_tests),
+            # the answer's units by tier and its suites: what a selection policy can be replayed from
+            # offline (`impact_policy.py`), with the truth cache's tests and times
+            "answer_units": [[tier, t["file"], t.get("qualname"), t["confidence"], t["distance"]]
+                             for tier in ("tests", "module_tests", "test_files") for t in out.get(tier) or ()],
+            "answer_suites": out.get("suites") or [],
+            "truth_tests": sorted(truth), "test_seconds": times,
             "missed_tests": sorted(truth - picked)[:10],
             "missed": why_missed(nav, truth - picked, sha, out["changed"], tree) if truth - picked else {},
         }
