@@ -193,6 +193,40 @@ def ast_entities(text: str) -> list[tuple[str, int, int]]:
     return out
 
 
+def function_bodies(text: str) -> list[tuple[int, int]]:
+    """(first, last line) of every function's body: what runs when it is called, not at import."""
+    try:
+        module = ast.parse(text)
+    except SyntaxError:
+        return []
+    return [(n.body[0].lineno, n.end_lineno) for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def import_time_only(tree: Path, parent: str, sha: str, package: str) -> bool:
+    """Whether every changed code line of the library (either side) lies outside a function's body:
+    a class body, a module constant, a signature or a decorator, run when the module is imported.
+    Per-test coverage credits such lines to no test (the import happens while pytest collects),
+    so the truth of such a commit is empty whatever depends on the change."""
+    diff = parse_diff(git(tree, "diff", "--no-color", "--no-ext-diff", "-M", parent, sha))
+    seen = False
+    for fd in diff.files:
+        for path, rev, old in ((fd.old_path, parent, True), (fd.new_path, sha, False)):
+            if not path or not path.endswith(".py") or is_test_path(path) or not path.startswith(package + "/"):
+                continue
+            bodies = function_bodies(git(tree, "show", f"{rev}:{path}"))
+            for h in fd.hunks:
+                line = h.old_start if old else h.new_start
+                for text in h.lines:
+                    if text[:1] == ("+" if old else "-"):
+                        continue
+                    if text[:1] == ("-" if old else "+") and text[1:].strip() and not text[1:].strip().startswith("#"):
+                        if any(a <= line <= b for a, b in bodies):
+                            return False
+                        seen = True
+                    line += 1
+    return seen
+
+
 def ast_changed(tree: Path, parent: str, sha: str, package: str) -> set[str]:
     """path:qualname of the innermost def/class holding each changed non-blank line (ast's view)."""
     diff = parse_diff(git(tree, "diff", "--no-color", "--no-ext-diff", "-M", parent, sha))
@@ -399,6 +433,7 @@ def main() -> int:
             "commit": sha, "suite_tests": len(all_tests), "suite_seconds": round(wall, 1), "covering": len(truth),
             "impact_seconds": round(seconds, 3),
             "covering_as_written": len(as_written), "inert_files": inert,
+            "import_time_only": import_time_only(tree, parent, sha, args.package),
             "nsccn": score(picked, truth, times),
             "nsccn_as_written": score(picked, as_written, times),
             # what the answer's `run` runs: the graph's tests, the module tests (no edge; their file imports a
@@ -440,7 +475,8 @@ def main() -> int:
 
 def summarize(rows: list[dict]) -> dict:
     covered = [r for r in rows if r["covering"]]
-    out = {"commits": len(rows), "commits_with_covering_tests": len(covered)}
+    out = {"commits": len(rows), "commits_with_covering_tests": len(covered),
+           "import_time_only": sum(1 for r in rows if r.get("import_time_only"))}
     for key in ("nsccn", "nsccn_run", "nsccn_run_tiers", *(f"nsccn_run_suite_{f:g}" for f in SUITE_SHARES),
                 "nsccn_run_by_test", "nsccn_run_files", *(f"nsccn_conf_{f:g}" for f in CONFIDENCE_FLOORS),
                 *(f"nsccn_depth_{d}" for d in TEST_DEPTHS),
