@@ -13,8 +13,9 @@ truth and the tests' times (the fields stripped from committed results). A polic
   `fallback` (only where the graph reaches no test at all);
 - `file_share`: a test file of which at least this share of tests is reached runs whole (the
   product's WHOLE_FILE_SHARE: 0.1; 1.01: never);
-- `suite_share`: the whole suite runs once the answer reaches this share of it (the product's
-  WHOLE_SUITE_SHARE: 0.7; 1.01: never).
+- `suite_share`: the whole suite runs once the selection holds this share of it (the product's
+  WHOLE_SUITE_SHARE: 0.7, of the test functions the index knows; here of the tests pytest collects,
+  so generated tests count; 1.01: never).
 
 Reported per set: commits (covered), safety (covered commits whose every covering test is
 selected), median and mean recall, median selection rate and median time share over all commits
@@ -71,8 +72,7 @@ def selected(c: dict, policy: dict) -> set[str]:
     for file, n in reached.items():
         if n >= policy["file_share"] * len(by_file[file]):
             got |= by_file[file]
-    suites = [s for s in c.get("answer_suites") or () if s["runner"] == "pytest"]
-    if any(s["reached"] >= policy["suite_share"] * s["tests"] for s in suites) and got:
+    if got and len(got & set(times)) >= policy["suite_share"] * len(times):  # the suite as pytest collects it
         return set(times)
     return got
 

@@ -274,10 +274,11 @@ def test_a_body_change_selects_the_test_three_calls_away_and_not_an_unrelated_on
     assert "file:web/cart.test.ts" in tests and "file:web/other.test.ts" not in tests
     assert "func:calc/calc_test.go:TestAdd" in tests and "func:calc/calc_test.go:TestSub" not in tests
     run = out.run
-    assert "python -m pytest tests/test_core.py::test_top" in run
     assert "npx jest web/cart.test.ts" in run
-    # TestAdd is half of calc_test.go's tests: `run` runs that file whole; the graph's answer alone names TestAdd
-    assert [t.file for t in out.test_files] == ["calc/calc_test.go"] and "go test ./calc" in run
+    # TestAdd is half of calc_test.go's tests, test_top one of test_core.py's few: `run` runs those files whole
+    # (the graph's answer alone names TestAdd and test_top); no module tier, since a test is reached from each change
+    assert [t.file for t in out.test_files] == ["calc/calc_test.go", "tests/test_core.py"]
+    assert "go test ./calc" in run and "python -m pytest tests/test_core.py" in run and out.module_tests == []
     # no runner's suite is mostly reached: the selection stands (test_core.py's 6 tests of 15: module tests)
     assert {s.runner: (s.reached, s.tests, s.whole) for s in out.suites} == {
         "jest": (1, 4, False), "go": (2, 5, False), "pytest": (6, 15, False)}
@@ -341,6 +342,18 @@ def cli(root: Path, *args: str, stdin: str | None = None, cwd: Path | None = Non
                           cwd=cwd or root, timeout=120)
 
 
+def test_the_module_tier_stands_in_only_where_the_graph_reaches_no_test(repo):
+    """A change the graph reaches a test from gets no module tier (the tests of files importing its
+    module): `wide` asks for it anyway; from the command line too."""
+    nav = nav_of(repo["root"])
+    assert nav.impact(commit=repo["body"]).module_tests == []
+    wide = nav.impact(commit=repo["body"], wide=True)
+    assert wide.wide and ("tests/test_core.py", "test_unrelated") in {(t.file, t.qualname) for t in wide.module_tests}
+    assert all(t.confidence == 0.3 and "no edge reaches this test" in t.reason for t in wide.module_tests)
+    out = json.loads(cli(repo["root"], "--commit", repo["body"], "--wide", "--json").stdout)
+    assert out["wide"] is True and {t["qualname"] for t in out["module_tests"]} == {t.qualname for t in wide.module_tests}
+
+
 def test_staged_base_commit_and_a_diff_on_stdin_agree(repo, tmp_path):
     root = tmp_path / "agree"
     shutil.copytree(repo["root"], root)  # main, indexed
@@ -360,7 +373,7 @@ def test_staged_base_commit_and_a_diff_on_stdin_agree(repo, tmp_path):
     first = seen["commit"]
     assert all(v == first for v in seen.values()), seen
     text = cli(root, "--staged")
-    assert "tests/test_core.py::test_top" in text.stdout and "python -m pytest tests/test_core.py::test_top" in text.stdout
+    assert "tests/test_core.py::test_top" in text.stdout and "python -m pytest tests/test_core.py\n" in text.stdout
 
 
 def test_bad_changes_get_clear_errors(repo):

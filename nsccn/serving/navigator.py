@@ -414,7 +414,7 @@ class Navigator:
 
     def impact(self, staged: bool = False, base: str | None = None, commit: str | None = None,
                diff: str | None = None, depth: int = 3, min_confidence: float = 0.0,
-               test_depth: int | None = None) -> ImpactAnswer:
+               test_depth: int | None = None, wide: bool = False) -> ImpactAnswer:
         """What a change touches, what depends on it and which tests reach it (`nsccn.graph.impact`): the
         working tree against HEAD, or the staged changes, or since `base`, or one `commit`, or a diff."""
         from nsccn.reading import changes
@@ -437,8 +437,8 @@ class Navigator:
                 pass  # an index outside the tree
             change = changes.from_git(self.root, staged=bool(staged), base=base, commit=commit,
                                       max_size=self.config.max_file_size, skip=tuple(skip))
-        out = msgspec.convert(impact.analyze(store, self.root, change, depth, float(min_confidence), test_depth),
-                              ImpactAnswer)
+        out = msgspec.convert(impact.analyze(store, self.root, change, depth, float(min_confidence), test_depth,
+                                             bool(wide)), ImpactAnswer)
         out.stale = self.stale_note([x.file for x in out.impacted if x.file is not None] + [t.file for t in out.tests])
         return self._with_unresolved(out)
 

@@ -589,7 +589,7 @@ class Impact(Tool):
     def answer(self, ctx, req):
         cap, offset = ctx.cap, req.offset
         res = ctx.nav.impact(staged=req.staged, base=req.base, commit=req.commit, diff=req.diff, depth=req.depth,
-                             min_confidence=float(req.min_confidence))
+                             min_confidence=float(req.min_confidence), wide=bool(req.wide))
         # each impacted entity names the one it depends on (`via`): the whole path is in `tests`' reasons
         impacted = [{k: v for k, v in plain(i).items() if k not in ("path", "file")} for i in res.impacted[offset:]]
         tests = plain(res.tests[offset:])
@@ -615,8 +615,9 @@ class Impact(Tool):
         n = max(len(changed), len(impacted), len(tests), len(module_tests), len(test_files))
         if res.module_tests:
             base["module_tests_are"] = ("tests no edge reaches, in test files that import a changed module or one that "
-                                        "loads it by name: `run` includes them; min_confidence above "
-                                        f"{res.module_tests[0].confidence:g} drops them")
+                                        "loads it by name" + ("" if res.wide else ", for the changed entities no test is "
+                                        "reached from (wide=true: for all)") + ": `run` includes them; min_confidence "
+                                        f"above {res.module_tests[0].confidence:g} drops them")
         if res.test_files:
             base["test_files_are"] = ("test files `run` runs whole: the answer reaches a tenth of their tests or more; "
                                       f"min_confidence above {res.test_files[0].confidence:g} drops them")
@@ -642,7 +643,7 @@ class Impact(Tool):
     def run(self, nav, args):
         diff = _diff_text(args.diff_file) if args.diff_file is not None else None
         out = nav.impact(staged=args.staged, base=args.base, commit=args.commit, diff=diff, depth=args.depth,
-                         min_confidence=args.min_confidence, test_depth=args.test_depth)
+                         min_confidence=args.min_confidence, test_depth=args.test_depth, wide=args.wide)
         if not args.json:
             _print_impact(out, args.limit)
         return out
