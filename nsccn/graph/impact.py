@@ -618,10 +618,12 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
         impacted.append(item)
     impacted.sort(key=lambda x: (-x["confidence"], x["distance"], x["id"]))
     tests, tested = _tests(reached, rows, changed, deps)
-    # the module tier stands in for the graph where it proves nothing: only for the changed entities no
-    # test is reached from (`wide`: for every one; docs/impact.md, "The module tier as a fallback")
-    unproven = seeds if wide else {s: v for s, v in seeds.items() if s not in tested}
-    module_tests = _module_tests(deps, unproven, tests) if IMPORTER_TEST_CONFIDENCE >= min_confidence else []
+    # the module tier stands in for the graph where it proves nothing: only when no test is reached from
+    # the change (a test the change edits aside); `wide`: always (docs/impact.md, "The module tier as a
+    # fallback": per changed entity, it selected as much as always)
+    proven = any(t["distance"] > 0 for t in tests)
+    module_tests = (_module_tests(deps, seeds, tests) if (wide or not proven) and IMPORTER_TEST_CONFIDENCE >= min_confidence
+                    else [])
     test_files = _whole_files(deps, tests + module_tests) if WHOLE_FILE_CONFIDENCE >= min_confidence else []
     whole = {t["file"] for t in test_files}
     units = [t for t in tests + module_tests if t["file"] not in whole] + test_files
@@ -686,9 +688,8 @@ def _inherited(deps: Dependents, row: EntityRow, r: Reach) -> list[tuple[tuple[s
 
 def _module_tests(deps: Dependents, seeds: dict, tests: list[dict]) -> list[dict]:
     """The second tier: tests no edge reaches, in test files that import a changed module by its
-    own dotted name (`Dependents.tests_of_importers`), for the `seeds` given (by default the changed
-    entities from which the graph reaches no test). Held apart from `tests`, which the graph proves;
-    run with them (`run`), dropped by a `min_confidence` above theirs."""
+    own dotted name (`Dependents.tests_of_importers`). Held apart from `tests`, which the graph
+    proves; run with them (`run`), dropped by a `min_confidence` above theirs."""
     listed = {(t["file"], t.get("qualname")) for t in tests}  # (file, None): the whole file is the test unit
     out: dict[tuple[str, str], dict] = {}
     for eid in seeds:

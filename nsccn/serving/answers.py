@@ -269,13 +269,13 @@ class ImpactAnswer(Answer, kw_only=True):
     depth: int
     test_depth: int
     min_confidence: float
-    wide: bool = False  # module tests for every changed entity, not only those no test is reached from
+    wide: bool = False  # module tests even where the graph reaches tests from the change
     outside_index: list[str] | None = None
     refused: list[Refused] | None = None
     notes: list[str] | None = None
     stale: str | None = None
-    # tests no edge reaches, in test files importing a changed module by its own name, for the changed
-    # entities from which the graph reaches no test (every one with `wide`): run too, to be safe
+    # tests no edge reaches, in test files importing a changed module by its own name, when the graph
+    # reaches no test from the change (always with `wide`): run too, to be safe
     module_tests: list[TestToRun] = msgspec.field(default_factory=list)
     # test files run whole (`qualname` None): the answer reaches a tenth of their tests or more
     test_files: list[TestToRun] = msgspec.field(default_factory=list)

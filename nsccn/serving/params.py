@@ -217,7 +217,7 @@ IMPACT = (  # one change at a time: checked by the Navigator
     Param("test_depth", int, f"hops a selected test may be from the change (0-{MAX_DEPTH})", 9, lo=0, hi=MAX_DEPTH,
           mcp=False),
     Param("min_confidence", float, "follow no edge below this confidence (0-1)", 0.0, lo=0, hi=1),
-    Param("wide", bool, "also the tests of every file importing a changed module, not only where the graph "
+    Param("wide", bool, "also the tests of every file importing a changed module, not only when the graph "
           "reaches no test", False),
     Param("offset", int, "skip this many impacted entities and tests (paging)", 0, lo=0, cli=None),
 )

@@ -615,8 +615,8 @@ class Impact(Tool):
         n = max(len(changed), len(impacted), len(tests), len(module_tests), len(test_files))
         if res.module_tests:
             base["module_tests_are"] = ("tests no edge reaches, in test files that import a changed module or one that "
-                                        "loads it by name" + ("" if res.wide else ", for the changed entities no test is "
-                                        "reached from (wide=true: for all)") + ": `run` includes them; min_confidence "
+                                        "loads it by name" + ("" if res.wide else ", listed since the graph reaches no test "
+                                        "from the change (wide=true: always)") + ": `run` includes them; min_confidence "
                                         f"above {res.module_tests[0].confidence:g} drops them")
         if res.test_files:
             base["test_files_are"] = ("test files `run` runs whole: the answer reaches a tenth of their tests or more; "
