@@ -46,7 +46,7 @@ from nsccn.reading.diff import parse_diff  # noqa: E402
 from nsccn.indexing.indexer import index_repository  # noqa: E402
 from nsccn.serving.answers import plain  # noqa: E402
 from nsccn.serving.navigator import Navigator  # noqa: E402
-from nsccn.graph.impact import TEST_DEPTH  # noqa: E402
+from nsccn.graph.impact import TEST_DEPTH, _suite as impact_suite  # noqa: E402
 from nsccn.reading.testpaths import is_test_path  # noqa: E402
 
 # the same answer's tests within fewer hops of the change: the walk is breadth-first, so a test's
@@ -397,6 +397,7 @@ def main() -> int:
         # the graph's tests at every depth: one walk to the deepest (the product's tiers hang on its own depth)
         deepest = out if max(TEST_DEPTHS) <= TEST_DEPTH else plain(nav.impact(commit=sha, test_depth=max(TEST_DEPTHS)))
         all_tests = set(times)
+        wide = plain(nav.impact(commit=sha, wide=True))
 
         def picked_at(floor: float, depth: int = TEST_DEPTH, tiers: tuple[str, ...] = ("tests",)) -> set[str]:
             got = set()
@@ -453,9 +454,14 @@ def main() -> int:
             "selected_paths": selected_paths(out["tests"], truth, all_tests),
             # the answer's units by tier and its suites: what a selection policy can be replayed from
             # offline (`impact_policy.py`), with the truth cache's tests and times
+            # (with `wide`: the module tier whatever the graph reaches; the policy decides when to use it)
             "answer_units": [[tier, t["file"], t.get("qualname"), t["confidence"], t["distance"]]
-                             for tier in ("tests", "module_tests", "test_files") for t in out.get(tier) or ()],
+                             for tier in ("tests", "module_tests", "test_files") for t in wide.get(tier) or ()],
             "answer_suites": out.get("suites") or [],
+            # the index's pytest suite (file -> test names): the denominators of the product's whole-file and
+            # whole-suite shares, for `impact_policy.py` to decide as the product does
+            "index_suite": {f: sorted(q for q in names if q) for f, names in
+                            impact_suite(nav.store, None).get("pytest", {}).items()},
             "truth_tests": sorted(truth), "test_seconds": times,
             "missed_tests": sorted(truth - picked)[:10],
             "missed": why_missed(nav, truth - picked, sha, out["changed"], tree) if truth - picked else {},

@@ -5,12 +5,14 @@
 
 Each result file must come from an `impact_eval.py` run that kept each commit's answer units by tier
 (`answer_units`: the graph's tests, the module tests, the test files run whole), its suites, the
-truth and the tests' times (the fields stripped from committed results). A policy says which units
+index's pytest suite (`index_suite`: the denominators the product's shares use), the truth and
+the tests' times (the fields stripped from committed results). A policy says which units
 `run` keeps:
 
 - `floor`: the graph's tests below this confidence are left out (0: all);
-- `module`: the module tier (tests of the files that import a changed module) `all`, `none`, or
-  `fallback` (only where the graph reaches no test at all);
+- `module`: the module tier (tests of the files that import a changed module) `all` (`--wide`),
+  `none`, or `fallback` (only where the graph reaches no test from the change: the product's
+  default since stop 55; the answers are recorded with `wide`, so every choice replays);
 - `file_share`: a test file of which at least this share of tests is reached runs whole (the
   product's WHOLE_FILE_SHARE: 0.1; 1.01: never);
 - `suite_share`: the whole suite runs once the selection holds this share of it (the product's
@@ -34,7 +36,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-PRODUCT = {"floor": 0.0, "module": "all", "file_share": 0.1, "suite_share": 0.7}
+PRODUCT = {"floor": 0.0, "module": "fallback", "file_share": 0.1, "suite_share": 0.7}
 GRID = {"floor": (0.0, 0.2, 0.4), "module": ("all", "fallback", "none"), "file_share": (0.1, 0.25, 0.5, 1.01),
         "suite_share": (0.5, 0.7, 0.9, 1.01)}
 
@@ -55,6 +57,48 @@ def load(spec: str) -> list[dict]:
 
 
 def selected(c: dict, policy: dict) -> set[str]:
+    if "index_suite" in c:
+        return selected_as_product(c, policy)
+    return selected_collected(c, policy)
+
+
+def selected_as_product(c: dict, policy: dict) -> set[str]:
+    """As the product decides: the shares of the index's tests (`index_suite`: file -> test names,
+    what `run` counts), mapped to the tests pytest collected."""
+    times = c["test_seconds"]
+    collected = defaultdict(set)
+    for t in times:
+        collected[t.split("::", 1)[0]].add(t)
+    suite = {f: set(names) for f, names in c["index_suite"].items()}
+    graph = [u for u in c["answer_units"] if u[0] == "tests" and u[3] >= policy["floor"]]
+    module = [u for u in c["answer_units"] if u[0] == "module_tests"]
+    if policy["module"] == "none" or (policy["module"] == "fallback" and any(u[4] > 0 for u in graph)):
+        module = []
+    names = defaultdict(set)  # file -> the index's test names the units reach
+    whole = set()
+    for _tier, file, qual, _conf, _dist in graph + module:
+        if qual is None:
+            whole.add(file)
+        else:
+            names[file].add(qual)
+    for file, reached in names.items():
+        total = len(suite.get(file, ()))
+        n = min(len(reached & suite.get(file, set())), total)
+        if total and n < total and n >= policy["file_share"] * total:
+            whole.add(file)
+    keys = {(f, q) for f, qs in names.items() if f not in whole for q in qs & suite.get(f, set())}
+    keys |= {(f, q) for f in whole for q in suite.get(f, ())}
+    total = sum(len(v) for v in suite.values())
+    if total and keys and len(keys) >= policy["suite_share"] * total:
+        return set(times)
+    got = {node(f, q) for f, qs in names.items() if f not in whole for q in qs} & set(times)
+    for f in whole:
+        got |= collected.get(f, set())
+    return got
+
+
+def selected_collected(c: dict, policy: dict) -> set[str]:
+    """Without the index's suite (an older run): the shares of the tests pytest collected."""
     times = c["test_seconds"]
     by_file = defaultdict(set)
     for t in times:
