@@ -202,50 +202,51 @@ def function_bodies(text: str) -> list[tuple[int, int]]:
     return [(n.body[0].lineno, n.end_lineno) for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
-def import_time_only(tree: Path, parent: str, sha: str, package: str) -> bool:
-    """Whether every changed code line of the library (either side) lies outside a function's body:
-    a class body, a module constant, a signature or a decorator, run when the module is imported.
-    Per-test coverage credits such lines to no test (the import happens while pytest collects),
-    so the truth of such a commit is empty whatever depends on the change."""
+def library_lines(tree: Path, parent: str, sha: str, package: str):
+    """Each side of each changed library .py file: (its path as the commit names it, the side's file
+    text, the non-blank lines of that side the commit changes as (line, text))."""
     diff = parse_diff(git(tree, "diff", "--no-color", "--no-ext-diff", "-M", parent, sha))
-    seen = False
     for fd in diff.files:
         for path, rev, old in ((fd.old_path, parent, True), (fd.new_path, sha, False)):
             if not path or not path.endswith(".py") or is_test_path(path) or not path.startswith(package + "/"):
                 continue
-            bodies = function_bodies(git(tree, "show", f"{rev}:{path}"))
-            for h in fd.hunks:
-                line = h.old_start if old else h.new_start
-                for text in h.lines:
-                    if text[:1] == ("+" if old else "-"):
-                        continue
-                    if text[:1] == ("-" if old else "+") and text[1:].strip() and not text[1:].strip().startswith("#"):
-                        if any(a <= line <= b for a, b in bodies):
-                            return False
-                        seen = True
-                    line += 1
-    return seen
-
-
-def ast_changed(tree: Path, parent: str, sha: str, package: str) -> set[str]:
-    """path:qualname of the innermost def/class holding each changed non-blank line (ast's view)."""
-    diff = parse_diff(git(tree, "diff", "--no-color", "--no-ext-diff", "-M", parent, sha))
-    out = set()
-    for fd in diff.files:
-        for path, rev, old in ((fd.old_path, parent, True), (fd.new_path, sha, False)):
-            if not path or not path.endswith(".py") or is_test_path(path) or not path.startswith(package + "/"):
-                continue
-            ents = ast_entities(git(tree, "show", f"{rev}:{path}"))
+            lines = []
             for h in fd.hunks:
                 line = h.old_start if old else h.new_start
                 for body in h.lines:
                     if body[:1] == ("+" if old else "-"):
                         continue
                     if body[:1] == ("-" if old else "+") and body[1:].strip():
-                        inner = [e for e in ents if e[1] <= line <= e[2]]
-                        if inner:
-                            out.add(f"{fd.new_path or path}:{min(inner, key=lambda e: e[2] - e[1])[0]}")
+                        lines.append((line, body[1:]))
                     line += 1
+            yield fd.new_path or path, git(tree, "show", f"{rev}:{path}"), lines
+
+
+def import_time_only(tree: Path, parent: str, sha: str, package: str) -> bool:
+    """Whether every changed code line of the library (either side) lies outside a function's body:
+    a class body, a module constant, a signature or a decorator, run when the module is imported.
+    Per-test coverage credits such lines to no test (the import happens while pytest collects),
+    so the truth of such a commit is empty whatever depends on the change."""
+    seen = False
+    for _name, text, lines in library_lines(tree, parent, sha, package):
+        bodies = function_bodies(text)
+        for line, body in lines:
+            if not body.strip().startswith("#"):
+                if any(a <= line <= b for a, b in bodies):
+                    return False
+                seen = True
+    return seen
+
+
+def ast_changed(tree: Path, parent: str, sha: str, package: str) -> set[str]:
+    """path:qualname of the innermost def/class holding each changed non-blank line (ast's view)."""
+    out = set()
+    for name, text, lines in library_lines(tree, parent, sha, package):
+        ents = ast_entities(text)
+        for line, _body in lines:
+            inner = [e for e in ents if e[1] <= line <= e[2]]
+            if inner:
+                out.add(f"{name}:{min(inner, key=lambda e: e[2] - e[1])[0]}")
     return out
 
 
