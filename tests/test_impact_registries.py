@@ -113,6 +113,13 @@ FILES = {
         def test_fix():
             assert fix(" a ") == "A"
     """,
+    "tests/test_upper.py": """
+        from pkg.main import fix
+
+
+        def test_upper():
+            assert fix("a") == "A"
+    """,
     "tests/test_events.py": """
         from pkg.events import dispatch, fire
 
@@ -144,6 +151,13 @@ def test_a_function_a_decorator_factory_registers_reaches_the_registry_readers_t
     test = next(t for t in out.tests if t.qualname == "test_fix")
     assert "-REGISTERS(" in test.reason and "var:pkg/_data.py:FUNCS" in test.reason
     assert not any(t.file == "tests/test_unrelated.py" for t in out.tests)
+
+
+def test_of_tests_as_near_those_named_after_the_changed_module_come_first(repo):
+    out = impact_of_edit(repo, "pkg/_plugins/upper.py", "s.upper()", "s.upper().upper()")
+    near = [t for t in out.tests if (t.confidence, t.distance) == (out.tests[0].confidence, out.tests[0].distance)]
+    assert {t.file for t in near} >= {"tests/test_main.py", "tests/test_upper.py"}
+    assert out.tests[0].file == "tests/test_upper.py"  # `upper.py` changed; test_main.py sorts first by name
 
 
 def test_what_a_registered_function_calls_reaches_the_same_tests(repo):
