@@ -619,8 +619,8 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
     impacted.sort(key=lambda x: (-x["confidence"], x["distance"], x["id"]))
     tests, tested = _tests(reached, rows, changed, deps)
     # the module tier stands in for the graph where it proves nothing: only when no test is reached from
-    # the change (a test the change edits aside); `wide`: always (docs/impact.md, "The module tier as a
-    # fallback": per changed entity, it selected as much as always)
+    # the change (a test the change edits aside); `wide`: always (docs/impact.md, stop 55: per changed
+    # entity, it selected as much as always)
     proven = any(t["distance"] > 0 for t in tests)
     module_tests = (_module_tests(deps, seeds, tests) if (wide or not proven) and IMPORTER_TEST_CONFIDENCE >= min_confidence
                     else [])
