@@ -250,6 +250,8 @@ class Dependents:
         self._names_seen: dict[str, list[tuple[str, str, float]]] = {}
         self._importer_tests: dict[tuple[str, bool], list[EntityRow]] = {}
         self._file_rows: dict[str, list[EntityRow]] = {}
+        self._registries: dict[str, list[str]] = {}  # a decorator's function -> the globals it fills
+        self._module_calls: dict[str, list] = {}  # a module -> its CALLS edges (its decorators among them)
 
     def row(self, eid: str) -> EntityRow | None:
         if eid not in self._rows:
@@ -392,17 +394,22 @@ class Dependents:
         global handed a parameter): the decorated function sits in the registry, and whoever reads
         the global runs it. The decorators are the calls the enclosing module makes on the
         definition's own lines; the decorator's function and the functions it defines are looked at."""
+        if row.parent not in self._module_calls:
+            self._module_calls[row.parent] = self.store.edges_from(row.parent, ("CALLS",))
         out = []
-        for e in self.store.edges_from(row.parent, ("CALLS",)):
-            if not row.start_line <= e.line <= row.end_line or not e.target.startswith("func:"):
-                continue
-            makers = [e.target] + [c.target for c in self.store.edges_from(e.target, ("CONTAINS",))
-                                   if c.target.startswith("func:")]
-            for maker in makers:
-                for m in self.store.edges_from(maker, ("MUTATES",)):
-                    if m.target.startswith("var:"):
-                        out.append((m.target, "REGISTERS", e.confidence * PASSES_CONFIDENCE))
+        for e in self._module_calls[row.parent]:
+            if row.start_line <= e.line <= row.end_line and e.target.startswith("func:"):
+                out += [(g, "REGISTERS", e.confidence * PASSES_CONFIDENCE) for g in self._filled_by(e.target)]
         return out
+
+    def _filled_by(self, decorator: str) -> list[str]:
+        """The module globals a decorator's function, or a function it defines, hands a parameter to."""
+        if decorator not in self._registries:
+            makers = [decorator] + [c.target for c in self.store.edges_from(decorator, ("CONTAINS",))
+                                    if c.target.startswith("func:")]
+            self._registries[decorator] = [m.target for maker in makers for m in self.store.edges_from(maker, ("MUTATES",))
+                                           if m.target.startswith("var:")]
+        return self._registries[decorator]
 
     def _importers_of(self, row: EntityRow) -> set[str]:
         """The files that import `row` or its module, directly or through a package's `__init__` that
