@@ -36,13 +36,12 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from impact_eval import node  # noqa: E402
+
 PRODUCT = {"floor": 0.0, "module": "fallback", "file_share": 0.1, "suite_share": 0.7}
 GRID = {"floor": (0.0, 0.2, 0.4), "module": ("all", "fallback", "none"), "file_share": (0.1, 0.25, 0.5, 1.01),
         "suite_share": (0.5, 0.7, 0.9, 1.01)}
-
-
-def node(file: str, qual: str | None) -> str:
-    return f"{file}::{qual.replace('.', '::')}" if qual else file
 
 
 def load(spec: str) -> list[dict]:
@@ -50,19 +49,14 @@ def load(spec: str) -> list[dict]:
     for path in spec.split(","):
         data = json.loads(Path(path).read_text())
         for c in data["commits"]:
-            if "answer_units" not in c:
-                raise SystemExit(f"{path}: commit {c['commit'][:10]} has no answer_units (an older impact_eval.py run)")
+            if "index_suite" not in c:
+                raise SystemExit(f"{path}: commit {c['commit'][:10]} has no answer_units or index_suite (an older "
+                                 "impact_eval.py run, or a committed result: those fields are stripped)")
             rows.append(c)
     return rows
 
 
 def selected(c: dict, policy: dict) -> set[str]:
-    if "index_suite" in c:
-        return selected_as_product(c, policy)
-    return selected_collected(c, policy)
-
-
-def selected_as_product(c: dict, policy: dict) -> set[str]:
     """As the product decides: the shares of the index's tests (`index_suite`: file -> test names,
     what `run` counts), mapped to the tests pytest collected."""
     times = c["test_seconds"]
@@ -94,30 +88,6 @@ def selected_as_product(c: dict, policy: dict) -> set[str]:
     got = {node(f, q) for f, qs in names.items() if f not in whole for q in qs} & set(times)
     for f in whole:
         got |= collected.get(f, set())
-    return got
-
-
-def selected_collected(c: dict, policy: dict) -> set[str]:
-    """Without the index's suite (an older run): the shares of the tests pytest collected."""
-    times = c["test_seconds"]
-    by_file = defaultdict(set)
-    for t in times:
-        by_file[t.split("::", 1)[0]].add(t)
-    graph = [u for u in c["answer_units"] if u[0] == "tests" and u[3] >= policy["floor"]]
-    module = [u for u in c["answer_units"] if u[0] == "module_tests"]
-    if policy["module"] == "none" or (policy["module"] == "fallback" and graph):
-        module = []
-    got: set[str] = set()
-    for _tier, file, qual, _conf, _dist in graph + module:
-        got |= {node(file, qual)} & set(times) if qual else by_file.get(file, set())
-    reached = defaultdict(int)
-    for t in got:
-        reached[t.split("::", 1)[0]] += 1
-    for file, n in reached.items():
-        if n >= policy["file_share"] * len(by_file[file]):
-            got |= by_file[file]
-    if got and len(got & set(times)) >= policy["suite_share"] * len(times):  # the suite as pytest collects it
-        return set(times)
     return got
 
 

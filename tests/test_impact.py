@@ -279,7 +279,7 @@ def test_a_body_change_selects_the_test_three_calls_away_and_not_an_unrelated_on
     # (the graph's answer alone names TestAdd and test_top); no module tier, since a test is reached from each change
     assert [t.file for t in out.test_files] == ["calc/calc_test.go", "tests/test_core.py"]
     assert "go test ./calc" in run and "python -m pytest tests/test_core.py" in run and out.module_tests == []
-    # no runner's suite is mostly reached: the selection stands (test_core.py's 6 tests of 15: module tests)
+    # no runner's suite is mostly reached: the selection stands (test_core.py's 6 tests of 15: the file run whole)
     assert {s.runner: (s.reached, s.tests, s.whole) for s in out.suites} == {
         "jest": (1, 4, False), "go": (2, 5, False), "pytest": (6, 15, False)}
     precise = nav_of(repo["root"]).impact(commit=repo["body"], min_confidence=0.31).run

@@ -169,9 +169,8 @@ def test_a_killed_driver_leaves_what_a_rerun_completes(cluster, tmp_path):
     for i in range(40, 400):  # enough batches that the driver is killed between two commits
         files[f"more/m{i}.py"] = f"def g{i}():\n    return {i}\n"
     root = write_repo(tmp_path / "ray", files)
-    cmd = [sys.executable, "-m", "nsccn_cli", "index", str(root), "--ray", cluster.address, "--no-embed", "--json"]
     db = root / ".nsccn" / "index.db"
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(_index_command(root, cluster.address), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
@@ -185,6 +184,11 @@ def test_a_killed_driver_leaves_what_a_rerun_completes(cluster, tmp_path):
     summary = _on_ray(root, cluster.address)  # the next run (in this process: no second start-up)
     assert 0 < summary.files_unchanged and summary.files_indexed < len(files)  # it went on, not over
     assert index_identity.compare(_local_index(tmp_path, files), index_identity.dump(str(db))) == []
+
+
+def _index_command(root: Path, address: str) -> list[str]:
+    """`nsccn index ROOT --ray ADDRESS --no-embed --json`, a driver process of its own."""
+    return [sys.executable, "-m", "nsccn_cli", "index", str(root), "--ray", address, "--no-embed", "--json"]
 
 
 def _files_in(db: Path) -> int:
@@ -404,8 +408,7 @@ def test_a_node_removed_mid_run_costs_nothing(cluster, local_dump, tmp_path):
     watcher = _when_a_task_runs(remove_its_node)
     # the driver in its own process, as `nsccn index --ray` runs: a driver that a node's loss brought
     # down would take this process (and the suite) with it (a segfault in Ray's core worker, once)
-    cmd = [sys.executable, "-m", "nsccn_cli", "index", str(root), "--ray", cluster.address, "--no-embed", "--json"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(_index_command(root, cluster.address), capture_output=True, text=True, timeout=300)
     watcher.join()
     assert done.returncode == 0, done.stderr[-2000:]
     assert removed, "the node of a running task was not found"

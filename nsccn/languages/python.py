@@ -622,8 +622,7 @@ class PythonExtractor:
                 self._visit_expr(target.child_by_field_name("subscript") or target, scope)
                 if scope.kind == "module" and name in self.module_globals and right is not None:
                     self._fill_table(name, node, right)  # `handlers["json"] = load_json`
-                elif (right is not None and right.type == "identifier" and _text(right) in scope.params
-                      and name in self.module_globals and name not in scope.params | scope.globals):
+                elif right is not None and right.type == "identifier" and _text(right) in scope.params:
                     self._register(scope, name, target)  # `HANDLERS[name] = func`: a decorator's registry
             if name is None:
                 if target is not None:
@@ -961,16 +960,16 @@ class PythonExtractor:
                 obj = obj.child_by_field_name("object")
         if obj is None or obj.type != "identifier":
             return
-        name = _text(obj)
-        if name not in self.module_globals or name in scope.params or name in scope.globals:
-            return  # `global` names are MUTATES already (`_call`)
         args = call.child_by_field_name("arguments")
         if args is not None and any(a.type == "identifier" and _text(a) in scope.params for a in args.named_children):
-            self._register(scope, name, fn)
+            self._register(scope, _text(obj), fn)
 
-    def _register(self, scope: _Scope, name: str, node: ts.Node) -> None:
-        self._ref(scope, "MUTATES", name, node)
-        self._registries.append((name, node.start_point[0] + 1))
+    def _register(self, scope: _Scope, name: str | None, node: ts.Node) -> None:
+        """A parameter handed to `name`: a registry when `name` is a module global the function does not
+        shadow (a `global` name is a MUTATES already: `_call`)."""
+        if name in self.module_globals and name not in scope.params and name not in scope.globals:
+            self._ref(scope, "MUTATES", name, node)
+            self._registries.append((name, node.start_point[0] + 1))
 
     def _fill_table(self, name: str, statement: ts.Node, value: ts.Node | None, inside: bool = True) -> None:
         """A module global's table (`nsccn.languages.global_tables`): written as a literal (`inside`
