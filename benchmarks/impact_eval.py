@@ -94,6 +94,38 @@ def strip_params(nodeid: str) -> str:
     return nodeid.split("[", 1)[0]
 
 
+def record_coverage(tree: Path, parent: str, args, truth_dir: Path, work: Path) -> str | None:
+    """Per-test coverage recorded at parent~K (run once, kept in the truth folder), left in the tree as
+    `.coverage` and mapped by nsccn there, at that commit, with its index then; the tree back at the parent.
+    None when that commit does not exist or its suite did not run."""
+    try:
+        at = git(tree, "rev-parse", "--verify", "--quiet", f"{parent}~{args.recorded_ago}^{{commit}}").strip()
+    except subprocess.CalledProcessError:
+        return None
+    kept = truth_dir / f"recorded-{at}.coverage"
+    git(tree, "checkout", "-q", "-f", "--detach", at)
+    git(tree, "clean", "-q", "-fdx", "-e", ".nsccn")
+    if not kept.exists():
+        times, cov, _ = run_suite(tree, args.python, args.package, args.tests, work, args.timeout)
+        if times and cov.exists():
+            kept.write_bytes(cov.read_bytes())
+    got = None
+    if kept.exists():
+        (tree / ".coverage").write_bytes(kept.read_bytes())  # written now: after every file of this checkout
+        index_repository(tree, workers=1, embed=False)
+        nav = Navigator(tree)
+        used, note = nav._recorded_coverage(nav.store, ".coverage")  # mapped now, as the first `impact` would
+        nav.close()
+        got = at if used is not None else None
+        if note:
+            print(f"{at[:10]}: {note}", file=sys.stderr)
+    git(tree, "checkout", "-q", "-f", "--detach", parent)
+    git(tree, "clean", "-q", "-fdx", "-e", ".nsccn", *(("-e", ".coverage") if got else ()))
+    if not got:
+        (tree / ".coverage").unlink(missing_ok=True)
+    return got
+
+
 def run_suite(tree: Path, python: str, package: str, tests: str, work: Path, timeout: int) -> tuple[dict, Path, float]:
     """{test id: seconds} of the whole suite and the coverage file with its per-test contexts."""
     cov, junit = work / "coverage.db", work / "junit.xml"
@@ -343,6 +375,10 @@ def main() -> int:
                     "out of the sample (a fresh sample after a change made looking at them)")
     ap.add_argument("--replay", help="the commits of an earlier run's results (JSON), in its order, not a new "
                     "sample: before and after a change on the same commits")
+    ap.add_argument("--recorded-ago", type=int, default=0, metavar="K",
+                    help="also score `impact` with per-test coverage recorded K commits before each parent (parent~K: "
+                         "stale, as a developer's last run with coverage would be), mapped by nsccn at that commit; "
+                         "0: not scored. Each recording is kept in the truth folder (recorded-SHA.coverage)")
     ap.add_argument("--truth", help="a folder of each commit's suite times and covering tests (default WORK/truth): "
                     "read when there, written when not, so replays of other nsccn code skip the suite")
     args = ap.parse_args()
@@ -390,15 +426,18 @@ def main() -> int:
             elif len(inert) == len(lines):
                 truth = set()
             # else: an older cache without the files apart, and some file's code changed: all of it kept
+        recorded_at = record_coverage(tree, parent, args, truth_dir, work) if args.recorded_ago else None
         index_repository(tree, workers=1, embed=False)
         nav = Navigator(tree)
         t0 = time.perf_counter()
-        out = plain(nav.impact(commit=sha))  # as its JSON: what the command line answers (TEST_DEPTH)
+        out = plain(nav.impact(commit=sha, coverage="off"))  # as its JSON: what the command line answers (TEST_DEPTH)
         seconds = time.perf_counter() - t0
         # the graph's tests at every depth: one walk to the deepest (the product's tiers hang on its own depth)
-        deepest = out if max(TEST_DEPTHS) <= TEST_DEPTH else plain(nav.impact(commit=sha, test_depth=max(TEST_DEPTHS)))
+        deepest = out if max(TEST_DEPTHS) <= TEST_DEPTH else plain(nav.impact(commit=sha, test_depth=max(TEST_DEPTHS),
+                                                                              coverage="off"))
         all_tests = set(times)
-        wide = plain(nav.impact(commit=sha, wide=True))
+        wide = plain(nav.impact(commit=sha, wide=True, coverage="off"))
+        with_coverage = plain(nav.impact(commit=sha)) if recorded_at else None  # `.coverage` at the root, as a user's
 
         def picked_at(floor: float, depth: int = TEST_DEPTH, tiers: tuple[str, ...] = ("tests",)) -> set[str]:
             got = set()
@@ -419,8 +458,17 @@ def main() -> int:
             python = [s for s in out.get("suites") or () if s["runner"] == "pytest"]
             return all_tests if any(s["reached"] >= share * s["tests"] for s in python) else tiers
 
-        # what the answer's `run` runs: its tiers, or the whole suite
-        run = all_tests if any(s["whole"] for s in out.get("suites") or ()) else tiers
+        def runs(answer: dict) -> set[str]:  # what an answer's `run` runs: its tiers, or the whole suite
+            if any(s["whole"] for s in answer.get("suites") or ()):
+                return all_tests
+            got = set()
+            for t in (t for tier in ("covered_tests", "tests", "module_tests", "test_files") for t in answer.get(tier) or ()):
+                got |= {node(t["file"], t["qualname"])} if t.get("qualname") else \
+                    {x for x in all_tests if x.split("::", 1)[0] == t["file"]}
+            return got
+
+        run = runs(out)
+        assert run == (all_tests if any(s["whole"] for s in out.get("suites") or ()) else tiers)
         by_test = picked_at(0.0, tiers=("tests", "module_tests"))  # the same, no test file run whole
         # every test file the answer reaches run whole (pytest's file unit, as Pants selects files)
         run_files = {x for x in all_tests if x.split("::", 1)[0] in {t.split("::", 1)[0] for t in run}}
@@ -442,6 +490,10 @@ def main() -> int:
             # changed module) and the test files run whole (a tenth of their tests reached or more)
             "nsccn_run": score(run, truth, times),
             "nsccn_run_tiers": score(tiers, truth, times),  # never the whole suite
+            # with the coverage recorded at parent~K: the tests that ran a changed function then, and the graph
+            # from what is new or changed since (`nsccn.graph.recorded`)
+            **({"recorded_at": recorded_at, "nsccn_recorded": score(runs(with_coverage) & all_tests, truth, times),
+                "recorded_use": with_coverage.get("coverage")} if with_coverage else {}),
             **{f"nsccn_run_suite_{f:g}": score(suite_at(f), truth, times) for f in SUITE_SHARES},
             "nsccn_run_by_test": score(by_test, truth, times),
             "nsccn_run_files": score(run_files, truth, times),
@@ -480,6 +532,20 @@ def main() -> int:
     return 0
 
 
+def scores_of(rows: list[dict], key: str, truth: str = "covering") -> dict:
+    """Recall and safety over the commits some test covers; selection and time over all of them."""
+    covered = [r for r in rows if r.get(truth, r["covering"])]
+    rec = [r[key]["recall"] for r in covered]
+    return {
+        "median_recall": round(statistics.median(rec), 3) if rec else None,
+        "mean_recall": round(statistics.fmean(rec), 3) if rec else None,
+        "safety": round(sum(r[key]["safe"] for r in covered) / len(covered), 3) if covered else None,
+        "median_selection_rate": round(statistics.median(r[key]["selection_rate"] for r in rows), 3) if rows else None,
+        "mean_selection_rate": round(statistics.fmean(r[key]["selection_rate"] for r in rows), 3) if rows else None,
+        "median_time_share": round(statistics.median(r[key]["time_share"] for r in rows), 3) if rows else None,
+    }
+
+
 def summarize(rows: list[dict]) -> dict:
     covered = [r for r in rows if r["covering"]]
     out = {"commits": len(rows), "commits_with_covering_tests": len(covered),
@@ -489,16 +555,13 @@ def summarize(rows: list[dict]) -> dict:
                 *(f"nsccn_depth_{d}" for d in TEST_DEPTHS),
                 "named_test_module", "file_importers", "all",
                 "nsccn_as_written"):
-        if key == "nsccn_as_written":
-            covered = [r for r in rows if r.get("covering_as_written", r["covering"])]
-        rec = [r[key]["recall"] for r in covered]
-        out[key] = {
-            "median_recall": round(statistics.median(rec), 3) if rec else None,
-            "mean_recall": round(statistics.fmean(rec), 3) if rec else None,
-            "safety": round(sum(r[key]["safe"] for r in covered) / len(covered), 3) if covered else None,
-            "median_selection_rate": round(statistics.median(r[key]["selection_rate"] for r in rows), 3) if rows else None,
-            "median_time_share": round(statistics.median(r[key]["time_share"] for r in rows), 3) if rows else None,
-        }
+        out[key] = scores_of(rows, key, "covering_as_written" if key == "nsccn_as_written" else "covering")
+    recorded = [r for r in rows if "nsccn_recorded" in r]
+    if recorded:  # with the stale coverage, beside the graph alone on the same commits
+        out["recorded_commits"] = len(recorded)
+        for key, name in (("nsccn_recorded", "nsccn_recorded"), ("nsccn_run", "nsccn_run_where_recorded"),
+                          ("all", "all_where_recorded")):
+            out[name] = scores_of(recorded, key)
     for key in ("changed_precision", "changed_recall"):
         vals = [r[key] for r in rows if r[key] is not None]
         out[key] = round(statistics.fmean(vals), 3) if vals else None

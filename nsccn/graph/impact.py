@@ -29,6 +29,7 @@ from pathlib import Path
 
 from nsccn.graph import fixtures, mentions
 from nsccn.graph.inert import CodeLines, inert_lines
+from nsccn.graph.recorded import Recorded, fingerprints
 from nsccn.reading.changes import Change
 from nsccn.reading.diff import FileDiff
 from nsccn.store import EntityRow, Store
@@ -514,17 +515,18 @@ class Dependents:
 
 
 def walk(deps: Dependents, seeds: dict[str, list[tuple[str, str, float]] | None], depth: int, min_confidence: float,
-         max_nodes: int = MAX_NODES) -> tuple[dict[str, Reach], bool]:
+         max_nodes: int = MAX_NODES, starts: dict[str, Reach] | None = None) -> tuple[dict[str, Reach], bool]:
     """Breadth-first upstream from the seeds (id -> None, or the steps to use instead of the
-    graph's, for an entity the index lacks); each entity keeps its most confident shortest path."""
-    best: dict[str, Reach] = {s: Reach(0, 1.0, [s]) for s in seeds}
+    graph's, for an entity the index lacks); each entity keeps its most confident shortest path.
+    `starts`: a seed's path from the change, where the walk goes on from a node an earlier one reached."""
+    best: dict[str, Reach] = {s: (starts or {}).get(s) or Reach(0, 1.0, [s]) for s in seeds}
     # an importer (a leaf), or a class reached only as a changed method's owner, reached later by
     # what its own code runs: it walks on along that path, while the shorter one stays the path it
     # is listed with
     onward: dict[str, Reach] = {}
     frontier = list(seeds)
     truncated = False
-    for d in range(1, depth + 1):
+    for _level in range(depth):
         nxt: dict[str, Reach] = {}
         nxt_onward: dict[str, Reach] = {}
         for node in frontier:
@@ -532,7 +534,10 @@ def walk(deps: Dependents, seeds: dict[str, list[tuple[str, str, float]] | None]
             if _last_relation(here) == "IMPORTS":
                 continue  # an importer: the import alone runs nothing further
             # a changed module's own globals are seeds of their own (the lines that set them)
-            steps = seeds.get(node) if d == 1 and seeds.get(node) is not None else deps.of(node, changed=d == 1)
+            first = here.distance == 0
+            if here.distance + 1 > depth:
+                continue
+            steps = seeds.get(node) if first and seeds.get(node) is not None else deps.of(node, changed=first)
             for other, relation, conf in steps:
                 if conf < min_confidence or (relation == SUBCLASSES and _last_relation(here) == "HAS_MEMBER"):
                     continue  # a subclass built at run time runs class creation, not the methods of the class
@@ -540,12 +545,12 @@ def walk(deps: Dependents, seeds: dict[str, list[tuple[str, str, float]] | None]
                 if other in best:
                     if relation not in PARTIAL and other not in onward and _last_relation(best[other]) in PARTIAL \
                             and (other not in nxt_onward or c > nxt_onward[other].confidence):
-                        nxt_onward[other] = Reach(d, c, here.path + [(relation, round(conf, 3), other)])
+                        nxt_onward[other] = Reach(here.distance + 1, c, here.path + [(relation, round(conf, 3), other)])
                     continue
                 # of two paths as sure, one that calls beats one that imports (an import walks no further)
                 if other not in nxt or c > nxt[other].confidence or (
                         c == nxt[other].confidence and relation != "IMPORTS" and _last_relation(nxt[other]) == "IMPORTS"):
-                    nxt[other] = Reach(d, c, here.path + [(relation, round(conf, 3), other)])
+                    nxt[other] = Reach(here.distance + 1, c, here.path + [(relation, round(conf, 3), other)])
         if len(best) + len(nxt) > max_nodes:
             keep = sorted(nxt.items(), key=lambda kv: -kv[1].confidence)[: max(0, max_nodes - len(best))]
             nxt = dict(keep)
@@ -579,7 +584,7 @@ def render_path(r: Reach) -> str:
 
 
 def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH, min_confidence: float = 0.0,
-            test_depth: int = TEST_DEPTH, wide: bool = False) -> dict:
+            test_depth: int = TEST_DEPTH, wide: bool = False, recorded: Recorded | None = None) -> dict:
     files = []
     outside = []
     for fd in change.diff.files:
@@ -624,16 +629,30 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
             item["file"], item["line"] = row.path, row.start_line
         impacted.append(item)
     impacted.sort(key=lambda x: (-x["confidence"], x["distance"], x["id"]))
-    tests, tested = _tests(reached, rows, changed, deps)
+    covered: list[dict] = []
+    used = None
+    if recorded is None:
+        tests, tested = _tests(reached, rows, changed, deps)
+        graph_seeds = seeds
+    else:
+        # the tests that ran a changed function when the suite ran, and the graph only where it may know
+        # more: from what is new since, and through what changed since (`nsccn.graph.recorded`)
+        covered, graph_seeds, starts, used = _recorded_split(store, root, deps, recorded, seeds, changed, reached)
+        again, _ = walk(deps, graph_seeds, test_depth, min_confidence, starts=starts) if graph_seeds else ({}, False)
+        tests, tested = _tests(again, store.entities(again), changed, deps)
+        listed = {(t["file"], t["qualname"]) for t in tests}
+        covered = [t for t in covered if (t["file"], t["qualname"]) not in listed]
+        tested |= {c["in_index"] for c in changed if c.get("in_index") and recorded.ran.get(c["in_index"])}
     # the module tier stands in for the graph where it proves nothing: only when no test is reached from
     # the change (a test the change edits aside); `wide`: always (docs/impact.md, stop 55: per changed
     # entity, it selected as much as always)
-    proven = any(t["distance"] > 0 for t in tests)
-    module_tests = (_module_tests(deps, seeds, tests) if (wide or not proven) and IMPORTER_TEST_CONFIDENCE >= min_confidence
-                    else [])
+    proven = any(t["distance"] > 0 for t in tests + covered)
+    module_seeds = seeds if wide or recorded is None else {s: v for s, v in seeds.items() if s in graph_seeds}
+    module_tests = (_module_tests(deps, module_seeds, tests + covered)
+                    if (wide or not proven) and IMPORTER_TEST_CONFIDENCE >= min_confidence else [])
     test_files = _whole_files(deps, tests + module_tests) if WHOLE_FILE_CONFIDENCE >= min_confidence else []
     whole = {t["file"] for t in test_files}
-    units = [t for t in tests + module_tests if t["file"] not in whole] + test_files
+    units = [t for t in covered + tests + module_tests if t["file"] not in whole] + test_files
     runner_hint = js_runner(_read(root, "package.json"))
     suites = _suites(store, units, runner_hint, WHOLE_SUITE_CONFIDENCE >= min_confidence) if units else []
     out = {
@@ -642,6 +661,7 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
         "changed": changed,
         "impacted": impacted,
         "tests": tests,
+        "covered_tests": covered,
         "module_tests": module_tests,
         "test_files": test_files,
         "suites": suites,
@@ -653,6 +673,8 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
         "min_confidence": min_confidence,
         "wide": wide,
     }
+    if used is not None:
+        out["coverage"] = used
     if outside:
         out["outside_index"] = outside
     if change.diff.refused:
@@ -664,6 +686,74 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
         notes.append(f"the walk stopped at {MAX_NODES} entities: raise min_confidence or lower depth")
     if notes:
         out["notes"] = notes
+    return out
+
+
+# changes whose tests the recorded coverage names: a function's body runs when a test calls it (a class's
+# or module's own lines, a signature's defaults and decorators run at import, which coverage gives no test)
+RECORDED_CHANGES = ("body", "deleted")
+
+
+def _recorded_split(store: Store, root: Path, deps: Dependents, recorded: Recorded, seeds: dict, changed: list[dict],
+                    reached: dict[str, Reach]) -> tuple[list[dict], dict, dict[str, Reach], dict]:
+    """(the tests the recorded coverage says ran a changed function, the seeds of the graph's walk:
+    the changed entities the coverage cannot answer for and what the change reaches that changed
+    since the suite ran, their paths from the change, what was used)."""
+    by_id = {c["in_index"]: c for c in changed if c.get("in_index")}
+    measured = set(recorded.measured)
+    covered: dict[tuple[str, str], dict] = {}
+    graph_seeds: dict = {}
+    answered = 0
+    for s, steps in seeds.items():
+        c, row = by_id.get(s), deps.row(s)
+        if c is None or row is None or c["kind"] not in ("func", "method") or c["change"] not in RECORDED_CHANGES \
+                or row.path not in measured or s not in recorded.fingerprints:
+            graph_seeds[s] = steps  # new since, never measured, or code that runs at import
+            continue
+        answered += 1
+        for t in recorded.ran.get(s, ()):
+            file, _, name = recorded.tests[t].partition("::")
+            qualname = name.replace("::", ".")
+            if (file, qualname) in covered or store.file(file) is None:
+                continue  # listed, or its file is gone since
+            eid = next((i for i in (f"func:{file}:{qualname}", f"method:{file}:{qualname}") if i in reached), None)
+            covered[(file, qualname)] = {
+                "id": eid or f"test:{file}:{qualname}", "file": file, "qualname": qualname,
+                "distance": reached[eid].distance if eid else 1, "confidence": 1.0,
+                "reason": f"ran {s} when the suite ran with coverage ({recorded.source})"}
+    later = [eid for eid, r in reached.items() if r.distance > 0]
+    now = _fingerprints_now(store, root, recorded, later)
+    since = [eid for eid in later if deps.row(eid) is not None and (now.get(eid) is None or now[eid] != recorded.fingerprints.get(eid))]
+    starts = {eid: reached[eid] for eid in since}
+    graph_seeds.update({eid: None for eid in since if eid not in graph_seeds})
+    used = {"file": recorded.source, "when": recorded.when, "tests": len(recorded.tests),
+            "answered": answered, "walked": sum(1 for s in seeds if s in graph_seeds), "changed_since": len(since)}
+    if recorded.unmapped:
+        used["unmapped"] = recorded.unmapped[:20]
+    return sorted(covered.values(), key=lambda t: (t["distance"], t["file"], t["qualname"])), graph_seeds, starts, used
+
+
+def _fingerprints_now(store: Store, root: Path, recorded: Recorded, eids: list[str]) -> dict[str, int]:
+    """The fingerprints of these entities as the index holds them: the recorded ones where the file
+    is as it was, hashed afresh where the file on disk is what the index holds; absent otherwise."""
+    from nsccn.reading.extract import content_hash
+
+    by_file: dict[str, list[str]] = {}
+    for eid, row in store.entities(eids).items():
+        by_file.setdefault(row.path, []).append(eid)
+    out: dict[str, int] = {}
+    for path, ids in by_file.items():
+        info = store.file(path)
+        if info is None:
+            continue
+        if recorded.files.get(path) == info["content_hash"]:
+            out.update({eid: recorded.fingerprints[eid] for eid in ids if eid in recorded.fingerprints})
+            continue
+        data = _read(root, path)
+        if data is None or content_hash(data) != info["content_hash"]:
+            continue  # the index is not what the file holds: not known, so changed
+        prints = fingerprints(data, store.entities_in_file(path))
+        out.update({eid: prints[eid] for eid in ids if eid in prints})
     return out
 
 

@@ -105,6 +105,20 @@ def _blob(root: Path, rev: str, path: str, max_size: int) -> bytes | None:
     return None if cut else out
 
 
+def head_copy(root: Path, path: str, max_size: int) -> bytes | None:
+    """A file as HEAD holds it; None outside a work tree, where HEAD lacks it, or when too big."""
+    return _blob(root, "HEAD", path, max_size)
+
+
+def tracked(root: Path, path: str) -> bool:
+    """Whether git tracks the file (False outside a work tree)."""
+    try:
+        out, _ = _git(root, "ls-files", "--", path)
+    except NavigatorError:
+        return False
+    return bool(out.strip())
+
+
 def _disk(root: Path, path: str, max_size: int) -> bytes | None:
     from nsccn.reading.repofile import UnreadableFile, read_bytes
 

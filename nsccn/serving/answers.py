@@ -258,6 +258,18 @@ class SuiteShare(Answer, kw_only=True):
     whole: bool  # `run` runs its whole suite: the answer reaches most of it (WHOLE_SUITE_SHARE)
 
 
+class CoverageUsed(Answer, kw_only=True):
+    """The recorded per-test coverage an impact answer used (`nsccn.graph.recorded`)."""
+
+    file: str  # the data file
+    when: str | None  # when it was written, as it says
+    tests: int  # the tests it records
+    answered: int  # changed functions it names the tests of
+    walked: int  # changed entities the graph answers for instead: new since, not measured, run at import
+    changed_since: int  # entities the change reaches that changed since the suite ran: the graph walks on from them
+    unmapped: list[str] | None = None  # measured files whose text then is unknown (changed since it was written)
+
+
 class ImpactAnswer(Answer, kw_only=True):
     source: str  # which change: the working tree, staged, since a base, a commit, a diff
     files: list[ChangedFile]
@@ -274,6 +286,9 @@ class ImpactAnswer(Answer, kw_only=True):
     refused: list[Refused] | None = None
     notes: list[str] | None = None
     stale: str | None = None
+    # tests that ran a changed function when the suite last ran with per-test coverage (`coverage`)
+    covered_tests: list[TestToRun] = msgspec.field(default_factory=list)
+    coverage: CoverageUsed | None = None
     # tests no edge reaches, in test files importing a changed module by its own name, when the graph
     # reaches no test from the change (always with `wide`): run too, to be safe
     module_tests: list[TestToRun] = msgspec.field(default_factory=list)

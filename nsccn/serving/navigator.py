@@ -414,7 +414,7 @@ class Navigator:
 
     def impact(self, staged: bool = False, base: str | None = None, commit: str | None = None,
                diff: str | None = None, depth: int = 3, min_confidence: float = 0.0,
-               test_depth: int | None = None, wide: bool = False) -> ImpactAnswer:
+               test_depth: int | None = None, wide: bool = False, coverage: str | None = None) -> ImpactAnswer:
         """What a change touches, what depends on it and which tests reach it (`nsccn.graph.impact`): the
         working tree against HEAD, or the staged changes, or since `base`, or one `commit`, or a diff."""
         from nsccn.reading import changes
@@ -437,10 +437,34 @@ class Navigator:
                 pass  # an index outside the tree
             change = changes.from_git(self.root, staged=bool(staged), base=base, commit=commit,
                                       max_size=self.config.max_file_size, skip=tuple(skip))
+        used, note = self._recorded_coverage(store, coverage)
         out = msgspec.convert(impact.analyze(store, self.root, change, depth, float(min_confidence), test_depth,
-                                             bool(wide)), ImpactAnswer)
+                                             bool(wide), used), ImpactAnswer)
+        if note:
+            out.notes = [*(out.notes or []), note]
         out.stale = self.stale_note([x.file for x in out.impacted if x.file is not None] + [t.file for t in out.tests])
         return self._with_unresolved(out)
+
+    def _recorded_coverage(self, store, coverage: str | None):
+        """(the per-test coverage to select with, or None; a note on why not, where one was asked for
+        or is there but cannot be used)."""
+        from nsccn.graph import recorded
+        from nsccn.reading import changes
+
+        if coverage is not None and coverage.strip().lower() == "off":
+            return None, None
+        path = None
+        if coverage is not None:
+            given = Path(coverage)
+            path = (given if given.is_absolute() else self.root / given).resolve()
+            if not path.is_relative_to(self.root):
+                raise NavigatorError(f"coverage {said(coverage)} is outside the repository")
+        rel = (path or self.root / recorded.DEFAULT_FILE).relative_to(self.root).as_posix()
+        if (path or self.root / recorded.DEFAULT_FILE).is_file() and changes.tracked(self.root, rel):
+            # a data file the repository carries: it describes code someone else ran, not this tree
+            return None, f"{rel} is committed to the repository: per-test coverage not used (record your own)"
+        return recorded.recorded(store, self.root, path,
+                                 lambda p: changes.head_copy(self.root, p, self.config.max_file_size))
 
     def repo_map(self, max_tokens: int = 1024, focus: list[str] | None = None) -> RepoMapAnswer:
         self._check(params.REPO_MAP, max_tokens=max_tokens)

@@ -17,6 +17,7 @@ plain data for `--json`. A bad argument raises `ArgumentError`; a tool that cann
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import sys
 from dataclasses import dataclass, field, replace
@@ -589,16 +590,22 @@ class Impact(Tool):
     def answer(self, ctx, req):
         cap, offset = ctx.cap, req.offset
         res = ctx.nav.impact(staged=req.staged, base=req.base, commit=req.commit, diff=req.diff, depth=req.depth,
-                             min_confidence=float(req.min_confidence), wide=bool(req.wide))
+                             min_confidence=float(req.min_confidence), wide=bool(req.wide), coverage=req.coverage)
         # each impacted entity names the one it depends on (`via`): the whole path is in `tests`' reasons
         impacted = [{k: v for k, v in plain(i).items() if k not in ("path", "file")} for i in res.impacted[offset:]]
         tests = plain(res.tests[offset:])
+        covered = [{k: v for k, v in t.items() if k != "reason"} for t in plain(res.covered_tests[offset:])]
         module_tests = [{k: v for k, v in t.items() if k != "reason"} for t in plain(res.module_tests[offset:])]
         test_files = [{"file": t.file, "why": t.reason} for t in res.test_files[offset:]]
         changed = plain(res.changed)
         base = {"source": res.source, "files": plain(res.files), "risk": plain(res.risk), "run": res.run}
         if res.suites:
             base["suites"] = plain(res.suites)
+        if res.coverage is not None:
+            base["coverage"] = plain(res.coverage)
+            base["covered_tests_are"] = (f"tests that ran a changed function when the suite last ran with per-test "
+                                         f"coverage ({res.coverage.file}); `tests` then holds only what the graph adds: "
+                                         "tests reaching the change through code new or changed since")
         if any(s.whole for s in res.suites):
             from nsccn.graph.impact import WHOLE_SUITE_CONFIDENCE, WHOLE_SUITE_SHARE
 
@@ -612,7 +619,7 @@ class Impact(Tool):
         ctx.notes(base, answer=res)
         if res.stale:
             base["stale"] = res.stale
-        n = max(len(changed), len(impacted), len(tests), len(module_tests), len(test_files))
+        n = max(len(changed), len(impacted), len(tests), len(covered), len(module_tests), len(test_files))
         if res.module_tests:
             base["module_tests_are"] = ("tests no edge reaches, in test files that import a changed module or one that "
                                         "loads it by name" + ("" if res.wide else ", listed since the graph reaches no test "
@@ -626,6 +633,9 @@ class Impact(Tool):
             out = {**base, "changed": changed[:k], "impacted": impacted[:k], "tests": tests[:k],
                    "totals": {"changed": len(changed), "impacted": len(res.impacted), "tests": len(res.tests),
                               "module_tests": len(res.module_tests), "test_files": len(res.test_files)}}
+            if res.coverage is not None:
+                out["covered_tests"] = covered[:k]
+                out["totals"]["covered_tests"] = len(res.covered_tests)
             if module_tests:
                 out["module_tests"] = module_tests[:k]
             if test_files:
@@ -643,7 +653,8 @@ class Impact(Tool):
     def run(self, nav, args):
         diff = _diff_text(args.diff_file) if args.diff_file is not None else None
         out = nav.impact(staged=args.staged, base=args.base, commit=args.commit, diff=diff, depth=args.depth,
-                         min_confidence=args.min_confidence, test_depth=args.test_depth, wide=args.wide)
+                         min_confidence=args.min_confidence, test_depth=args.test_depth, wide=args.wide,
+                         coverage=None if args.coverage is None else _cli_path(args.coverage))
         if not args.json:
             _print_impact(out, args.limit)
         return out
@@ -858,6 +869,11 @@ def _report_text(args) -> str:
     return sys.stdin.read()
 
 
+def _cli_path(given: str) -> str:
+    """A path the command line names, from where it runs (the Navigator reads it from the root)."""
+    return given if given.strip().lower() == "off" else os.path.abspath(given)
+
+
 def _diff_text(given: str) -> str:
     """The diff of `--diff`: a file, or standard input (`-`), read up to the diff cap."""
     from nsccn.reading.diff import MAX_DIFF_BYTES
@@ -895,6 +911,18 @@ def _print_impact(out: ImpactAnswer, limit: int) -> None:
         name = f"{t.file}::{t.qualname}" if t.qualname else t.file
         print(f"  d{t.distance} {t.confidence:.2f}  {one_line(name)}")
         print(f"         {one_line(t.reason)}")
+    if out.coverage is not None:
+        cov = out.coverage
+        print(f"covered tests ({len(out.covered_tests)}: they ran a changed function when the suite ran with coverage, "
+              f"{one_line(cov.file)}{f' at {one_line(cov.when)}' if cov.when else ''}; in `run`):")
+        for t in out.covered_tests[:limit]:
+            print(f"  {one_line(f'{t.file}::{t.qualname}')}")
+        print(f"  ({cov.answered} changed function{'s' * (cov.answered != 1)} answered by it; the graph walked from "
+              f"{cov.walked} changed entit{'ies' if cov.walked != 1 else 'y'} it cannot answer for and from "
+              f"{cov.changed_since} dependent{'s' * (cov.changed_since != 1)} changed since it was recorded)")
+        if cov.unmapped:
+            print(f"# note: changed since the coverage was recorded, not mapped: {', '.join(map(one_line, cov.unmapped))}",
+                  file=sys.stderr)
     if out.module_tests:
         print(f"module tests ({len(out.module_tests)}: no edge reaches them; their files import a changed module or one that "
               "loads it by name; in `run`):")
@@ -904,7 +932,8 @@ def _print_impact(out: ImpactAnswer, limit: int) -> None:
         print(f"test files run whole ({len(out.test_files)}: the answer reaches a tenth of their tests or more; in `run`):")
         for t in out.test_files[:limit]:  # the reason's first clause: how many of its tests the answer reaches
             print(f"  {one_line(t.file)}: {one_line(t.reason.split(':', 1)[0])}")
-    for key, listed in (("impacted", out.impacted), ("tests", out.tests), ("module tests", out.module_tests),
+    for key, listed in (("impacted", out.impacted), ("tests", out.tests), ("covered tests", out.covered_tests),
+                        ("module tests", out.module_tests),
                         ("test files", out.test_files)):
         if len(listed) > limit:
             print(f"  ... {len(listed) - limit} more {key} (--limit, or --json for all)")

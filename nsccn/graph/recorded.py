@@ -1,0 +1,177 @@
+"""What the tests ran when per-test coverage was last recorded, kept beside the index: which tests
+ran each entity, and each entity's fingerprint then, so a later change can be told which of its
+dependents changed since (`nsccn.graph.impact` walks the graph only through those).
+
+A coverage data file names lines of files as they were when the suite ran. They are mapped onto
+entities once, as early as possible (the first `impact` after a run), using a file's text only
+where it is what ran: the file on disk unchanged since the data file was written, or else HEAD's
+copy of it when every line the data file says ran is code there (a shifted copy would put some on
+a blank line or a comment; the common case: tests run, then files edited). Other files' entities count as changed since.
+
+An entity's fingerprint hashes its own lines (a class's header and class-level code, not its
+methods'; a module's top-level code): a method edited since does not make its class look new.
+
+The map is kept in the user's state folder (`nsccn.store.trust.state_dir`), named after the
+index's random id, never in the repository: a map a repository carries would be believed.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import time
+from pathlib import Path
+
+import msgspec
+
+from nsccn.private import PrivatePathError, private_dir, write_private
+from nsccn.reading.coverage_file import CoverageFileError, PerTestCoverage, read
+from nsccn.store import Store
+from nsccn.store.trust import state_dir
+
+FORMAT = 1
+DEFAULT_FILE = ".coverage"  # coverage.py's, where pytest-cov writes it
+
+
+class Recorded(msgspec.Struct):
+    format: int
+    source: str  # the data file, relative to the root where inside it
+    size: int
+    mtime: float
+    when: str | None  # the data file's own time of writing
+    mapped_at: float
+    tests: list[str]  # `file::Class::test` as the runner names them, parameters stripped
+    ran: dict[str, list[int]]  # entity id -> the tests (indexes into `tests`) that ran its lines
+    fingerprints: dict[str, int]  # entity id -> the hash of its own lines when the suite ran
+    files: dict[str, str]  # file -> its content hash when the suite ran (where known)
+    measured: list[str]  # files the data file measured and that were mapped: an entity there no test ran ran in no test
+    unmapped: list[str]  # measured files whose text then is not known any more: changed since
+
+
+def fingerprints(data: bytes, entities: list) -> dict[str, int]:
+    """Entity id -> a hash of its own lines: its span less its children's spans."""
+    lines = data.decode("utf-8", "replace").splitlines()
+    owner: dict[int, str] = {}
+    # widest first: a child's lines are taken from its parent
+    for e in sorted(entities, key=lambda e: (e.start_line, -e.end_line)):
+        for n in range(e.start_line, e.end_line + 1):
+            owner[n] = e.id
+    parts: dict[str, list[str]] = {e.id: [] for e in entities}
+    for n in sorted(owner):
+        if n - 1 < len(lines):
+            text = lines[n - 1].strip()
+            if text:
+                parts[owner[n]].append(text)
+    return {eid: int.from_bytes(hashlib.blake2b("\n".join(p).encode(), digest_size=8).digest(), "big")
+            for eid, p in parts.items()}
+
+
+def code_lines(data: bytes) -> set[int] | None:
+    """The lines a Python tracer can report as run: where a statement or an except/case clause
+    starts, and every line of an expression (a call written over several lines reports them);
+    None when the text does not parse."""
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return None
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.stmt, ast.ExceptHandler)):
+            out.add(node.lineno)
+        elif isinstance(node, (ast.expr, ast.pattern)):
+            out.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return out
+
+
+def _innermost(entities: list) -> dict[int, str]:
+    """line -> the innermost entity holding it."""
+    out: dict[int, str] = {}
+    for e in sorted(entities, key=lambda e: (e.start_line, -e.end_line)):
+        for n in range(e.start_line, e.end_line + 1):
+            out[n] = e.id
+    return out
+
+
+def map_coverage(store: Store, root: Path, cov: PerTestCoverage, head_blob) -> Recorded:
+    """The per-test lines of `cov` as entities, with every mappable entity's fingerprint.
+    `head_blob(path)`: HEAD's copy of a file, or None."""
+    from nsccn.reading.extract import content_hash, parse_file
+    from nsccn.reading.repofile import UnreadableFile, read_bytes
+
+    states = store.file_states()
+    ran: dict[str, set[int]] = {}
+    prints: dict[str, int] = {}
+    files: dict[str, str] = {}
+    measured, unmapped = [], []
+    for path, (indexed_hash, _size, _mtime) in states.items():
+        data = None
+        try:
+            disk, st = read_bytes(root, path, 1 << 24)
+            if st.st_mtime <= cov.mtime:
+                data = disk  # unchanged since the suite ran (as far as the clock tells)
+        except UnreadableFile:
+            pass
+        per_test = cov.lines.get(path)
+        if data is None and per_test:
+            head = head_blob(path)
+            ran_lines = set().union(*per_test.values())
+            code = code_lines(head) if head is not None else None
+            if code is not None and ran_lines <= code:
+                data = head
+        if data is None:
+            if per_test:
+                unmapped.append(path)
+            continue
+        h = content_hash(data)
+        entities = store.entities_in_file(path) if h == indexed_hash else list(parse_file(path, data).entities)
+        files[path] = h
+        prints.update(fingerprints(data, entities))
+        if per_test is None:
+            continue
+        measured.append(path)
+        owner = _innermost(entities)
+        for test, lines in per_test.items():
+            for eid in {owner[n] for n in lines if n in owner}:
+                ran.setdefault(eid, set()).add(test)
+    try:
+        source = cov.path.resolve().relative_to(root).as_posix()
+    except ValueError:
+        source = str(cov.path)
+    return Recorded(format=FORMAT, source=source, size=cov.size, mtime=cov.mtime, when=cov.when,
+                    mapped_at=time.time(), tests=cov.tests, ran={k: sorted(v) for k, v in ran.items()},
+                    fingerprints=prints, files=files, measured=sorted(measured), unmapped=sorted(unmapped))
+
+
+def _kept_path(store: Store) -> Path | None:
+    index_id = store.get_meta("index_id")
+    return state_dir() / "coverage" / f"{index_id}.msgpack" if index_id else None
+
+
+def recorded(store: Store, root: Path, path: Path | None, head_blob) -> tuple[Recorded | None, str | None]:
+    """The recorded coverage for `path` (default: `.coverage` at the root, when it is there): the
+    kept map when it was made from this very data file, else mapped now and kept. (map, a note)."""
+    given = path is not None
+    path = path if given else root / DEFAULT_FILE
+    if not path.is_file():
+        return None, (f"no coverage data file at {path}" if given else None)
+    st = path.stat()
+    kept = _kept_path(store)
+    if kept is not None and kept.is_file():
+        try:
+            old = msgspec.msgpack.decode(kept.read_bytes(), type=Recorded)
+            if old.format == FORMAT and old.size == st.st_size and old.mtime == st.st_mtime:
+                return old, None
+        except (msgspec.DecodeError, OSError):
+            pass  # made by another version, or damaged: map again
+    try:
+        cov = read(path, root)
+    except CoverageFileError as exc:
+        return None, f"per-test coverage not used: {exc}"
+    rec = map_coverage(store, root, cov, head_blob)
+    if kept is not None:
+        try:
+            private_dir(kept.parent)
+            write_private(kept, msgspec.msgpack.encode(rec))
+        except (OSError, PrivatePathError):
+            pass  # kept or not, this answer has it
+    return rec, None

@@ -1,0 +1,113 @@
+"""A coverage.py data file (`.coverage`, SQLite) with per-test contexts, read as: per measured file,
+which test ran which lines.
+
+`pytest --cov=PKG --cov-context=test` (pytest-cov) names each line's context after the test that ran
+it: `tests/test_x.py::TestA::test_b|run` (also `|setup` and `|teardown`: a fixture's code runs for
+the test too). Lines run outside any test (imports while pytest collects) have the empty context
+and are credited to no test. Read with our own SQLite (the file's schema is coverage.py's, version
+7, documented with its `numbits` encoding), so the product needs no coverage.py; opened read-only,
+with `trusted_schema=OFF`: a data file is input, and reading runs no trigger.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import apsw
+
+SCHEMA_VERSION = 7  # coverage.py 5.0 and later (7.x today)
+# `path::Class::test_name[param]|run`: the test's node id without its parameters, and the phase
+_CONTEXT = re.compile(r"^(?P<file>[^:|]+?\.py)::(?P<name>[^|\[]+)(?:\[.*\])?(?:\|(?:setup|run|teardown))?$")
+
+
+class CoverageFileError(ValueError):
+    """A data file that is not coverage.py's, of another schema, or without per-test contexts."""
+
+
+@dataclass
+class PerTestCoverage:
+    path: Path
+    mtime: float
+    size: int
+    when: str | None  # the data file's own record of when it was written
+    tests: list[str] = field(default_factory=list)  # `file::Class::test`, parameters stripped
+    # repository-relative file -> test (index into `tests`) -> the lines it ran there
+    lines: dict[str, dict[int, set[int]]] = field(default_factory=dict)
+    outside: int = 0  # measured files outside the repository: not ours to map
+
+
+def numbits_to_lines(numbits: bytes) -> set[int]:
+    """coverage.py's `numbits`: bit b of byte i set means line 8 * i + b ran."""
+    out = set()
+    for i, byte in enumerate(numbits):
+        if byte:
+            out.update(8 * i + b for b in range(8) if byte >> b & 1)
+    return out
+
+
+def read(path: Path, root: Path) -> PerTestCoverage:
+    """The per-test lines of a data file, its measured paths made relative to `root`."""
+    st = path.stat()
+    try:
+        conn = apsw.Connection(f"file:{path}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    except apsw.Error as exc:
+        raise CoverageFileError(f"{path} cannot be opened as a coverage data file: {exc}") from exc
+    try:
+        conn.execute("PRAGMA trusted_schema=OFF")
+        tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not {"coverage_schema", "file", "context", "line_bits", "arc"} <= tables:
+            raise CoverageFileError(f"{path} is not a coverage.py data file (coverage.py 5 or later)")
+        version = conn.execute("SELECT version FROM coverage_schema").fetchone()
+        if not version or version[0] != SCHEMA_VERSION:
+            raise CoverageFileError(f"{path} has coverage.py schema {version and version[0]}; "
+                                    f"schema {SCHEMA_VERSION} (coverage.py 5 to 7) is read")
+        meta = dict(conn.execute("SELECT key, value FROM meta")) if "meta" in tables else {}
+        out = PerTestCoverage(path=path, mtime=st.st_mtime, size=st.st_size, when=meta.get("when"))
+        files = {fid: _relative(p, root) for fid, p in conn.execute("SELECT id, path FROM file")}
+        out.outside = sum(1 for p in files.values() if p is None)
+        test_of: dict[int, int | None] = {}
+        index: dict[str, int] = {}
+        for cid, context in conn.execute("SELECT id, context FROM context"):
+            m = _CONTEXT.match(context or "")
+            if m is None:
+                test_of[cid] = None
+                continue
+            name = f"{m['file']}::{m['name']}"
+            test_of[cid] = index.setdefault(name, len(index))
+        out.tests = list(index)
+        if not out.tests:
+            raise CoverageFileError(f"{path} records no per-test contexts: run the suite with "
+                                    "`pytest --cov=PACKAGE --cov-context=test`")
+
+        def add(fid: int, cid: int, lines) -> None:
+            rel, test = files.get(fid), test_of.get(cid)
+            if rel is not None and test is not None:
+                out.lines.setdefault(rel, {}).setdefault(test, set()).update(lines)
+
+        for fid, cid, numbits in conn.execute("SELECT file_id, context_id, numbits FROM line_bits"):
+            add(fid, cid, numbits_to_lines(numbits))
+        for fid, cid, a, b in conn.execute("SELECT file_id, context_id, fromno, tono FROM arc"):  # branch coverage
+            add(fid, cid, [n for n in (a, b) if n > 0])
+        return out
+    except apsw.Error as exc:
+        raise CoverageFileError(f"{path} cannot be read as a coverage data file: {exc}") from exc
+    finally:
+        conn.close()
+
+
+def _relative(measured: str, root: Path) -> str | None:
+    """A measured path relative to the repository (coverage.py writes absolute ones unless told
+    `relative_files`), or None outside it."""
+    p = Path(measured)
+    if not p.is_absolute():
+        return p.as_posix() if ".." not in p.parts else None
+    try:
+        return Path(os.path.realpath(p)).relative_to(root).as_posix()
+    except ValueError:
+        try:
+            return p.relative_to(root).as_posix()
+        except ValueError:
+            return None

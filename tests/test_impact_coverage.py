@@ -1,0 +1,269 @@
+"""`impact` with recorded per-test coverage: a real suite run by pytest with coverage contexts
+(`pytest --cov --cov-context=test`, pytest-cov) in a git repository the test writes, then changes,
+then a real index and the impact answer. The coverage names the tests that ran a changed function
+(a branch the graph cannot tell apart, a call by name it cannot see); the graph adds only tests
+that reach the change through code new or changed since the coverage was recorded."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import indexed_git_repo
+from nsccn.errors import NavigatorError
+from nsccn.graph.recorded import code_lines, fingerprints
+from nsccn.indexing.indexer import index_repository
+from nsccn.reading.coverage_file import CoverageFileError, numbits_to_lines, read
+from nsccn.reading.extract import parse_file
+from nsccn.serving.navigator import Navigator
+
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/core.py": """
+        def helper(x):
+            return x + 1
+
+
+        def used(x):
+            return helper(x)
+
+
+        def maybe(x, flag=False):
+            if flag:
+                return helper(x)
+            return x
+
+
+        def by_name(name, x):
+            return globals()[name](x)
+    """,
+    "tests/__init__.py": "",
+    "tests/test_core.py": """
+        from pkg.core import by_name, maybe, used
+
+
+        def test_used():
+            assert used(1) == 2
+
+
+        def test_maybe_not():
+            assert maybe(1) == 1
+
+
+        def test_by_name():
+            assert by_name("helper", 1) == 2
+
+
+        class TestMaybe:
+            def test_flag(self):
+                assert maybe(1, flag=True) == 2
+    """,
+    "pkg/other.py": """
+        def other(n):
+            return n * 2
+    """,
+    "tests/test_other.py": """
+        from pkg.other import other
+
+
+        def test_other_one():
+            assert other(1) == 2
+
+
+        def test_other_two():
+            assert other(2) == 4
+
+
+        def test_other_three():
+            assert other(3) == 6
+    """,
+    "pytest.ini": "[pytest]\n",
+}
+HELPER = "func:pkg/core.py:helper"
+
+
+@pytest.fixture(autouse=True)
+def own_state(tmp_path, monkeypatch):
+    """The recorded map is kept in the user's state folder: this test's own."""
+    monkeypatch.setenv("NSCCN_STATE_DIR", str(tmp_path / "state"))
+
+
+def record(root: Path, contexts: bool = True) -> Path:
+    """The repository's suite run once with per-test coverage, as a developer runs it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_", "COVERAGE_"))}
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--cov=pkg", "--cov-report=",
+            *(["--cov-context=test"] if contexts else []), "tests"]
+    done = subprocess.run(args, cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return root / ".coverage"
+
+
+def commit(root: Path, message: str) -> None:
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", message], cwd=root, check=True)
+
+
+def edit(root: Path, rel: str, old: str, new: str) -> None:
+    p = root / rel
+    text = p.read_text()
+    assert old in text
+    p.write_text(text.replace(old, new, 1))
+
+
+def impact(root: Path, **kw):
+    index_repository(root, workers=1, embed=False)
+    nav = Navigator(root)
+    try:
+        return nav.impact(**kw)
+    finally:
+        nav.close()
+
+
+def names(tests) -> set[str]:
+    return {f"{t.file}::{t.qualname}" for t in tests}
+
+
+def repo(tmp_path: Path) -> Path:
+    root = indexed_git_repo(tmp_path / "repo", FILES)
+    (root / ".gitignore").write_text(".coverage\n.nsccn/\n")
+    commit(root, "ignore")
+    return root
+
+
+def test_the_tests_that_ran_a_changed_function_and_not_those_the_graph_only_guesses(tmp_path):
+    root = repo(tmp_path)
+    record(root)
+    edit(root, "pkg/core.py", "return x + 1", "return 1 + x")  # after the run: mapped through HEAD's copy
+    graph = impact(root, coverage="off")
+    with_cov = impact(root)
+    # the graph reaches test_maybe_not through `maybe` (the branch not taken), and not test_by_name
+    assert "tests/test_core.py::test_maybe_not" in names(graph.tests)
+    assert "tests/test_core.py::test_by_name" not in names(graph.tests)
+    assert names(with_cov.covered_tests) == {"tests/test_core.py::test_used", "tests/test_core.py::test_by_name",
+                                             "tests/test_core.py::TestMaybe.test_flag"}
+    assert with_cov.tests == []  # nothing changed since the run: the graph adds nothing
+    assert with_cov.coverage.answered == 1 and with_cov.coverage.unmapped is None
+    assert "test_maybe_not" not in with_cov.run and "TestMaybe::test_flag" in with_cov.run
+    assert all(HELPER in t.reason for t in with_cov.covered_tests)
+
+
+def test_what_changed_since_the_run_is_walked_by_the_graph(tmp_path):
+    root = repo(tmp_path)
+    record(root)
+    # after the run: a new caller of helper and its test (new code: the coverage knows nothing of it), and
+    # `used` edited to call helper twice (changed since: its callers' tests may run helper anew)
+    (root / "pkg" / "extra.py").write_text("from pkg.core import helper\n\n\ndef twice(x):\n    return helper(helper(x))\n")
+    (root / "tests" / "test_extra.py").write_text("from pkg.extra import twice\n\n\ndef test_twice():\n    assert twice(1) == 3\n")
+    commit(root, "new caller")
+    edit(root, "pkg/core.py", "return x + 1", "return 1 + x")
+    got = impact(root)
+    assert "tests/test_extra.py::test_twice" in names(got.tests)  # through new code
+    assert "tests/test_core.py::test_maybe_not" not in names(got.tests) | names(got.covered_tests)
+    assert got.coverage.changed_since >= 1
+    assert {"tests/test_core.py::test_used", "tests/test_core.py::test_by_name"} <= names(got.covered_tests)
+
+
+def test_a_new_function_and_code_run_at_import_are_left_to_the_graph(tmp_path):
+    root = repo(tmp_path)
+    record(root)
+    edit(root, "pkg/core.py", "def used(x):", "LIMIT = 3\n\n\ndef used(x):")
+    edit(root, "pkg/core.py", "return helper(x)\n\n\ndef maybe", "return helper(x) + LIMIT - 3\n\n\ndef maybe")
+    got = impact(root)
+    assert got.coverage.answered == 1  # `used`'s body; LIMIT is module code: walked
+    assert "tests/test_core.py::test_used" in names(got.covered_tests) | names(got.tests)
+
+
+def test_a_committed_coverage_file_is_not_believed(tmp_path):
+    root = repo(tmp_path)
+    record(root)
+    subprocess.run(["git", "add", "-f", ".coverage"], cwd=root, check=True)
+    commit(root, "someone committed their coverage")
+    edit(root, "pkg/core.py", "return x + 1", "return 1 + x")
+    got = impact(root)
+    assert got.coverage is None and got.covered_tests == []
+    assert any("committed" in n for n in got.notes)
+    assert "tests/test_core.py::test_maybe_not" in names(got.tests)  # the graph's answer, as without one
+
+
+def test_coverage_without_contexts_says_how_to_record_them(tmp_path):
+    root = repo(tmp_path)
+    record(root, contexts=False)
+    edit(root, "pkg/core.py", "return x + 1", "return 1 + x")
+    got = impact(root)
+    assert got.coverage is None
+    assert any("--cov-context=test" in n for n in got.notes)
+    with pytest.raises(CoverageFileError, match="per-test contexts"):
+        read(root / ".coverage", root)
+
+
+def test_a_coverage_file_outside_the_repository_or_not_one_is_refused(tmp_path):
+    root = repo(tmp_path)
+    edit(root, "pkg/core.py", "return x + 1", "return 1 + x")
+    with pytest.raises(NavigatorError, match="outside the repository"):
+        impact(root, coverage=str(tmp_path / ".coverage"))
+    (root / "notes.db").write_bytes(b"not sqlite at all" * 10)
+    got = impact(root, coverage="notes.db")
+    assert got.coverage is None and any("notes.db" in n for n in got.notes)
+    got = impact(root, coverage="missing.coverage")
+    assert any("no coverage data file" in n for n in got.notes)
+
+
+def test_a_kept_map_serves_the_next_answer_and_a_new_run_replaces_it(tmp_path):
+    root = repo(tmp_path)
+    record(root)
+    edit(root, "pkg/core.py", "return x + 1", "return 1 + x")
+    first = impact(root)
+    kept = list((tmp_path / "state" / "coverage").iterdir())
+    assert len(kept) == 1
+    assert names(impact(root).covered_tests) == names(first.covered_tests)
+    edit(root, "tests/test_core.py", "assert maybe(1) == 1", "assert maybe(1, True) == 2")
+    commit(root, "test_maybe_not runs helper now")
+    edit(root, "pkg/core.py", "return 1 + x", "return x + 1")
+    commit(root, "back")
+    record(root)  # a new run: the map is made again
+    edit(root, "pkg/core.py", "return x + 1", "return 1 + x")
+    assert "tests/test_core.py::test_maybe_not" in names(impact(root).covered_tests)
+
+
+def test_numbits_and_code_lines():
+    assert numbits_to_lines(bytes([0b00000110, 0, 0b10000000])) == {1, 2, 23}
+    code = b"def f(x):\n    y = g(\n        x,\n    )\n\n    # note\n    return y\n"
+    assert code_lines(code) >= {1, 2, 3, 7} and not code_lines(code) & {5, 6}
+    assert code_lines(b"def (:") is None
+
+
+def test_a_fingerprint_is_an_entity_s_own_lines():
+    before = textwrap.dedent("""
+        class A:
+            x = 1
+
+            def m(self):
+                return 1
+    """).lstrip().encode()
+    after = before.replace(b"return 1", b"return 2")
+    fb = fingerprints(before, list(parse_file("a.py", before).entities))
+    fa = fingerprints(after, list(parse_file("a.py", after).entities))
+    assert fb["class:a.py:A"] == fa["class:a.py:A"]  # a method edited: its class reads the same
+    assert fb["method:a.py:A.m"] != fa["method:a.py:A.m"]
+    moved = b"\n\n" + before
+    assert fingerprints(moved, list(parse_file("a.py", moved).entities))["method:a.py:A.m"] == fb["method:a.py:A.m"]
+
+
+def test_the_command_line_prints_the_covered_tests(tmp_path):
+    root = repo(tmp_path)
+    record(root)
+    edit(root, "pkg/core.py", "return x + 1", "return 1 + x")
+    index_repository(root, workers=1, embed=False)
+    exe = Path(sys.executable).parent / "nsccn"
+    done = subprocess.run([str(exe), "impact"], cwd=root / "tests", capture_output=True, text=True, timeout=120,
+                          env={**os.environ})
+    assert done.returncode == 0, done.stderr
+    assert "covered tests (3:" in done.stdout and "tests/test_core.py::TestMaybe::test_flag" in done.stdout
+    off = subprocess.run([str(exe), "impact", "--coverage", "off"], cwd=root, capture_output=True, text=True,
+                         timeout=120)
+    assert "covered tests" not in off.stdout and "test_maybe_not" in off.stdout
