@@ -267,3 +267,15 @@ def test_the_command_line_prints_the_covered_tests(tmp_path):
     off = subprocess.run([str(exe), "impact", "--coverage", "off"], cwd=root, capture_output=True, text=True,
                          timeout=120)
     assert "covered tests" not in off.stdout and "test_maybe_not" in off.stdout
+
+
+def test_a_data_file_written_in_another_checkout_is_read_relative_to_it(tmp_path):
+    first = repo(tmp_path)
+    data = record(first).read_bytes()  # its paths: absolute, under `first`
+    second = tmp_path / "elsewhere"
+    subprocess.run(["git", "clone", "-q", str(first), str(second)], check=True)
+    (second / ".coverage").write_bytes(data)  # as CI's artifact, or a container's run
+    edit(second, "pkg/core.py", "return x + 1", "return 1 + x")
+    got = impact(second)
+    assert got.coverage.answered == 1
+    assert "tests/test_core.py::test_by_name" in names(got.covered_tests)

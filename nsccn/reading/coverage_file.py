@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +33,7 @@ class PerTestCoverage:
     path: Path
     mtime: float
     size: int
-    when: str | None  # the data file's own record of when it was written
+    when: str  # when it was written: its own record, else the file's time
     tests: list[str] = field(default_factory=list)  # `file::Class::test`, parameters stripped
     # repository-relative file -> test (index into `tests`) -> the lines it ran there
     lines: dict[str, dict[int, set[int]]] = field(default_factory=dict)
@@ -65,8 +66,15 @@ def read(path: Path, root: Path) -> PerTestCoverage:
             raise CoverageFileError(f"{path} has coverage.py schema {version and version[0]}; "
                                     f"schema {SCHEMA_VERSION} (coverage.py 5 to 7) is read")
         meta = dict(conn.execute("SELECT key, value FROM meta")) if "meta" in tables else {}
-        out = PerTestCoverage(path=path, mtime=st.st_mtime, size=st.st_size, when=meta.get("when"))
-        files = {fid: _relative(p, root) for fid, p in conn.execute("SELECT id, path FROM file")}
+        when = meta.get("when") or time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st.st_mtime))
+        out = PerTestCoverage(path=path, mtime=st.st_mtime, size=st.st_size, when=when)
+        measured = dict(conn.execute("SELECT id, path FROM file"))
+        files = {fid: _relative(p, root) for fid, p in measured.items()}
+        moved = _checkout_prefix([measured[f] for f, rel in files.items() if rel is None], root)
+        if moved is not None:  # written in another checkout of this repository (moved, a container, CI)
+            for fid, rel in files.items():
+                if rel is None and measured[fid].startswith(moved):
+                    files[fid] = measured[fid][len(moved):].lstrip("/") or None
         out.outside = sum(1 for p in files.values() if p is None)
         test_of: dict[int, int | None] = {}
         index: dict[str, int] = {}
@@ -96,6 +104,24 @@ def read(path: Path, root: Path) -> PerTestCoverage:
         raise CoverageFileError(f"{path} cannot be read as a coverage data file: {exc}") from exc
     finally:
         conn.close()
+
+
+def _checkout_prefix(paths: list[str], root: Path) -> str | None:
+    """The folder the data file's measured paths hang from, where they name files this repository
+    has (`/ci/build/src/pkg/a.py` -> `/ci/build` when `src/pkg/a.py` is here): the prefix most of
+    them share, None when none does."""
+    votes: dict[str, int] = {}
+    for measured in paths[:200]:
+        parts = measured.split("/")
+        for i in range(1, len(parts) - 1):
+            if (root / "/".join(parts[i:])).is_file():
+                prefix = "/".join(parts[:i])
+                votes[prefix] = votes.get(prefix, 0) + 1
+                break
+    if not votes:
+        return None
+    best = max(votes, key=votes.get)
+    return best if votes[best] * 2 > min(len(paths), 200) else None
 
 
 def _relative(measured: str, root: Path) -> str | None:
