@@ -155,6 +155,7 @@ def test_the_tests_that_ran_a_changed_function_and_not_those_the_graph_only_gues
 def test_what_changed_since_the_run_is_walked_by_the_graph(tmp_path):
     root = repo(tmp_path)
     record(root)
+    impact(root)  # mapped now
     # after the run: a new caller of helper and its test (new code: the coverage knows nothing of it), and
     # `used` edited to call helper twice (changed since: its callers' tests may run helper anew)
     (root / "pkg" / "extra.py").write_text("from pkg.core import helper\n\n\ndef twice(x):\n    return helper(helper(x))\n")
@@ -279,3 +280,32 @@ def test_a_data_file_written_in_another_checkout_is_read_relative_to_it(tmp_path
     got = impact(second)
     assert got.coverage.answered == 1
     assert "tests/test_core.py::test_by_name" in names(got.covered_tests)
+
+
+def test_a_function_changed_since_to_reach_the_change_brings_the_tests_that_ran_it(tmp_path):
+    root = repo(tmp_path)
+    record(root)
+    assert impact(root).changed == []  # the first answer after the run maps it, while the files are as it ran them
+    edit(root, "pkg/other.py", "def other(n):\n    return n * 2",
+         "from pkg.core import helper\n\n\ndef other(n):\n    return helper(n) - 1 + n")  # calls helper now
+    commit(root, "other uses helper")
+    edit(root, "pkg/core.py", "return x + 1", "return 1 + x")
+    got = impact(root)
+    by_name = {f"{t.file}::{t.qualname}": t for t in got.covered_tests}
+    assert {"tests/test_other.py::test_other_one", "tests/test_other.py::test_other_two"} <= set(by_name)
+    assert "changed since" in by_name["tests/test_other.py::test_other_one"].reason
+    assert got.tests == []  # the run measured `other`: its tests then are its tests now, no walk
+    assert "tests/test_core.py::test_maybe_not" not in by_name
+
+
+def test_a_file_whose_text_at_the_run_is_lost_is_left_to_the_graph(tmp_path):
+    root = repo(tmp_path)
+    record(root)
+    # committed after the run and before any answer mapped it: neither the disk nor HEAD holds what ran
+    edit(root, "pkg/other.py", "def other(n):\n    return n * 2",
+         "from pkg.core import helper\n\n\ndef other(n):\n    return helper(n) - 1 + n")
+    commit(root, "other uses helper")
+    edit(root, "pkg/core.py", "return x + 1", "return 1 + x")
+    got = impact(root)
+    assert got.coverage.unmapped == ["pkg/other.py"]
+    assert "tests/test_other.py::test_other_one" in names(got.tests)  # the graph, from `other`

@@ -702,30 +702,44 @@ def _recorded_split(store: Store, root: Path, deps: Dependents, recorded: Record
     by_id = {c["in_index"]: c for c in changed if c.get("in_index")}
     measured = set(recorded.measured)
     covered: dict[tuple[str, str], dict] = {}
-    graph_seeds: dict = {}
-    answered = 0
-    for s, steps in seeds.items():
-        c, row = by_id.get(s), deps.row(s)
-        if c is None or row is None or c["kind"] not in ("func", "method") or c["change"] not in RECORDED_CHANGES \
-                or row.path not in measured or s not in recorded.fingerprints:
-            graph_seeds[s] = steps  # new since, never measured, or code that runs at import
-            continue
-        answered += 1
-        for t in recorded.ran.get(s, ()):
+
+    def answers(eid: str) -> bool:  # a function the suite's run measured, as it was then or since
+        row = deps.row(eid)
+        return row is not None and row.kind in ("func", "method") and row.path in measured \
+            and eid in recorded.fingerprints
+
+    def ran(eid: str, why: str) -> None:
+        for t in recorded.ran.get(eid, ()):
             file, _, name = recorded.tests[t].partition("::")
             qualname = name.replace("::", ".")
             if (file, qualname) in covered or store.file(file) is None:
                 continue  # listed, or its file is gone since
-            eid = next((i for i in (f"func:{file}:{qualname}", f"method:{file}:{qualname}") if i in reached), None)
+            tid = next((i for i in (f"func:{file}:{qualname}", f"method:{file}:{qualname}") if i in reached), None)
             covered[(file, qualname)] = {
-                "id": eid or f"test:{file}:{qualname}", "file": file, "qualname": qualname,
-                "distance": reached[eid].distance if eid else 1, "confidence": 1.0,
-                "reason": f"ran {s} when the suite ran with coverage ({recorded.source})"}
+                "id": tid or f"test:{file}:{qualname}", "file": file, "qualname": qualname,
+                "distance": reached[tid].distance if tid else 1, "confidence": 1.0,
+                "reason": f"ran {eid} when the suite ran with coverage ({recorded.source}){why}"}
+
+    graph_seeds: dict = {}
+    answered = 0
+    for s, steps in seeds.items():
+        c = by_id.get(s)
+        if c is None or c["kind"] not in ("func", "method") or c["change"] not in RECORDED_CHANGES or not answers(s):
+            graph_seeds[s] = steps  # new since, never measured, or code that runs at import
+            continue
+        answered += 1
+        ran(s, "")
+    # what the change reaches that changed since the run may reach it anew: a function the run measured,
+    # through the tests that ran it then (whoever runs it now through code as it was ran it then); anything
+    # else (new since, test code, a class's or module's own lines) through the graph, walking on from it
     later = [eid for eid, r in reached.items() if r.distance > 0]
     now = _fingerprints_now(store, root, recorded, later)
     since = [eid for eid in later if deps.row(eid) is not None and (now.get(eid) is None or now[eid] != recorded.fingerprints.get(eid))]
-    starts = {eid: reached[eid] for eid in since}
-    graph_seeds.update({eid: None for eid in since if eid not in graph_seeds})
+    for eid in since:
+        if answers(eid):
+            ran(eid, f", and changed since: {render_path(reached[eid])}")
+    starts = {eid: reached[eid] for eid in since if not answers(eid)}
+    graph_seeds.update({eid: None for eid in starts if eid not in graph_seeds})
     used = {"file": recorded.source, "when": recorded.when, "tests": len(recorded.tests),
             "answered": answered, "walked": sum(1 for s in seeds if s in graph_seeds), "changed_since": len(since)}
     if recorded.unmapped:

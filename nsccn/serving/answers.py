@@ -266,7 +266,7 @@ class CoverageUsed(Answer, kw_only=True):
     tests: int  # the tests it records
     answered: int  # changed functions it names the tests of
     walked: int  # changed entities the graph answers for instead: new since, not measured, run at import
-    changed_since: int  # entities the change reaches that changed since the suite ran: the graph walks on from them
+    changed_since: int  # entities the change reaches that changed since the suite ran: the tests that ran them then, or the graph from them
     unmapped: list[str] | None = None  # measured files whose text then is unknown (changed since it was written)
 
 
