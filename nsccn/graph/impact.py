@@ -515,10 +515,12 @@ class Dependents:
 
 
 def walk(deps: Dependents, seeds: dict[str, list[tuple[str, str, float]] | None], depth: int, min_confidence: float,
-         max_nodes: int = MAX_NODES, starts: dict[str, Reach] | None = None) -> tuple[dict[str, Reach], bool]:
+         max_nodes: int = MAX_NODES, starts: dict[str, Reach] | None = None, stop=None,
+         skip: tuple[str, ...] = ()) -> tuple[dict[str, Reach], bool]:
     """Breadth-first upstream from the seeds (id -> None, or the steps to use instead of the
     graph's, for an entity the index lacks); each entity keeps its most confident shortest path.
-    `starts`: a seed's path from the change, where the walk goes on from a node an earlier one reached."""
+    `starts`: a seed's path from the change, where the walk goes on from a node an earlier one reached;
+    `stop(id)`: reached, not walked on from; `skip`: relations not followed."""
     best: dict[str, Reach] = {s: (starts or {}).get(s) or Reach(0, 1.0, [s]) for s in seeds}
     # an importer (a leaf), or a class reached only as a changed method's owner, reached later by
     # what its own code runs: it walks on along that path, while the shorter one stays the path it
@@ -539,6 +541,8 @@ def walk(deps: Dependents, seeds: dict[str, list[tuple[str, str, float]] | None]
                 continue
             steps = seeds.get(node) if first and seeds.get(node) is not None else deps.of(node, changed=first)
             for other, relation, conf in steps:
+                if relation in skip:
+                    continue
                 if conf < min_confidence or (relation == SUBCLASSES and _last_relation(here) == "HAS_MEMBER"):
                     continue  # a subclass built at run time runs class creation, not the methods of the class
                 c = here.confidence * conf
@@ -557,7 +561,7 @@ def walk(deps: Dependents, seeds: dict[str, list[tuple[str, str, float]] | None]
             truncated = True
         best.update(nxt)
         onward.update(nxt_onward)
-        frontier = list(nxt) + list(nxt_onward)
+        frontier = [n for n in list(nxt) + list(nxt_onward) if stop is None or not stop(n)]
         if not frontier or truncated:
             break
     return best, truncated
@@ -637,11 +641,19 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
     else:
         # the tests that ran a changed function when the suite ran, and the graph only where it may know
         # more: from what is new since, and through what changed since (`nsccn.graph.recorded`)
-        covered, graph_seeds, starts, used = _recorded_split(store, root, deps, recorded, seeds, changed, reached)
-        again, _ = walk(deps, graph_seeds, test_depth, min_confidence, starts=starts) if graph_seeds else ({}, False)
+        by_run = RecordedTests(store, deps, recorded, reached)
+        graph_seeds, starts, used = by_run.split(root, seeds, changed)
+        # walked on until a function the run measured: whoever runs it now ran it then, through code as it
+        # was; not to the callers of a method a new one overrides: a method runs on an instance of its own
+        # class, and the walk reaches whoever makes one (HAS_MEMBER)
+        again, _ = walk(deps, graph_seeds, test_depth, min_confidence, starts=starts, stop=by_run.answers,
+                        skip=("DISPATCHES_TO",)) if graph_seeds else ({}, False)
+        for eid, r in again.items():
+            if eid not in graph_seeds and by_run.answers(eid):
+                by_run.ran(eid, f", and reaches the change through code new or changed since: {render_path(r)}")
         tests, tested = _tests(again, store.entities(again), changed, deps)
         listed = {(t["file"], t["qualname"]) for t in tests}
-        covered = [t for t in covered if (t["file"], t["qualname"]) not in listed]
+        covered = [t for t in by_run.tests() if (t["file"], t["qualname"]) not in listed]
         tested |= {c["in_index"] for c in changed if c.get("in_index") and recorded.ran.get(c["in_index"])}
     # the module tier stands in for the graph where it proves nothing: only when no test is reached from
     # the change (a test the change edits aside); `wide`: always (docs/impact.md, stop 55: per changed
@@ -694,57 +706,69 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
 RECORDED_CHANGES = ("body", "deleted")
 
 
-def _recorded_split(store: Store, root: Path, deps: Dependents, recorded: Recorded, seeds: dict, changed: list[dict],
-                    reached: dict[str, Reach]) -> tuple[list[dict], dict, dict[str, Reach], dict]:
-    """(the tests the recorded coverage says ran a changed function, the seeds of the graph's walk:
-    the changed entities the coverage cannot answer for and what the change reaches that changed
-    since the suite ran, their paths from the change, what was used)."""
-    by_id = {c["in_index"]: c for c in changed if c.get("in_index")}
-    measured = set(recorded.measured)
-    covered: dict[tuple[str, str], dict] = {}
+class RecordedTests:
+    """The tests recorded per-test coverage names for a change (`nsccn.graph.recorded`)."""
 
-    def answers(eid: str) -> bool:  # a function the suite's run measured, as it was then or since
-        row = deps.row(eid)
-        return row is not None and row.kind in ("func", "method") and row.path in measured \
-            and eid in recorded.fingerprints
+    def __init__(self, store: Store, deps: Dependents, recorded: Recorded, reached: dict[str, Reach]):
+        self.store, self.deps, self.recorded, self.reached = store, deps, recorded, reached
+        self.measured = set(recorded.measured)
+        self.covered: dict[tuple[str, str], dict] = {}
 
-    def ran(eid: str, why: str) -> None:
-        for t in recorded.ran.get(eid, ()):
-            file, _, name = recorded.tests[t].partition("::")
+    def answers(self, eid: str) -> bool:
+        """A function the run measured, as it was then or since: the tests that ran it are known."""
+        row = self.deps.row(eid)
+        return row is not None and row.kind in ("func", "method") and row.path in self.measured \
+            and eid in self.recorded.fingerprints
+
+    def ran(self, eid: str, why: str) -> None:
+        """The tests that ran `eid` in the run, listed with `why`."""
+        rec = self.recorded
+        for t in rec.ran.get(eid, ()):
+            file, _, name = rec.tests[t].partition("::")
             qualname = name.replace("::", ".")
-            if (file, qualname) in covered or store.file(file) is None:
+            if (file, qualname) in self.covered or self.store.file(file) is None:
                 continue  # listed, or its file is gone since
-            tid = next((i for i in (f"func:{file}:{qualname}", f"method:{file}:{qualname}") if i in reached), None)
-            covered[(file, qualname)] = {
+            tid = next((i for i in (f"func:{file}:{qualname}", f"method:{file}:{qualname}") if i in self.reached), None)
+            self.covered[(file, qualname)] = {
                 "id": tid or f"test:{file}:{qualname}", "file": file, "qualname": qualname,
-                "distance": reached[tid].distance if tid else 1, "confidence": 1.0,
-                "reason": f"ran {eid} when the suite ran with coverage ({recorded.source}){why}"}
+                "distance": self.reached[tid].distance if tid else 1, "confidence": 1.0,
+                "reason": f"ran {eid} when the suite ran with coverage ({rec.source}){why}"}
 
-    graph_seeds: dict = {}
-    answered = 0
-    for s, steps in seeds.items():
-        c = by_id.get(s)
-        if c is None or c["kind"] not in ("func", "method") or c["change"] not in RECORDED_CHANGES or not answers(s):
-            graph_seeds[s] = steps  # new since, never measured, or code that runs at import
-            continue
-        answered += 1
-        ran(s, "")
-    # what the change reaches that changed since the run may reach it anew: a function the run measured,
-    # through the tests that ran it then (whoever runs it now through code as it was ran it then); anything
-    # else (new since, test code, a class's or module's own lines) through the graph, walking on from it
-    later = [eid for eid, r in reached.items() if r.distance > 0]
-    now = _fingerprints_now(store, root, recorded, later)
-    since = [eid for eid in later if deps.row(eid) is not None and (now.get(eid) is None or now[eid] != recorded.fingerprints.get(eid))]
-    for eid in since:
-        if answers(eid):
-            ran(eid, f", and changed since: {render_path(reached[eid])}")
-    starts = {eid: reached[eid] for eid in since if not answers(eid)}
-    graph_seeds.update({eid: None for eid in starts if eid not in graph_seeds})
-    used = {"file": recorded.source, "when": recorded.when, "tests": len(recorded.tests),
-            "answered": answered, "walked": sum(1 for s in seeds if s in graph_seeds), "changed_since": len(since)}
-    if recorded.unmapped:
-        used["unmapped"] = recorded.unmapped[:20]
-    return sorted(covered.values(), key=lambda t: (t["distance"], t["file"], t["qualname"])), graph_seeds, starts, used
+    def tests(self) -> list[dict]:
+        return sorted(self.covered.values(), key=lambda t: (t["distance"], t["file"], t["qualname"]))
+
+    def split(self, root: Path, seeds: dict, changed: list[dict]) -> tuple[dict, dict[str, Reach], dict]:
+        """The tests of the changed functions the run measured; (the seeds of the graph's walk: the
+        changed entities the run cannot answer for and, among what the change reaches, what changed
+        since the run that it did not measure; their paths from the change; what was used)."""
+        rec, reached = self.recorded, self.reached
+        by_id = {c["in_index"]: c for c in changed if c.get("in_index")}
+        graph_seeds: dict = {}
+        answered = 0
+        for s, steps in seeds.items():
+            c = by_id.get(s)
+            if c is None or c["kind"] not in ("func", "method") or c["change"] not in RECORDED_CHANGES or not self.answers(s):
+                graph_seeds[s] = steps  # new since, never measured, or code that runs at import
+                continue
+            answered += 1
+            self.ran(s, "")
+        # what the change reaches that changed since the run may reach it anew: a function the run measured
+        # through the tests that ran it then (whoever runs it now through code as it was ran it then); the rest
+        # (new since, test code, a class's or module's own lines) through the graph, walking on from it
+        later = [eid for eid, r in reached.items() if r.distance > 0]
+        now = _fingerprints_now(self.store, root, rec, later)
+        since = [eid for eid in later if self.deps.row(eid) is not None
+                 and (now.get(eid) is None or now[eid] != rec.fingerprints.get(eid))]
+        for eid in since:
+            if self.answers(eid):
+                self.ran(eid, f", and changed since: {render_path(reached[eid])}")
+        starts = {eid: reached[eid] for eid in since if not self.answers(eid)}
+        graph_seeds.update({eid: None for eid in starts if eid not in graph_seeds})
+        used = {"file": rec.source, "when": rec.when, "tests": len(rec.tests), "answered": answered,
+                "walked": sum(1 for s in seeds if s in graph_seeds), "changed_since": len(since)}
+        if rec.unmapped:
+            used["unmapped"] = rec.unmapped[:20]
+        return graph_seeds, starts, used
 
 
 def _fingerprints_now(store: Store, root: Path, recorded: Recorded, eids: list[str]) -> dict[str, int]:
