@@ -309,3 +309,30 @@ def test_a_file_whose_text_at_the_run_is_lost_is_left_to_the_graph(tmp_path):
     got = impact(root)
     assert got.coverage.unmapped == ["pkg/other.py"]
     assert "tests/test_other.py::test_other_one" in names(got.tests)  # the graph, from `other`
+
+
+def test_detect_changes_over_stdio_lists_the_covered_tests(tmp_path):
+    import asyncio
+
+    from fastmcp import Client
+    from fastmcp.client.transports import StdioTransport
+
+    root = repo(tmp_path)
+    record(root)
+    edit(root, "pkg/core.py", "return x + 1", "return 1 + x")
+    index_repository(root, workers=1, embed=False)
+    transport = StdioTransport(command=str(Path(sys.executable).parent / "nsccn"), args=["mcp", "--root", str(root)],
+                               cwd=str(root), env={**os.environ, "NSCCN_LOG_LEVEL": "WARNING"})
+
+    async def main():
+        async with Client(transport) as client:
+            on = await client.call_tool("detect_changes", {})
+            off = await client.call_tool("detect_changes", {"coverage": "off"})
+            return on.structured_content, off.structured_content
+
+    on, off = asyncio.run(main())
+    assert {f"{t['file']}::{t['qualname']}" for t in on["covered_tests"]} == {
+        "tests/test_core.py::test_used", "tests/test_core.py::test_by_name", "tests/test_core.py::TestMaybe.test_flag"}
+    assert on["coverage"]["answered"] == 1 and on["totals"]["covered_tests"] == 3 and "covered_tests_are" in on
+    assert "covered_tests" not in off and "coverage" not in off
+    assert "test_maybe_not" in {t["qualname"] for t in off["tests"]} and "test_maybe_not" not in on["run"]
