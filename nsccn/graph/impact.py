@@ -29,7 +29,7 @@ from pathlib import Path
 
 from nsccn.graph import fixtures, mentions
 from nsccn.graph.inert import CodeLines, inert_lines
-from nsccn.graph.recorded import Recorded, fingerprints
+from nsccn.graph.recorded import Recorded, fingerprints, ran_by
 from nsccn.reading.changes import Change
 from nsccn.reading.diff import FileDiff
 from nsccn.store import EntityRow, Store
@@ -723,7 +723,7 @@ class RecordedTests:
     def ran(self, eid: str, why: str) -> None:
         """The tests that ran `eid` in the run, listed with `why`."""
         rec = self.recorded
-        for t in rec.ran.get(eid, ()):
+        for t in ran_by(rec, eid):
             file, _, name = rec.tests[t].partition("::")
             qualname = name.replace("::", ".")
             if (file, qualname) in self.covered or self.store.file(file) is None:

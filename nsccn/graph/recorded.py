@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import sys
 import time
+from array import array
 from pathlib import Path
 
 import msgspec
@@ -29,7 +31,7 @@ from nsccn.reading.coverage_file import CoverageFileError, PerTestCoverage, read
 from nsccn.store import Store
 from nsccn.store.trust import state_dir
 
-FORMAT = 1
+FORMAT = 2
 DEFAULT_FILE = ".coverage"  # coverage.py's, where pytest-cov writes it
 
 
@@ -41,7 +43,9 @@ class Recorded(msgspec.Struct):
     when: str | None  # the data file's own time of writing
     mapped_at: float
     tests: list[str]  # `file::Class::test` as the runner names them, parameters stripped
-    ran: dict[str, list[int]]  # entity id -> the tests (indexes into `tests`) that ran its lines
+    # entity id -> the tests (indexes into `tests`) that ran its lines, as little-endian uint32s: a large
+    # suite's map is read whole on every answer, and only the few entities a change reaches are unpacked
+    ran: dict[str, bytes]
     fingerprints: dict[str, int]  # entity id -> the hash of its own lines when the suite ran
     files: dict[str, str]  # file -> its content hash when the suite ran (where known)
     measured: list[str]  # files the data file measured and that were mapped: an entity there no test ran ran in no test
@@ -138,8 +142,24 @@ def map_coverage(store: Store, root: Path, cov: PerTestCoverage, head_blob) -> R
     except ValueError:
         source = str(cov.path)
     return Recorded(format=FORMAT, source=source, size=cov.size, mtime=cov.mtime, when=cov.when,
-                    mapped_at=time.time(), tests=cov.tests, ran={k: sorted(v) for k, v in ran.items()},
+                    mapped_at=time.time(), tests=cov.tests, ran={k: _packed(v) for k, v in ran.items()},
                     fingerprints=prints, files=files, measured=sorted(measured), unmapped=sorted(unmapped))
+
+
+def _packed(tests: set[int]) -> bytes:
+    a = array("I", sorted(tests))
+    if sys.byteorder != "little":
+        a.byteswap()
+    return a.tobytes()
+
+
+def ran_by(rec: Recorded, eid: str) -> list[int]:
+    """The tests (indexes into `rec.tests`) that ran `eid`'s lines."""
+    a = array("I")
+    a.frombytes(rec.ran.get(eid, b""))
+    if sys.byteorder != "little":
+        a.byteswap()
+    return a.tolist()
 
 
 def _kept_path(store: Store) -> Path | None:
