@@ -336,3 +336,20 @@ def test_detect_changes_over_stdio_lists_the_covered_tests(tmp_path):
     assert on["coverage"]["answered"] == 1 and on["totals"]["covered_tests"] == 3 and "covered_tests_are" in on
     assert "covered_tests" not in off and "coverage" not in off
     assert "test_maybe_not" in {t["qualname"] for t in off["tests"]} and "test_maybe_not" not in on["run"]
+
+
+def test_a_test_file_the_run_recorded_nothing_of_is_answered_by_the_graph(tmp_path):
+    root = repo(tmp_path)
+    (root / "tests" / "test_later.py").write_text(
+        "import pytest\n\nfrom pkg.core import used\n\npytestmark = pytest.mark.skip(reason='not yet')\n\n\n"
+        "def test_later():\n    assert used(2) == 3\n")
+    commit(root, "a skipped test file")
+    record(root)  # skipped: the run records no test of it
+    impact(root)
+    edit(root, "tests/test_later.py", "pytestmark = pytest.mark.skip(reason='not yet')\n", "")
+    commit(root, "it runs now")
+    edit(root, "pkg/core.py", "return x + 1", "return 1 + x")
+    got = impact(root)
+    assert "tests/test_later.py::test_later" in names(got.tests)
+    assert got.coverage.blind_files == 1
+    assert "tests/test_core.py::test_maybe_not" not in names(got.tests)  # a file it recorded: answered by it

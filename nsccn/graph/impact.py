@@ -633,35 +633,13 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
             item["file"], item["line"] = row.path, row.start_line
         impacted.append(item)
     impacted.sort(key=lambda x: (-x["confidence"], x["distance"], x["id"]))
-    covered: list[dict] = []
-    used = None
     if recorded is None:
         tests, tested = _tests(reached, rows, changed, deps)
-        graph_seeds = seeds
+        covered, used = [], None
+        module_tests = _module_tier(deps, seeds, tests, wide, min_confidence)
     else:
-        # the tests that ran a changed function when the suite ran, and the graph only where it may know
-        # more: from what is new since, and through what changed since (`nsccn.graph.recorded`)
-        by_run = RecordedTests(store, deps, recorded, reached)
-        graph_seeds, starts, used = by_run.split(root, seeds, changed)
-        # walked on until a function the run measured: whoever runs it now ran it then, through code as it
-        # was; not to the callers of a method a new one overrides: a method runs on an instance of its own
-        # class, and the walk reaches whoever makes one (HAS_MEMBER)
-        again, _ = walk(deps, graph_seeds, test_depth, min_confidence, starts=starts, stop=by_run.answers,
-                        skip=("DISPATCHES_TO",)) if graph_seeds else ({}, False)
-        for eid, r in again.items():
-            if eid not in graph_seeds and by_run.answers(eid):
-                by_run.ran(eid, f", and reaches the change through code new or changed since: {render_path(r)}")
-        tests, tested = _tests(again, store.entities(again), changed, deps)
-        listed = {(t["file"], t["qualname"]) for t in tests}
-        covered = [t for t in by_run.tests() if (t["file"], t["qualname"]) not in listed]
-        tested |= {c["in_index"] for c in changed if c.get("in_index") and recorded.ran.get(c["in_index"])}
-    # the module tier stands in for the graph where it proves nothing: only when no test is reached from
-    # the change (a test the change edits aside); `wide`: always (docs/impact.md, stop 55: per changed
-    # entity, it selected as much as always)
-    proven = any(t["distance"] > 0 for t in tests + covered)
-    module_seeds = seeds if wide or recorded is None else {s: v for s, v in seeds.items() if s in graph_seeds}
-    module_tests = (_module_tests(deps, module_seeds, tests + covered)
-                    if (wide or not proven) and IMPORTER_TEST_CONFIDENCE >= min_confidence else [])
+        covered, tests, tested, module_tests, used = _with_recorded(store, root, deps, recorded, seeds, changed, reached,
+                                                                    rows, test_depth, min_confidence, wide)
     test_files = _whole_files(deps, tests + module_tests) if WHOLE_FILE_CONFIDENCE >= min_confidence else []
     whole = {t["file"] for t in test_files}
     units = [t for t in covered + tests + module_tests if t["file"] not in whole] + test_files
@@ -699,6 +677,49 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
     if notes:
         out["notes"] = notes
     return out
+
+
+def _module_tier(deps: Dependents, seeds: dict, tests: list[dict], wide: bool, min_confidence: float) -> list[dict]:
+    """The module tier stands in for the graph where it proves nothing: only when no test is reached from
+    the change (a test the change edits aside); `wide`: always (docs/impact.md, stop 55: per changed
+    entity, it selected as much as always)."""
+    proven = any(t["distance"] > 0 for t in tests)
+    return _module_tests(deps, seeds, tests) if (wide or not proven) and IMPORTER_TEST_CONFIDENCE >= min_confidence else []
+
+
+def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorded, seeds: dict, changed: list[dict],
+                   reached: dict[str, Reach], rows: dict, test_depth: int, min_confidence: float, wide: bool):
+    """(covered tests, the graph's tests, the changed entities some test reaches, module tests, what was
+    used): the tests that ran a changed function when the suite ran, and the graph only where it may know
+    more: from what is new since, through what changed since, and in test files the run recorded nothing
+    of (not collected then, skipped, added since), which are answered as without it."""
+    by_run = RecordedTests(store, deps, recorded, reached)
+    graph_seeds, starts, used = by_run.split(root, seeds, changed)
+    # walked on until a function the run measured: whoever runs it now ran it then, through code as it
+    # was; not to the callers of a method a new one overrides: a method runs on an instance of its own
+    # class, and the walk reaches whoever makes one (HAS_MEMBER)
+    again, _ = walk(deps, graph_seeds, test_depth, min_confidence, starts=starts, stop=by_run.answers,
+                    skip=("DISPATCHES_TO",)) if graph_seeds else ({}, False)
+    for eid, r in again.items():
+        if eid not in graph_seeds and by_run.answers(eid):
+            by_run.ran(eid, f", and reaches the change through code new or changed since: {render_path(r)}")
+    tests, tested = _tests(again, store.entities(again), changed, deps)
+    alone, _ = _tests(reached, rows, changed, deps)  # the graph alone
+    known = {t.partition("::")[0] for t in recorded.tests}
+    listed = {(t["file"], t["qualname"]) for t in tests}
+    blind = [t for t in alone if t["file"] not in known and (t["file"], t["qualname"]) not in listed]
+    if blind:
+        tests = sorted(tests + blind, key=lambda t: (-t["confidence"], t["distance"], t["id"]))
+        used["blind_files"] = len({t["file"] for t in blind})
+    listed |= {(t["file"], t["qualname"]) for t in blind}
+    covered = [t for t in by_run.tests() if (t["file"], t["qualname"]) not in listed]
+    tested |= {c["in_index"] for c in changed if c.get("in_index") and recorded.ran.get(c["in_index"])}
+    module_tests = _module_tier(deps, seeds if wide else {s: v for s, v in seeds.items() if s in graph_seeds},
+                                tests + covered, wide, min_confidence)
+    taken = {(t["file"], t["qualname"]) for t in module_tests}
+    module_tests += [t for t in _module_tier(deps, seeds, alone, wide, min_confidence)
+                     if t["file"] not in known and (t["file"], t["qualname"]) not in taken | listed]
+    return covered, tests, tested, module_tests, used
 
 
 # changes whose tests the recorded coverage names: a function's body runs when a test calls it (a class's
