@@ -351,5 +351,19 @@ def test_a_test_file_the_run_recorded_nothing_of_is_answered_by_the_graph(tmp_pa
     edit(root, "pkg/core.py", "return x + 1", "return 1 + x")
     got = impact(root)
     assert "tests/test_later.py::test_later" in names(got.tests)
-    assert got.coverage.blind_files == 1
+    assert got.coverage.unknown_tests == 1
     assert "tests/test_core.py::test_maybe_not" not in names(got.tests)  # a file it recorded: answered by it
+
+
+def test_a_test_added_since_the_run_is_run_where_the_graph_alone_would_run_it(tmp_path):
+    root = repo(tmp_path)
+    record(root)
+    impact(root)
+    # a new test in a file the run knows, reaching helper through a call the graph cannot see: the graph alone
+    # reaches most of the file's tests and runs it whole; so the new test is run
+    edit(root, "tests/test_core.py", "class TestMaybe:", "def test_added():\n    assert by_name('helper', 5) == 6\n\n\nclass TestMaybe:")
+    commit(root, "a test added")
+    edit(root, "pkg/core.py", "return x + 1", "return 1 + x")
+    got = impact(root)
+    assert "tests/test_core.py::test_added" in names(got.tests)
+    assert "added since the run" in next(t.reason for t in got.tests if t.qualname == "test_added")

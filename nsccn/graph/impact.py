@@ -704,21 +704,35 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
         if eid not in graph_seeds and by_run.answers(eid):
             by_run.ran(eid, f", and reaches the change through code new or changed since: {render_path(r)}")
     tests, tested = _tests(again, store.entities(again), changed, deps)
-    alone, _ = _tests(reached, rows, changed, deps)  # the graph alone
-    known = {t.partition("::")[0] for t in recorded.tests}
+    # tests the run does not know (their file recorded no test: skipped, not collected; or added since) are
+    # answered by the graph alone, with its tiers: its tests, module tests and whole files, those tests of them
+    alone, _ = _tests(reached, rows, changed, deps)
+    alone_module = _module_tier(deps, seeds, alone, wide, min_confidence)
+    alone_files = _whole_files(deps, alone + alone_module) if WHOLE_FILE_CONFIDENCE >= min_confidence else []
+    known = {(f, n.replace("::", ".")) for f, _, n in (t.partition("::") for t in recorded.tests)}
+    known_files = {f for f, _ in known}
+
+    def unknown(t: dict) -> bool:
+        return t["file"] not in known_files or (t["qualname"] is not None and (t["file"], t["qualname"]) not in known)
+
     listed = {(t["file"], t["qualname"]) for t in tests}
-    blind = [t for t in alone if t["file"] not in known and (t["file"], t["qualname"]) not in listed]
-    if blind:
-        tests = sorted(tests + blind, key=lambda t: (-t["confidence"], t["distance"], t["id"]))
-        used["blind_files"] = len({t["file"] for t in blind})
-    listed |= {(t["file"], t["qualname"]) for t in blind}
+    extra = [t for t in alone if unknown(t) and (t["file"], t["qualname"]) not in listed]
+    for f in alone_files:
+        if f["file"] in known_files:
+            extra += [{"id": r.id, "file": r.path, "qualname": r.qualname, "distance": f["distance"],
+                       "confidence": f["confidence"], "reason": "added since the run; " + f["reason"]}
+                      for r in deps.tests_in_file(f["file"]) if (r.path, r.qualname) not in known]
+    extra = list({(t["file"], t["qualname"]): t for t in extra if (t["file"], t["qualname"]) not in listed}.values())
+    if extra:
+        tests = sorted(tests + extra, key=lambda t: (-t["confidence"], t["distance"], t["id"]))
+        used["unknown_tests"] = len(extra)
+    listed |= {(t["file"], t["qualname"]) for t in extra}
     covered = [t for t in by_run.tests() if (t["file"], t["qualname"]) not in listed]
     tested |= {c["in_index"] for c in changed if c.get("in_index") and recorded.ran.get(c["in_index"])}
     module_tests = _module_tier(deps, seeds if wide else {s: v for s, v in seeds.items() if s in graph_seeds},
                                 tests + covered, wide, min_confidence)
-    taken = {(t["file"], t["qualname"]) for t in module_tests}
-    module_tests += [t for t in _module_tier(deps, seeds, alone, wide, min_confidence)
-                     if t["file"] not in known and (t["file"], t["qualname"]) not in taken | listed]
+    taken = {(t["file"], t["qualname"]) for t in module_tests} | listed
+    module_tests += [t for t in alone_module if unknown(t) and (t["file"], t["qualname"]) not in taken]
     return covered, tests, tested, module_tests, used
 
 

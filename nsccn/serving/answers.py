@@ -268,7 +268,7 @@ class CoverageUsed(Answer, kw_only=True):
     walked: int  # changed entities the graph answers for instead: new since, not measured, run at import
     changed_since: int  # entities the change reaches that changed since the suite ran: the tests that ran them then, or the graph from them
     unmapped: list[str] | None = None  # measured files whose text then is unknown (changed since it was written)
-    blind_files: int | None = None  # test files the run recorded no test of (skipped, not collected, new): the graph's
+    unknown_tests: int | None = None  # tests the run recorded nothing of (skipped, not collected, added since): the graph alone answers for them
 
 
 class ImpactAnswer(Answer, kw_only=True):

@@ -920,8 +920,8 @@ def _print_impact(out: ImpactAnswer, limit: int) -> None:
         print(f"  ({cov.answered} changed function{'s' * (cov.answered != 1)} answered by it; the graph walked from "
               f"{cov.walked} changed entit{'ies' if cov.walked != 1 else 'y'} it cannot answer for and from "
               f"{cov.changed_since} dependent{'s' * (cov.changed_since != 1)} changed since it was recorded"
-              + (f"; {cov.blind_files} test file{'s' * (cov.blind_files != 1)} it recorded no test of: the graph's"
-                 if cov.blind_files else "") + ")")
+              + (f"; {cov.unknown_tests} test{'s' * (cov.unknown_tests != 1)} it recorded nothing of: the graph's"
+                 if cov.unknown_tests else "") + ")")
         if cov.unmapped:
             print(f"# note: changed since the coverage was recorded, not mapped: {', '.join(map(one_line, cov.unmapped))}",
                   file=sys.stderr)
