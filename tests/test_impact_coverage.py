@@ -367,3 +367,13 @@ def test_a_test_added_since_the_run_is_run_where_the_graph_alone_would_run_it(tm
     got = impact(root)
     assert "tests/test_core.py::test_added" in names(got.tests)
     assert "added since the run" in next(t.reason for t in got.tests if t.qualname == "test_added")
+
+
+def test_a_changed_signature_brings_the_tests_that_ran_the_function_and_the_graph_s(tmp_path):
+    root = repo(tmp_path)
+    record(root)
+    edit(root, "pkg/core.py", "def helper(x):\n    return x + 1", "def helper(x, y=1):\n    return x + y")
+    got = impact(root)
+    assert got.changed[0].change == "signature"
+    assert "tests/test_core.py::test_by_name" in names(got.covered_tests)  # a call the graph cannot see
+    assert "tests/test_core.py::test_maybe_not" in names(got.tests)  # and the graph's callers, walked

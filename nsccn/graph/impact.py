@@ -736,8 +736,9 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
     return covered, tests, tested, module_tests, used
 
 
-# changes whose tests the recorded coverage names: a function's body runs when a test calls it (a class's
-# or module's own lines, a signature's defaults and decorators run at import, which coverage gives no test)
+# changes whose tests the recorded coverage names alone: a function's body runs when a test calls it (a
+# class's or module's own lines, a signature's defaults and decorators run at import, which coverage gives no
+# test: a changed signature brings the tests that ran the function and the graph's walk from it)
 RECORDED_CHANGES = ("body", "deleted")
 
 
@@ -782,11 +783,12 @@ class RecordedTests:
         answered = 0
         for s, steps in seeds.items():
             c = by_id.get(s)
-            if c is None or c["kind"] not in ("func", "method") or c["change"] not in RECORDED_CHANGES or not self.answers(s):
-                graph_seeds[s] = steps  # new since, never measured, or code that runs at import
-                continue
-            answered += 1
-            self.ran(s, "")
+            if c is not None and c["kind"] in ("func", "method") and self.answers(s):
+                answered += 1
+                self.ran(s, "")  # whoever ran its lines runs them, or its call sites, now
+                if c["change"] in RECORDED_CHANGES:
+                    continue
+            graph_seeds[s] = steps  # new since, never measured, or code that runs at import (a signature's too)
         # what the change reaches that changed since the run may reach it anew: a function the run measured
         # through the tests that ran it then (whoever runs it now through code as it was ran it then); the rest
         # (new since, test code, a class's or module's own lines) through the graph, walking on from it
