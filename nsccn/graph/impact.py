@@ -702,7 +702,7 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
                     skip=("DISPATCHES_TO",)) if graph_seeds else ({}, False)
     for eid, r in again.items():
         if eid not in graph_seeds and by_run.answers(eid):
-            by_run.ran(eid, f", and reaches the change through code new or changed since: {render_path(r)}")
+            by_run.ran(eid, f", and reaches the change where the run cannot tell: {render_path(r)}")
     tests, tested = _tests(again, store.entities(again), changed, deps)
     # tests the run does not know (their file recorded no test: skipped, not collected; or added since) are
     # answered by the graph alone, with its tiers: its tests, module tests and whole files, those tests of them
