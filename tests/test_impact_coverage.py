@@ -379,3 +379,26 @@ def test_a_changed_signature_brings_the_tests_that_ran_the_function_and_the_grap
     # and the graph's walk from it, to the functions the run measured: the tests that ran them
     assert "tests/test_core.py::test_maybe_not" in names(got.covered_tests)
     assert "cannot tell" in next(t.reason for t in got.covered_tests if t.qualname == "test_maybe_not")
+
+
+def test_where_the_graph_alone_runs_the_whole_suite_the_test_files_the_run_knows_nothing_of_run(tmp_path):
+    files = dict(FILES)
+    files["tests/test_maybe.py"] = "from pkg.core import maybe\n" + "".join(
+        f"\n\ndef test_maybe_{i}():\n    assert maybe({i}) == {i}\n" for i in range(8))
+    root = indexed_git_repo(tmp_path / "repo", files)
+    (root / ".gitignore").write_text(".coverage\n.nsccn/\n")
+    commit(root, "ignore")
+    record(root)
+    impact(root)
+    # tests made at run time, added since the run: no test function of ours, nothing recorded of them
+    (root / "tests" / "test_made.py").write_text(
+        "import unittest\n\nfrom pkg.core import by_name\n\n\nclass Made(unittest.TestCase):\n    pass\n\n\n"
+        "for i in range(3):\n    setattr(Made, f'test_{i}', lambda self, i=i: self.assertEqual(by_name('helper', i), i + 1))\n")
+    commit(root, "generated tests")
+    edit(root, "pkg/core.py", "return x + 1", "return 1 + x")
+    alone = impact(root, coverage="off")
+    assert any(s.whole for s in alone.suites)  # the graph alone: most of the suite, so all of it
+    got = impact(root)
+    assert not any(s.whole for s in got.suites)
+    assert "tests/test_made.py" in {t.file for t in got.test_files} and "tests/__init__.py" not in got.run
+    assert "test_maybe_3" not in got.run

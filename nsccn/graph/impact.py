@@ -633,17 +633,19 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
             item["file"], item["line"] = row.path, row.start_line
         impacted.append(item)
     impacted.sort(key=lambda x: (-x["confidence"], x["distance"], x["id"]))
+    runner_hint = js_runner(_read(root, "package.json"))
+    unknown_files: list[dict] = []
     if recorded is None:
         tests, tested = _tests(reached, rows, changed, deps)
         covered, used = [], None
         module_tests = _module_tier(deps, seeds, tests, wide, min_confidence)
     else:
-        covered, tests, tested, module_tests, used = _with_recorded(store, root, deps, recorded, seeds, changed, reached,
-                                                                    rows, test_depth, min_confidence, wide)
+        covered, tests, tested, module_tests, unknown_files, used = _with_recorded(
+            store, root, deps, recorded, seeds, changed, reached, rows, test_depth, min_confidence, wide, runner_hint)
     test_files = _whole_files(deps, tests + module_tests) if WHOLE_FILE_CONFIDENCE >= min_confidence else []
+    test_files += [f for f in unknown_files if f["file"] not in {t["file"] for t in test_files}]
     whole = {t["file"] for t in test_files}
     units = [t for t in covered + tests + module_tests if t["file"] not in whole] + test_files
-    runner_hint = js_runner(_read(root, "package.json"))
     suites = _suites(store, units, runner_hint, WHOLE_SUITE_CONFIDENCE >= min_confidence) if units else []
     out = {
         "source": change.source,
@@ -688,11 +690,12 @@ def _module_tier(deps: Dependents, seeds: dict, tests: list[dict], wide: bool, m
 
 
 def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorded, seeds: dict, changed: list[dict],
-                   reached: dict[str, Reach], rows: dict, test_depth: int, min_confidence: float, wide: bool):
-    """(covered tests, the graph's tests, the changed entities some test reaches, module tests, what was
-    used): the tests that ran a changed function when the suite ran, and the graph only where it may know
-    more: from what is new since, through what changed since, and in test files the run recorded nothing
-    of (not collected then, skipped, added since), which are answered as without it."""
+                   reached: dict[str, Reach], rows: dict, test_depth: int, min_confidence: float, wide: bool,
+                   runner_hint: str | None):
+    """(covered tests, the graph's tests, the changed entities some test reaches, module tests, test files
+    to run whole, what was used): the tests that ran a changed function when the suite ran, and the graph
+    only where it may know more: from what is new since, through what changed since, and for tests the run
+    recorded nothing of (not collected then, skipped, added since), which are answered as without it."""
     by_run = RecordedTests(store, deps, recorded, reached)
     graph_seeds, starts, used = by_run.split(root, seeds, changed)
     # walked on until a function the run measured: whoever runs it now ran it then, through code as it
@@ -733,7 +736,24 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
                                 tests + covered, wide, min_confidence)
     taken = {(t["file"], t["qualname"]) for t in module_tests} | listed
     module_tests += [t for t in alone_module if unknown(t) and (t["file"], t["qualname"]) not in taken]
-    return covered, tests, tested, module_tests, used
+    # where the graph alone runs a runner's whole suite, the files of it the run knows nothing of run whole
+    whole_files = []
+    alone_units = alone + alone_module + alone_files
+    for share in _suites(store, alone_units, runner_hint, WHOLE_SUITE_CONFIDENCE >= min_confidence) if alone_units else []:
+        if share["whole"]:
+            # its test files, those whose tests are made at run time too (no test function of ours in them): a
+            # file named as a test (`test_x.py`, `x_test.go`, `x.spec.ts`), not a package's `__init__` or a helper
+            suite = store.derived(f"impact.suite:{runner_hint}", lambda: _suite(store, runner_hint))
+            paths = set(suite.get(share["runner"], {})) | {
+                p for p in store.file_paths() if is_test_path(p) and runner_of(p, runner_hint) == share["runner"]
+                and _stem(p) != p.rsplit("/", 1)[-1].split(".", 1)[0]}
+            whole_files += [{"id": f"file:{path}", "file": path, "qualname": None, "distance": 1,
+                             "confidence": WHOLE_SUITE_CONFIDENCE,
+                             "reason": "the run recorded no test of it, and the graph alone would run the whole suite"}
+                            for path in sorted(paths - known_files)]
+    if whole_files:
+        used["unknown_tests"] = used.get("unknown_tests", 0) + len(whole_files)
+    return covered, tests, tested, module_tests, whole_files, used
 
 
 # changes whose tests the recorded coverage names alone: a function's body runs when a test calls it (a
