@@ -578,7 +578,9 @@ class Impact(Tool):
         "Before you stop editing: what a change touches (changed entities, signature vs body), what depends on it "
         "(callers, subclasses and overriders, importers, readers of state it mutates: distance, path, confidence) "
         "and which tests reach it, with a command to run them, plus a short risk summary. The change: the working "
-        "tree against HEAD (default), staged=true, base=<branch point, e.g. main>, commit=<rev>, or diff=<unified diff>."
+        "tree against HEAD (default), staged=true, base=<branch point, e.g. main>, commit=<rev>, or diff=<unified diff>. "
+        "Where the suite ran with per-test coverage (.coverage from pytest --cov-context=test), the tests that ran the "
+        "changed functions then (covered_tests), the graph only for what changed since."
     )
     params = P.IMPACT
     help = "what a change touches, what depends on it, and which tests to run"
