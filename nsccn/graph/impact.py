@@ -32,8 +32,7 @@ from nsccn.graph.inert import CodeLines, inert_lines
 from nsccn.reading.changes import Change
 from nsccn.reading.diff import FileDiff
 from nsccn.store import EdgeRow, EntityRow, Store
-from nsccn.reading.testpaths import is_test_path
-from nsccn.graph.testrun import is_test, is_test_file_unit, js_runner, run_command, runner_of, runner_rule
+from nsccn.graph.testrun import is_test, is_test_file_unit, is_test_path, js_runner, run_command, runner_of, runner_rule
 from nsccn.indexing.resolve import MAX_AMBIGUOUS_METHOD
 from nsccn.languages.receivers import PASSES, SUBCLASSES
 
@@ -531,9 +530,10 @@ class Dependents:
         return MAX_AMBIGUOUS_METHOD < self._method_counts.get(name) <= NAMED_BY_TESTS_MAX
 
     def _string_mentions(self) -> mentions.Mentions:
-        """The repository's string mentions, read once per answer, when first needed."""
+        """The repository's string mentions, read when first needed, once per index version: a scan of
+        every ref (sympy: 20 ms), which a server's next answer need not repeat."""
         if self._mentions is None:
-            self._mentions = mentions.Mentions(self.store)
+            self._mentions = self.store.derived("impact.mentions", lambda: mentions.Mentions(self.store))
         return self._mentions
 
     def tests_in_file(self, path: str) -> list[EntityRow]:
