@@ -102,8 +102,9 @@ def _indexed_side(store: Store, path: str, data: bytes, lines: list[int]) -> Sid
     index other extraction code made). A name defined twice is one entity there, the last, where
     the parser gives each (a changed line of a property's getter is the getter's, not its class's):
     no line may lie in a definition of such a name, each found by its CONTAINS reference (the
-    parser makes one a definition), up to the next definition beside it. Elsewhere the entities a
-    line lies in are the same, and of two as long, identical spans, the index orders them as written."""
+    parser makes one a definition), up to the next definition beside it or the end of what holds
+    it. Elsewhere the entities a line lies in are the same, and of two as long, identical spans,
+    the index orders them as written."""
     from nsccn.reading.extract import content_hash
 
     held = store.file(path)
@@ -118,9 +119,13 @@ def _indexed_side(store: Store, path: str, data: bytes, lines: list[int]) -> Sid
     seen: dict[str, int] = {}
     for _source, target, _line in defined:
         seen[target] = seen.get(target, 0) + 1
+    spans = {e.id: e for e in entities}
     for source, target, start in defined:
         if seen[target] > 1:
-            end = min((line for s, _t, line in defined if s == source and line > start), default=None)
+            ends = [line for s, _t, line in defined if s == source and line > start]
+            if seen.get(source, 0) <= 1 and source in spans:  # what holds it, as the parser saw it
+                ends.append(spans[source].end_line + 1)
+            end = min(ends, default=None)
             if any(start <= n and (end is None or n < end) for n in lines):
                 return None
     held_at = {line: source for _rowid, _path, source, _relation, _target, line, _scope in refs if source.startswith("var:")}
@@ -357,7 +362,6 @@ class Dependents:
         self._state_readers.fill(e.target for n in own for e in self._mutates.get(n))
         self._rows.fill(own)
         rows = [r for r in map(self.row, own) if r is not None]
-        self._rows.fill(r.parent for r in rows if r.parent)
         methods = [r for r in rows if r.kind == "method" and r.parent and r.parent.startswith("class:")]
         classes = list(dict.fromkeys(r.parent for r in methods))
         self._hierarchy(classes)
