@@ -330,6 +330,9 @@ class Dependents:
         self._names_seen: dict[str, list[tuple[str, str, float]]] = {}
         self._importer_tests: dict[tuple[str, bool], list[EntityRow]] = {}
         self._file_rows = _Reads(store.entities_in_files)  # a file's entities
+        # a test file's functions and methods that have decorators or defaults (evaluated by their scope)
+        self._members = _Reads(lambda paths: store.entities_in_files(paths, parameterized=True))
+        self._test_counts = _Reads(self._count_tests)  # a file -> how many tests its runner collects there
         self._registries: dict[str, list[str]] = {}  # a decorator's function -> the globals it fills
         self._module_calls: dict[str, list] = {}  # a module -> its CALLS edges (its decorators among them)
         self._into = _Reads(lambda ids: store.edges_to_many(ids, DEPENDENT_RELATIONS))
@@ -342,7 +345,6 @@ class Dependents:
         self._calling = _Reads(lambda names: store.refs_by_tail(names, ("CALLS",)))
         self._method_counts = _Reads(store.methods_named)  # a name -> how many methods have it
         self._calls_from = _Reads(lambda ids: store.edges_from_many(ids, ("CALLS",)))
-        self._members: dict[str, list[EntityRow]] = {}
 
     def _read_rows(self, ids: list[str]) -> dict[str, EntityRow | None]:
         found = self.store.entities(ids)
@@ -357,7 +359,7 @@ class Dependents:
         walk: 27,500 statements). `of` then finds each read done; its answers are the same."""
         self._into.fill(nodes)
         own = [n for n in nodes if not n.startswith(("var:", "attr:"))]
-        self._file_rows.fill(e.path for n in nodes for e in self._into.get(n) if self._decorates(e))
+        self._members.fill(e.path for n in nodes for e in self._into.get(n) if self._decorates(e))
         self._mutates.fill(own)
         self._state_readers.fill(e.target for n in own for e in self._mutates.get(n))
         self._rows.fill(own)
@@ -376,9 +378,18 @@ class Dependents:
                            and r.parent.startswith("module:"))
         self._calling.fill(n for n in names if self._named_by_many(n))
 
-    def read_files(self, paths) -> None:
-        """Read these files' entities at once (`tests_in_file` then reads none)."""
-        self._file_rows.fill(paths)
+    def test_count(self, path: str) -> int:
+        """How many tests a runner collects from a file: `tests_in_file`'s, read without the rows."""
+        return self._test_counts.get(path)
+
+    def read_test_counts(self, paths) -> None:
+        self._test_counts.fill(paths)
+
+    def _count_tests(self, paths: list[str]) -> dict[str, int]:
+        out = dict.fromkeys(paths, 0)
+        for path, kind, _qualname, name, decorators in self.store.functions_in_files(paths):
+            out[path] += is_test(kind, path, name, json.loads(decorators))
+        return out
 
     @staticmethod
     def _decorates(e: EdgeRow) -> bool:
@@ -606,11 +617,7 @@ class Dependents:
         return self._file_rows.get(path)
 
     def _members_of(self, path: str) -> list[EntityRow]:
-        """A test file's functions and methods that have decorators or defaults (evaluated by their scope)."""
-        if path not in self._members:
-            self._members[path] = [r for r in self._in_file(path)
-                                   if r.kind in ("func", "method") and (r.decorators or "=" in r.signature)]
-        return self._members[path]
+        return self._members.get(path)
 
     def _globals(self, path: str) -> list[str]:
         return _module_globals(self.store, path)
@@ -870,9 +877,9 @@ def _whole_files(deps: Dependents, listed: list[dict]) -> list[dict]:
         if t.get("qualname"):
             reached.setdefault(t["file"], set()).add(t["qualname"])
     out = []
-    deps.read_files(reached)
+    deps.read_test_counts(reached)
     for path, names in sorted(reached.items()):
-        total = len(deps.tests_in_file(path))
+        total = deps.test_count(path)
         n = min(len(names), total)
         if total and n < total and n >= WHOLE_FILE_SHARE * total:
             out.append({"id": f"file:{path}", "file": path, "qualname": None, "distance": 1,

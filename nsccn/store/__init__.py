@@ -615,13 +615,15 @@ class Store:
         q = f"SELECT {ENTITY_COLUMNS} FROM entities WHERE path=? ORDER BY start_line, end_line DESC, rowid"
         return [EntityRow.from_row(r) for r in self.conn.execute(q, (path,))]
 
-    def entities_in_files(self, paths: Iterable[str]) -> dict[str, list[EntityRow]]:
-        """`entities_in_file` of each path, one query per 500 of them."""
+    def entities_in_files(self, paths: Iterable[str], parameterized: bool = False) -> dict[str, list[EntityRow]]:
+        """`entities_in_file` of each path, one query per 500 of them (`parameterized`: only the
+        functions and methods with decorators or a default value)."""
         out: dict[str, list[EntityRow]] = {p: [] for p in paths}
         paths = list(out)
+        where = " AND kind IN ('func', 'method') AND (decorators != '[]' OR instr(signature, '=') > 0)" if parameterized else ""
         for i in range(0, len(paths), 500):
             chunk = paths[i : i + 500]
-            q = (f"SELECT {ENTITY_COLUMNS} FROM entities WHERE path IN ({','.join('?' * len(chunk))})"
+            q = (f"SELECT {ENTITY_COLUMNS} FROM entities WHERE path IN ({','.join('?' * len(chunk))}){where}"
                  " ORDER BY path, start_line, end_line DESC, rowid")
             for r in self.conn.execute(q, chunk):
                 out[r[2]].append(EntityRow.from_row(r))
