@@ -388,7 +388,7 @@ class Dependents:
     def _count_tests(self, paths: list[str]) -> dict[str, int]:
         out = dict.fromkeys(paths, 0)
         for path, kind, _qualname, name, decorators in self.store.functions_in_files(paths):
-            out[path] += is_test(kind, path, name, json.loads(decorators))
+            out[path] += is_test(kind, path, name, [] if decorators == "[]" else json.loads(decorators))
         return out
 
     @staticmethod
