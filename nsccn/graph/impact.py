@@ -354,29 +354,36 @@ class Dependents:
         return self._rows.get(eid)
 
     def read_ahead(self, nodes: list[str]) -> None:
-        """Read what `of` reads for each of a frontier's nodes, all of them at once: a few queries
-        a frontier where one node at a time made ten or more each (a central sympy function's
-        walk: 27,500 statements). `of` then finds each read done; its answers are the same."""
+        """Read what `of` reads for each of a frontier's nodes, all of them at once: a query or two
+        a kind of read, where one node at a time made ten or more each (a central sympy function's
+        walk: 27,500 statements, now 540). `of` then finds each read done; its answers are the same."""
         self._into.fill(nodes)
-        own = [n for n in nodes if not n.startswith(("var:", "attr:"))]
         self._members.fill(e.path for n in nodes for e in self._into.get(n) if self._decorates(e))
+        own = [n for n in nodes if not n.startswith(("var:", "attr:"))]  # `of` reads no more for those
         self._mutates.fill(own)
         self._state_readers.fill(e.target for n in own for e in self._mutates.get(n))
         self._rows.fill(own)
         rows = [r for r in map(self.row, own) if r is not None]
-        methods = [r for r in rows if r.kind == "method" and r.parent and r.parent.startswith("class:")]
-        classes = list(dict.fromkeys(r.parent for r in methods))
-        self._hierarchy(classes)
-        # the methods of the name in the bases and subclasses: dispatch and overrides
+        self._read_dispatch([r for r in rows if r.kind == "method" and r.parent and r.parent.startswith("class:")])
+        names = [r.name for r in rows if r.kind == "method" and not r.name.startswith("__")]
+        self._method_counts.fill(names)
+        self._calling.fill(n for n in names if self._named_by_many(n))
+        self._passing.fill(r.name for r in rows if r.kind in ("class", "func") and r.parent
+                           and r.parent.startswith("module:"))
+
+    def _read_dispatch(self, methods: list[EntityRow], depth: int = 4) -> None:
+        """Read the class hierarchy `_bases` and `_subclasses` follow from these methods' classes, a
+        level at a time, then the methods of each one's name there (dispatch, overrides)."""
+        up = down = list(dict.fromkeys(r.parent for r in methods))
+        for _ in range(depth):
+            self._base_edges.fill(up)
+            self._subclass_edges.fill(down)
+            up = list(dict.fromkeys(e.target for c in up for e in self._base_edges.get(c) if e.target.startswith("class:")))
+            down = list(dict.fromkeys(e.source for c in down for e in self._subclass_edges.get(c)))
         related = {r.parent: [c for c, _ in self._bases(r.parent) + self._subclasses(r.parent)] for r in methods}
         self._rows.fill(c for cs in related.values() for c in cs)
         self._rows.fill(f"method:{k.path}:{k.qualname}.{r.name}" for r in methods
                         for k in map(self.row, related[r.parent]) if k is not None)
-        names = [r.name for r in rows if r.kind == "method" and not r.name.startswith("__")]
-        self._method_counts.fill(names)
-        self._passing.fill(r.name for r in rows if r.kind in ("class", "func") and r.parent
-                           and r.parent.startswith("module:"))
-        self._calling.fill(n for n in names if self._named_by_many(n))
 
     def test_count(self, path: str) -> int:
         """How many tests a runner collects from a file: `tests_in_file`'s, read without the rows."""
@@ -395,15 +402,6 @@ class Dependents:
     def _decorates(e: EdgeRow) -> bool:
         """An edge from a test file's class or module body: it may be a test's decorator or default."""
         return e.relation in ("CALLS", "IMPORTS") and e.source.startswith(("class:", "module:")) and is_test_path(e.path)
-
-    def _hierarchy(self, classes: list[str], depth: int = 4) -> None:
-        """Read the INHERITS edges `_bases` and `_subclasses` follow from these classes, a level at a time."""
-        up, down = list(classes), list(classes)
-        for _ in range(depth):
-            self._base_edges.fill(up)
-            self._subclass_edges.fill(down)
-            up = list(dict.fromkeys(e.target for c in up for e in self._base_edges.get(c) if e.target.startswith("class:")))
-            down = list(dict.fromkeys(e.source for c in down for e in self._subclass_edges.get(c)))
 
     def of(self, node: str, changed: bool = False) -> list[tuple[str, str, float]]:
         """Who depends on `node`, one step (`changed`: node is what the change touched itself)."""
