@@ -674,11 +674,11 @@ def walk(deps: Dependents, seeds: dict[str, list[tuple[str, str, float]] | None]
     for d in range(1, depth + 1):
         nxt: dict[str, Reach] = {}
         nxt_onward: dict[str, Reach] = {}
-        # an importer: the import alone runs nothing further
-        frontier = [n for n in frontier if _last_relation(onward.get(n) or best[n]) != "IMPORTS"]
-        deps.read_ahead([n for n in frontier if not (d == 1 and seeds.get(n) is not None)])
+        deps.read_ahead(_walked_on(frontier, best, onward, seeds))
         for node in frontier:
             here = onward.get(node) or best[node]
+            if _last_relation(here) == "IMPORTS":
+                continue  # an importer: the import alone runs nothing further
             # a changed module's own globals are seeds of their own (the lines that set them)
             steps = seeds.get(node) if d == 1 and seeds.get(node) is not None else deps.of(node, changed=d == 1)
             for other, relation, conf in steps:
@@ -704,6 +704,17 @@ def walk(deps: Dependents, seeds: dict[str, list[tuple[str, str, float]] | None]
         if not frontier or truncated:
             break
     return best, truncated
+
+
+def _walked_on(frontier: list[str], best: dict[str, Reach], onward: dict[str, Reach], seeds: dict) -> list[str]:
+    """The nodes of a frontier whose dependents the graph gives (`Dependents.of`): not an importer,
+    not a seed given its own steps."""
+    out = []
+    for n in frontier:
+        here = onward.get(n) or best[n]
+        if _last_relation(here) != "IMPORTS" and not (here.distance == 0 and seeds.get(n) is not None):
+            out.append(n)
+    return out
 
 
 def _last_relation(r: Reach) -> str | None:
