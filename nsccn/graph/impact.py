@@ -32,9 +32,8 @@ from nsccn.graph.inert import CodeLines, inert_lines
 from nsccn.graph.recorded import Recorded, fingerprints, ran_by
 from nsccn.reading.changes import Change
 from nsccn.reading.diff import FileDiff
-from nsccn.store import EntityRow, Store
-from nsccn.reading.testpaths import is_test_path
-from nsccn.graph.testrun import is_test, is_test_file_unit, js_runner, run_command, runner_of, runner_rule
+from nsccn.store import EdgeRow, EntityRow, Store
+from nsccn.graph.testrun import is_test, is_test_file_unit, is_test_path, js_runner, run_command, runner_of, runner_rule
 from nsccn.indexing.resolve import MAX_AMBIGUOUS_METHOD
 from nsccn.languages.receivers import PASSES, SUBCLASSES
 
@@ -65,6 +64,7 @@ NAMED_BY_TEST_CONFIDENCE = 0.5  # shared among the classes that define the name
 # is not what creating a subclass of it runs): a later path of another relation walks on from it
 PARTIAL = ("IMPORTS", "HAS_MEMBER")
 STATE_RELATIONS = ("READS_CONFIG",)  # who reads what a changed entity MUTATES
+DEPENDENT_RELATIONS = ("CALLS", "INHERITS", "IMPORTS", "READS_CONFIG")  # the edges into a node `of` follows
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # a docstring's or doc comment's delimiters around a line's text: r'''...''', /** ... */, /// ...
 _DOC_MARKS = re.compile(r"^[rRuUbB]{0,2}(?=[\"\'])")
@@ -81,16 +81,77 @@ class Side:
     held_at: dict[int, str] = field(default_factory=dict)  # line -> the global whose table holds a name there
 
 
-def _side(store: Store, path: str | None, data: bytes | None) -> Side:
+def _side(store: Store, path: str | None, data: bytes | None, lines: list[int] | None = None) -> Side:
+    """`lines`: the lines of this side the change touches (None: all of them, a file added or deleted)."""
     if path is None:
         return Side([], set(), True)
     if data is not None:
         from nsccn.reading.extract import parse_file
 
+        indexed = _indexed_side(store, path, data, lines) if lines is not None else None
+        if indexed is not None:
+            return indexed
         pf = parse_file(path, data)
         held_at = {r.line: r.source for r in pf.refs if r.source.startswith("var:")}
         return Side(list(pf.entities), set(pf.module_globals), True, held_at)
     return Side(store.entities_in_file(path), set(), False)
+
+
+def _indexed_side(store: Store, path: str, data: bytes, lines: list[int]) -> Side | None:
+    """The side as the index holds it, where that maps `lines` as parsing `data` would (a 4,000-line
+    file parses in ~50 ms): a Python file the index holds with these very bytes (readers refuse an
+    index other extraction code made). A name defined twice is one entity there, the last, where
+    the parser gives each (a changed line of a property's getter is the getter's, not its class's):
+    no line may lie in a definition of such a name, each found by its CONTAINS reference (the
+    parser makes one a definition), up to the next definition beside it or the end of what holds
+    it. Elsewhere the entities a line lies in are the same, and of two as long, identical spans,
+    the index orders them as written."""
+    from nsccn.reading.extract import content_hash
+
+    held = store.file(path)
+    if held is None or held["language"] != "python" or held["content_hash"] != content_hash(data):
+        return None
+    refs = store.refs(paths=[path])
+    defined = [(source, target, line) for _rowid, _path, source, relation, target, line, _scope in refs
+               if relation == "CONTAINS"]
+    entities = store.entities_in_file(path)
+    if len(entities) != len({target for _source, target, _line in defined}) + 1:  # + 1: the module
+        return None
+    seen: dict[str, int] = {}
+    for _source, target, _line in defined:
+        seen[target] = seen.get(target, 0) + 1
+    spans = {e.id: e for e in entities}
+    for source, target, start in defined:
+        if seen[target] > 1:
+            ends = [line for s, _t, line in defined if s == source and line > start]
+            if seen.get(source, 0) <= 1 and source in spans:  # what holds it, as the parser saw it
+                ends.append(spans[source].end_line + 1)
+            end = min(ends, default=None)
+            if any(start <= n and (end is None or n < end) for n in lines):
+                return None
+    held_at = {line: source for _rowid, _path, source, _relation, _target, line, _scope in refs if source.startswith("var:")}
+    return Side(entities, set(_module_globals(store, path)), True, held_at)
+
+
+def _lines_marked(fd: FileDiff, old: bool) -> list[int]:
+    """The lines of one side a diff removes (`old`) or adds."""
+    out = []
+    for h in fd.hunks:
+        line = h.old_start if old else h.new_start
+        mark, skip = ("-", "+") if old else ("+", "-")
+        for body in h.lines:
+            m = body[:1]
+            if m == skip:
+                continue
+            if m == mark:
+                out.append(line)
+            line += 1
+    return out
+
+
+def _module_globals(store: Store, path: str) -> list[str]:
+    row = store.conn.execute("SELECT module_globals FROM files WHERE path=?", (path,)).fetchone()
+    return json.loads(row[0]) if row and row[0] else []
 
 
 def _innermost(entities: list, line: int):
@@ -133,8 +194,9 @@ def changed_entities(store: Store, change: Change, files: list[dict]) -> tuple[l
             continue
         old_data = change.old(fd) if fd.old_path else None
         new_data = change.new(fd) if fd.new_path else None
-        old_side = _side(store, fd.old_path, old_data)
-        new_side = _side(store, fd.new_path, new_data)
+        both = fd.old_path is not None and fd.new_path is not None  # (a whole file lists its entities in the parser's order)
+        old_side = _side(store, fd.old_path, old_data, _lines_marked(fd, True) if both else None)
+        new_side = _side(store, fd.new_path, new_data, _lines_marked(fd, False) if both else None)
         if not (old_side.parsed and new_side.parsed):
             info["mapped_on"] = "the index (the file's text on that side could not be read)"
         if fd.old_path is None:  # a new file: all of it is added
@@ -239,43 +301,126 @@ class Reach:
     path: list  # [id, (relation, confidence, id), ...]: from the changed entity to this one
 
 
+class _Reads:
+    """One kind of read from the index, by key, each key read once per answer: `fill` reads many
+    keys in one go (a walk's frontier), `get` one that nothing read ahead."""
+
+    def __init__(self, read_many):
+        self.read_many = read_many  # keys -> {key: value} for each of them
+        self.got: dict = {}
+
+    def fill(self, keys) -> None:
+        missing = [k for k in dict.fromkeys(keys) if k not in self.got]
+        if missing:
+            self.got.update(self.read_many(missing))
+
+    def get(self, key):
+        if key not in self.got:
+            self.fill([key])
+        return self.got[key]
+
+
 class Dependents:
     """What depends on an entity, one step upstream, with the step's relation and confidence."""
 
     def __init__(self, store: Store):
         self.store = store
-        self._rows: dict[str, EntityRow | None] = {}
+        self._rows = _Reads(self._read_rows)
         self._subs: dict[str, list[tuple[str, float]]] = {}
         self._mentions: mentions.Mentions | None = None
-        self._files: dict[str, list[EntityRow]] = {}
         self._names_seen: dict[str, list[tuple[str, str, float]]] = {}
         self._importer_tests: dict[tuple[str, bool], list[EntityRow]] = {}
-        self._file_rows: dict[str, list[EntityRow]] = {}
+        self._file_rows = _Reads(store.entities_in_files)  # a file's entities
+        # a test file's functions and methods that have decorators or defaults (evaluated by their scope)
+        self._members = _Reads(lambda paths: store.entities_in_files(paths, parameterized=True))
+        self._test_counts = _Reads(self._count_tests)  # a file -> how many tests its runner collects there
         self._registries: dict[str, list[str]] = {}  # a decorator's function -> the globals it fills
         self._module_calls: dict[str, list] = {}  # a module -> its CALLS edges (its decorators among them)
+        self._into = _Reads(lambda ids: store.edges_to_many(ids, DEPENDENT_RELATIONS))
+        self._mutates = _Reads(lambda ids: store.edges_from_many(ids, ("MUTATES",)))
+        self._state_readers = _Reads(lambda ids: store.edges_to_many(ids, STATE_RELATIONS))
+        self._subclass_edges = _Reads(lambda ids: store.edges_to_many(ids, ("INHERITS",)))
+        self._base_edges = _Reads(lambda ids: store.edges_from_many(ids, ("INHERITS",)))
+        # a name -> the refs whose target ends in it: those that pass it as a value, those that call it
+        self._passing = _Reads(lambda names: store.refs_by_tail(names, (PASSES, SUBCLASSES)))
+        self._calling = _Reads(lambda names: store.refs_by_tail(names, ("CALLS",)))
+        self._method_counts = _Reads(store.methods_named)  # a name -> how many methods have it
+        self._calls_from = _Reads(lambda ids: store.edges_from_many(ids, ("CALLS",)))
+
+    def _read_rows(self, ids: list[str]) -> dict[str, EntityRow | None]:
+        found = self.store.entities(ids)
+        return {i: found.get(i) for i in ids}
 
     def row(self, eid: str) -> EntityRow | None:
-        if eid not in self._rows:
-            self._rows[eid] = self.store.entity(eid)
-        return self._rows[eid]
+        return self._rows.get(eid)
+
+    def read_ahead(self, nodes: list[str]) -> None:
+        """Read what `of` reads for each of a frontier's nodes, all of them at once: a query or two
+        a kind of read, where one node at a time made ten or more each (a central sympy function's
+        walk: 27,500 statements, now 540). `of` then finds each read done; its answers are the same."""
+        self._into.fill(nodes)
+        self._members.fill(e.path for n in nodes for e in self._into.get(n) if self._decorates(e))
+        own = [n for n in nodes if not n.startswith(("var:", "attr:"))]  # `of` reads no more for those
+        self._mutates.fill(own)
+        self._state_readers.fill(e.target for n in own for e in self._mutates.get(n))
+        self._rows.fill(own)
+        rows = [r for r in map(self.row, own) if r is not None]
+        self._read_dispatch([r for r in rows if r.kind == "method" and r.parent and r.parent.startswith("class:")])
+        names = [r.name for r in rows if r.kind == "method" and not r.name.startswith("__")]
+        self._method_counts.fill(names)
+        self._calling.fill(n for n in names if self._named_by_many(n))
+        self._passing.fill(r.name for r in rows if r.kind in ("class", "func") and r.parent
+                           and r.parent.startswith("module:"))
+
+    def _read_dispatch(self, methods: list[EntityRow], depth: int = 4) -> None:
+        """Read the class hierarchy `_bases` and `_subclasses` follow from these methods' classes, a
+        level at a time, then the methods of each one's name there (dispatch, overrides)."""
+        up = down = list(dict.fromkeys(r.parent for r in methods))
+        for _ in range(depth):
+            self._base_edges.fill(up)
+            self._subclass_edges.fill(down)
+            up = list(dict.fromkeys(e.target for c in up for e in self._base_edges.get(c) if e.target.startswith("class:")))
+            down = list(dict.fromkeys(e.source for c in down for e in self._subclass_edges.get(c)))
+        related = {r.parent: [c for c, _ in self._bases(r.parent) + self._subclasses(r.parent)] for r in methods}
+        self._rows.fill(c for cs in related.values() for c in cs)
+        self._rows.fill(f"method:{k.path}:{k.qualname}.{r.name}" for r in methods
+                        for k in map(self.row, related[r.parent]) if k is not None)
+
+    def test_count(self, path: str) -> int:
+        """How many tests a runner collects from a file: `tests_in_file`'s, read without the rows."""
+        return self._test_counts.get(path)
+
+    def read_test_counts(self, paths) -> None:
+        self._test_counts.fill(paths)
+
+    def _count_tests(self, paths: list[str]) -> dict[str, int]:
+        out = dict.fromkeys(paths, 0)
+        for path, kind, _qualname, name, decorators in self.store.functions_in_files(paths):
+            out[path] += is_test(kind, path, name, [] if decorators == "[]" else json.loads(decorators))
+        return out
+
+    @staticmethod
+    def _decorates(e: EdgeRow) -> bool:
+        """An edge from a test file's class or module body: it may be a test's decorator or default."""
+        return e.relation in ("CALLS", "IMPORTS") and e.source.startswith(("class:", "module:")) and is_test_path(e.path)
 
     def of(self, node: str, changed: bool = False) -> list[tuple[str, str, float]]:
         """Who depends on `node`, one step (`changed`: node is what the change touched itself)."""
         store = self.store
         out: list[tuple[str, str, float]] = []
-        edges = store.edges_to(node, ("CALLS", "INHERITS", "IMPORTS", "READS_CONFIG"))
+        edges = self._into.get(node)
         for e in edges:
             if e.source != node:
                 out.append((e.source, e.relation, e.confidence))
         name = node.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
         for e in edges:  # what a test's decorator calls or names, evaluated by the class or module defining it
-            if e.relation in ("CALLS", "IMPORTS") and e.source.startswith(("class:", "module:")) and is_test_path(e.path):
-                for test in fixtures.decorated(self._members(e.path), e.source, e.line, name, e.relation == "IMPORTS"):
+            if self._decorates(e):
+                for test in fixtures.decorated(self._members_of(e.path), e.source, e.line, name, e.relation == "IMPORTS"):
                     out.append((test.id, "DECORATES", fixtures.DECORATOR_CONFIDENCE))
         if node.startswith(("var:", "attr:")):
             return out
-        for e in store.edges_from(node, ("MUTATES",)):  # state coupling: who reads what it writes
-            for r in store.edges_to(e.target, STATE_RELATIONS):
+        for e in self._mutates.get(node):  # state coupling: who reads what it writes
+            for r in self._state_readers.get(e.target):
                 if r.source != node:
                     out.append((r.source, f"READS({e.target})", e.confidence * r.confidence))
         row = self.row(node)
@@ -378,7 +523,8 @@ class Dependents:
         that re-exports either (`from . import rules` where `rules/__init__.py` imports it)."""
         out = []
         importers: set[str] | None = None
-        for _rowid, path, source, relation, target, _line, _scope in self.store.refs(names=[row.name]):
+        # (only a ref whose target ends in the name can pass: those `_passing` holds, in the same order)
+        for _rowid, path, source, relation, target, _line, _scope in self._passing.get(row.name):
             if relation not in (PASSES, SUBCLASSES) or target.rsplit(".", 1)[-1] != row.name or source == row.id:
                 continue
             if path != row.path:
@@ -431,26 +577,34 @@ class Dependents:
         if name.startswith("__") or name in self._names_seen:
             return self._names_seen.get(name, [])
         self._names_seen[name] = out = []
-        k = self.store.conn.execute("SELECT count(*) FROM entities WHERE name=? AND kind='method'", (name,)).fetchone()[0]
-        if not MAX_AMBIGUOUS_METHOD < k <= NAMED_BY_TESTS_MAX:
+        if not self._named_by_many(name):
             return out
-        calls: dict[str, set[int]] = {}  # a test's lines where an edge already calls a method of that name
-        for _rowid, path, source, relation, target, line, _scope in self.store.refs(names=[name]):
+        k = self._method_counts.get(name)
+        found = []
+        for _rowid, path, source, relation, target, line, _scope in self._calling.get(name):
             head, _, last = target.rpartition(".")
             if relation != "CALLS" or last != name or not head or head.split(".")[0] in ("self", "cls") \
                     or not is_test_path(path):
                 continue
+            found.append((source, line))
+        self._calls_from.fill(source for source, _line in found)
+        calls: dict[str, set[int]] = {}  # a test's lines where an edge already calls a method of that name
+        for source, line in found:
             if source not in calls:
-                calls[source] = {e.line for e in self.store.edges_from(source, ("CALLS",))
-                                 if e.target.rsplit(".", 1)[-1] == name}
+                calls[source] = {e.line for e in self._calls_from.get(source) if e.target.rsplit(".", 1)[-1] == name}
             if line not in calls[source]:  # resolved there (a typed receiver, or a guess): the graph's edge says it
                 out.append((source, "NAMED_BY_TEST", round(NAMED_BY_TEST_CONFIDENCE / k, 4)))
         return out
 
+    def _named_by_many(self, name: str) -> bool:
+        """Whether more methods have the name than the resolver guesses among, and not too many to name any."""
+        return MAX_AMBIGUOUS_METHOD < self._method_counts.get(name) <= NAMED_BY_TESTS_MAX
+
     def _string_mentions(self) -> mentions.Mentions:
-        """The repository's string mentions, read once per answer, when first needed."""
+        """The repository's string mentions, read when first needed, once per index version: a scan of
+        every ref (sympy: 20 ms), which a server's next answer need not repeat."""
         if self._mentions is None:
-            self._mentions = mentions.Mentions(self.store)
+            self._mentions = self.store.derived("impact.mentions", lambda: mentions.Mentions(self.store))
         return self._mentions
 
     def tests_in_file(self, path: str) -> list[EntityRow]:
@@ -459,20 +613,13 @@ class Dependents:
 
     def _in_file(self, path: str) -> list[EntityRow]:
         """A file's entities (read once per walk)."""
-        if path not in self._file_rows:
-            self._file_rows[path] = self.store.entities_in_file(path)
-        return self._file_rows[path]
+        return self._file_rows.get(path)
 
-    def _members(self, path: str) -> list[EntityRow]:
-        """A test file's functions and methods that have decorators or defaults (evaluated by their scope)."""
-        if path not in self._files:
-            self._files[path] = [r for r in self.store.entities_in_file(path)
-                                 if r.kind in ("func", "method") and (r.decorators or "=" in r.signature)]
-        return self._files[path]
+    def _members_of(self, path: str) -> list[EntityRow]:
+        return self._members.get(path)
 
     def _globals(self, path: str) -> list[str]:
-        row = self.store.conn.execute("SELECT module_globals FROM files WHERE path=?", (path,)).fetchone()
-        return json.loads(row[0]) if row and row[0] else []
+        return _module_globals(self.store, path)
 
     def _bases(self, cls: str, depth: int = 4) -> list[tuple[str, float]]:
         """The classes `cls` inherits from, nearest first (breadth-first), with the path's confidence."""
@@ -480,7 +627,7 @@ class Dependents:
         for _ in range(depth):
             nxt = []
             for c, conf in frontier:
-                for e in self.store.edges_from(c, ("INHERITS",)):
+                for e in self._base_edges.get(c):
                     if e.target not in seen and e.target.startswith("class:"):
                         seen.add(e.target)
                         nxt.append((e.target, conf * e.confidence))
@@ -495,7 +642,7 @@ class Dependents:
         for _ in range(depth):
             nxt = []
             for c, conf in frontier:
-                for e in self.store.edges_to(c, ("INHERITS",)):
+                for e in self._subclass_edges.get(c):
                     if e.source not in seen:
                         seen.add(e.source)
                         nxt.append((e.source, conf * e.confidence))
@@ -531,6 +678,7 @@ def walk(deps: Dependents, seeds: dict[str, list[tuple[str, str, float]] | None]
     for _level in range(depth):
         nxt: dict[str, Reach] = {}
         nxt_onward: dict[str, Reach] = {}
+        deps.read_ahead(_walked_on(frontier, best, onward, seeds))
         for node in frontier:
             here = onward.get(node) or best[node]
             if _last_relation(here) == "IMPORTS":
@@ -565,6 +713,17 @@ def walk(deps: Dependents, seeds: dict[str, list[tuple[str, str, float]] | None]
         if not frontier or truncated:
             break
     return best, truncated
+
+
+def _walked_on(frontier: list[str], best: dict[str, Reach], onward: dict[str, Reach], seeds: dict) -> list[str]:
+    """The nodes of a frontier whose dependents the graph gives (`Dependents.of`): not an importer,
+    not a seed given its own steps."""
+    out = []
+    for n in frontier:
+        here = onward.get(n) or best[n]
+        if _last_relation(here) != "IMPORTS" and not (here.distance == 0 and seeds.get(n) is not None):
+            out.append(n)
+    return out
 
 
 def _last_relation(r: Reach) -> str | None:
@@ -912,8 +1071,9 @@ def _whole_files(deps: Dependents, listed: list[dict]) -> list[dict]:
         if t.get("qualname"):
             reached.setdefault(t["file"], set()).add(t["qualname"])
     out = []
+    deps.read_test_counts(reached)
     for path, names in sorted(reached.items()):
-        total = len(deps.tests_in_file(path))
+        total = deps.test_count(path)
         n = min(len(names), total)
         if total and n < total and n >= WHOLE_FILE_SHARE * total:
             out.append({"id": f"file:{path}", "file": path, "qualname": None, "distance": 1,

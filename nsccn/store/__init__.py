@@ -107,7 +107,7 @@ class EntityRow:
 
     @classmethod
     def from_row(cls, row) -> "EntityRow":
-        return cls(*row[:9], json.loads(row[9]), row[10])
+        return cls(*row[:9], [] if row[9] == "[]" else json.loads(row[9]), row[10])  # most have none: no parse
 
     def brief(self) -> dict:
         return {
@@ -428,11 +428,11 @@ class Store:
             "INSERT INTO skeletons(path, content_hash, skeleton) VALUES(?,?,?)", (pf.path, pf.content_hash, pf.skeleton)
         )
 
-    _REFS = (
-        "SELECT r.rowid, f.path, s.name, rl.name, t.name, r.line, sc.name FROM refs r"
-        " JOIN files f ON f.id = r.file JOIN symbols s ON s.id = r.source JOIN symbols rl ON rl.id = r.relation"
+    _REF_JOINS = (
+        " FROM refs r JOIN files f ON f.id = r.file JOIN symbols s ON s.id = r.source JOIN symbols rl ON rl.id = r.relation"
         " JOIN symbols t ON t.id = r.target JOIN symbols sc ON sc.id = r.scope"
     )
+    _REFS = "SELECT r.rowid, f.path, s.name, rl.name, t.name, r.line, sc.name" + _REF_JOINS
 
     def refs(self, paths: Iterable[str] | None = None, names: Iterable[str] | None = None) -> list[tuple]:
         """(rowid, path, source, relation, target, line, scope) of every ref, or of refs in `paths`
@@ -451,6 +451,21 @@ class Store:
             for row in self.conn.execute(self._REFS + " WHERE r.tail=? OR r.head=?", (sid, sid)):
                 out[row[0]] = row
         return list(out.values())
+
+    def refs_by_tail(self, names: Iterable[str], relations: Sequence[str]) -> dict[str, list[tuple]]:
+        """Per name, the refs of these relations whose target's last identifier it is, as
+        `refs(names=[name])` gives those (by rowid), one query per 500 names."""
+        out: dict[str, list[tuple]] = {n: [] for n in names}
+        names = list(out)
+        q = ("SELECT tl.name, r.rowid, f.path, s.name, rl.name, t.name, r.line, sc.name" + self._REF_JOINS
+             + " JOIN symbols tl ON tl.id = r.tail WHERE tl.name IN ({})"
+             f" AND r.relation IN (SELECT id FROM symbols WHERE name IN ({','.join('?' * len(relations))}))"
+             " ORDER BY r.rowid")
+        for i in range(0, len(names), 500):
+            chunk = names[i : i + 500]
+            for row in self.conn.execute(q.format(",".join("?" * len(chunk))), chunk + list(relations)):
+                out[row[0]].append(row[1:])
+        return out
 
     def relation_pairs(self, relation: str) -> Iterator[tuple[str, str]]:
         """(source, target) of every ref of one relation: a scan, for the relations read whole
@@ -595,14 +610,40 @@ class Store:
         return out
 
     def entities_in_file(self, path: str) -> list[EntityRow]:
-        q = f"SELECT {ENTITY_COLUMNS} FROM entities WHERE path=? ORDER BY start_line, end_line DESC"
+        # of one span, in the order written (rowid): what the path index gave anyway, written out for
+        # `entities_in_files`
+        q = f"SELECT {ENTITY_COLUMNS} FROM entities WHERE path=? ORDER BY start_line, end_line DESC, rowid"
         return [EntityRow.from_row(r) for r in self.conn.execute(q, (path,))]
+
+    def entities_in_files(self, paths: Iterable[str], parameterized: bool = False) -> dict[str, list[EntityRow]]:
+        """`entities_in_file` of each path, one query per 500 of them (`parameterized`: only the
+        functions and methods with decorators or a default value)."""
+        out: dict[str, list[EntityRow]] = {p: [] for p in paths}
+        paths = list(out)
+        where = " AND kind IN ('func', 'method') AND (decorators != '[]' OR instr(signature, '=') > 0)" if parameterized else ""
+        for i in range(0, len(paths), 500):
+            chunk = paths[i : i + 500]
+            q = (f"SELECT {ENTITY_COLUMNS} FROM entities WHERE path IN ({','.join('?' * len(chunk))}){where}"
+                 " ORDER BY path, start_line, end_line DESC, rowid")
+            for r in self.conn.execute(q, chunk):
+                out[r[2]].append(EntityRow.from_row(r))
+        return out
 
     def functions_in_files(self, paths: list[str]) -> list[tuple[str, str, str, str, str]]:
         """(path, kind, qualname, name, decorators as JSON) of every function and method in these files."""
         q = ("SELECT path, kind, qualname, name, decorators FROM entities WHERE kind IN ('func', 'method') "
              "AND path IN (SELECT value FROM json_each(?))")
         return list(self.conn.execute(q, (json.dumps(paths),)))
+
+    def methods_named(self, names: Iterable[str]) -> dict[str, int]:
+        """Per name, how many methods have it."""
+        out = dict.fromkeys(names, 0)
+        names = list(out)
+        for i in range(0, len(names), 500):
+            chunk = names[i : i + 500]
+            q = f"SELECT name, count(*) FROM entities WHERE kind='method' AND name IN ({','.join('?' * len(chunk))}) GROUP BY name"
+            out.update(self.conn.execute(q, chunk))
+        return out
 
     def entities_named(self, name: str) -> list[EntityRow]:
         q = f"SELECT {ENTITY_COLUMNS} FROM entities WHERE name=? OR qualname=? ORDER BY path, start_line"
@@ -706,6 +747,11 @@ class Store:
         """Every edge with its ids as text (for reports and benchmarks; queries read by node)."""
         return [EdgeRow(*r) for r in self.conn.execute(self._EDGE_ROWS + " ORDER BY s.name, t.name, e.line")]
 
+    # A node's edges by line; of one line, by relation, then as resolution wrote them: the order the
+    # index gives anyway (by its (target|source, relation) index, sorted stably by line), written
+    # out so that `edges_to_many` gives each node the very list `edges_to` does.
+    _EDGE_ORDER = " ORDER BY e.line, e.relation, e.ref, e.n"
+
     def _edges(self, column: str, value: str, relations: Iterable[str] | None) -> list[EdgeRow]:
         q = self._EDGE_ROWS + f" WHERE e.{column}=(SELECT id FROM symbols WHERE name=?)"
         args: list = [value]
@@ -713,7 +759,29 @@ class Store:
             rels = list(relations)
             q += f" AND e.relation IN (SELECT id FROM symbols WHERE name IN ({','.join('?' * len(rels))}))"
             args += rels
-        return [EdgeRow(*r) for r in self.conn.execute(q + " ORDER BY e.line", args)]
+        return [EdgeRow(*r) for r in self.conn.execute(q + self._EDGE_ORDER, args)]
+
+    def edges_from_many(self, sources: Iterable[str], relations: Iterable[str] | None = None) -> dict[str, list[EdgeRow]]:
+        """`edges_from` of each source, one query per 500 of them."""
+        return self._edges_many("source", sources, relations)
+
+    def edges_to_many(self, targets: Iterable[str], relations: Iterable[str] | None = None) -> dict[str, list[EdgeRow]]:
+        """`edges_to` of each target, one query per 500 of them."""
+        return self._edges_many("target", targets, relations)
+
+    def _edges_many(self, column: str, values: Iterable[str], relations: Iterable[str] | None) -> dict[str, list[EdgeRow]]:
+        out: dict[str, list[EdgeRow]] = {v: [] for v in values}
+        values = list(out)
+        rels = list(relations or ())
+        keyed = 1 if column == "target" else 0  # the node's own column among the row's
+        for i in range(0, len(values), 500):
+            chunk = values[i : i + 500]
+            q = self._EDGE_ROWS + f" WHERE e.{column} IN (SELECT id FROM symbols WHERE name IN ({','.join('?' * len(chunk))}))"
+            if rels:
+                q += f" AND e.relation IN (SELECT id FROM symbols WHERE name IN ({','.join('?' * len(rels))}))"
+            for r in self.conn.execute(q + self._EDGE_ORDER, chunk + rels):
+                out[r[keyed]].append(EdgeRow(*r))
+        return out
 
     def counts(self) -> dict:
         """Files, entities, edges (per relation), files with syntax errors. Kept in meta until a
