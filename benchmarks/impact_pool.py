@@ -66,14 +66,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("groups", nargs="+", help="LABEL=results.json[,more.json]")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
+    ap.add_argument("--recorded", action="store_true", help="the commits scored with stale per-test coverage "
+                    "(`impact_eval.py --recorded-ago K`) only, that answer beside the others on them")
     args = ap.parse_args()
     groups = {}
     for spec in args.groups:
         label, _, paths = spec.partition("=")
-        groups[label] = load(paths.split(","))
+        groups[label] = [r for r in load(paths.split(",")) if not args.recorded or "nsccn_recorded" in r]
+    global SELECTORS
+    if args.recorded:
+        SELECTORS = (("nsccn_recorded", "impact `run` with the recorded coverage"), *SELECTORS)
     # each commit once, though a group of repositories lists it again
     groups["pooled"] = list({r["commit"]: r for rows in list(groups.values()) for r in rows}.values())
-    global SELECTORS
     SELECTORS = SELECTORS + tuple(o for o in OPTIONAL if all(o[0] in r for rows in groups.values() for r in rows))
     out = {label: summary(rows) for label, rows in groups.items()}
     if args.json:
