@@ -133,9 +133,8 @@ def _indexed_side(store: Store, path: str, data: bytes, lines: list[int]) -> Sid
     return Side(entities, set(_module_globals(store, path)), True, held_at)
 
 
-def _lines_marked(fd: FileDiff, old: bool) -> list[int]:
-    """The lines of one side a diff removes (`old`) or adds."""
-    out = []
+def _marked(fd: FileDiff, old: bool):
+    """(line, text) of each line of one side a diff removes (`old`) or adds."""
     for h in fd.hunks:
         line = h.old_start if old else h.new_start
         mark, skip = ("-", "+") if old else ("+", "-")
@@ -144,9 +143,13 @@ def _lines_marked(fd: FileDiff, old: bool) -> list[int]:
             if m == skip:
                 continue
             if m == mark:
-                out.append(line)
+                yield line, body[1:]
             line += 1
-    return out
+
+
+def _lines_marked(fd: FileDiff, old: bool) -> list[int]:
+    """The lines of one side a diff removes (`old`) or adds."""
+    return [line for line, _ in _marked(fd, old)]
 
 
 def _module_globals(store: Store, path: str) -> list[str]:
@@ -167,20 +170,13 @@ def _innermost(entities: list, line: int):
 def _touched(fd: FileDiff, side: Side, old: bool) -> dict[str, tuple[object, list[int], list[str]]]:
     """Entity id -> (entity, the lines of this side the change touches in it, their text)."""
     out: dict[str, tuple[object, list[int], list[str]]] = {}
-    for h in fd.hunks:
-        line = h.old_start if old else h.new_start
-        mark, skip = ("-", "+") if old else ("+", "-")
-        for body in h.lines:
-            m = body[:1]
-            if m == skip:
-                continue
-            if m == mark and body[1:].strip():  # a blank line changes nothing
-                e = _innermost(side.entities, line)
-                if e is not None:
-                    item = out.setdefault(e.id, (e, [], []))
-                    item[1].append(line)
-                    item[2].append(body[1:])
-            line += 1
+    for line, text in _marked(fd, old):
+        if text.strip():  # a blank line changes nothing
+            e = _innermost(side.entities, line)
+            if e is not None:
+                item = out.setdefault(e.id, (e, [], []))
+                item[1].append(line)
+                item[2].append(text)
     return out
 
 
