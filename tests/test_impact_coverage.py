@@ -222,6 +222,8 @@ def test_a_kept_map_serves_the_next_answer_and_a_new_run_replaces_it(tmp_path):
     kept = list((tmp_path / "state" / "coverage").iterdir())
     assert len(kept) == 1
     assert names(impact(root).covered_tests) == names(first.covered_tests)
+    kept[0].write_bytes(b"\x93damaged")  # a map another version wrote, or a torn one: made again
+    assert names(impact(root).covered_tests) == names(first.covered_tests)
     edit(root, "tests/test_core.py", "assert maybe(1) == 1", "assert maybe(1, True) == 2")
     commit(root, "test_maybe_not runs helper now")
     edit(root, "pkg/core.py", "return 1 + x", "return x + 1")

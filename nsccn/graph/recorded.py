@@ -167,6 +167,17 @@ def _kept_path(store: Store) -> Path | None:
     return state_dir() / "coverage" / f"{index_id}.msgpack" if index_id else None
 
 
+_MEMO: dict[Path, tuple[tuple[int, int], Recorded]] = {}  # a server's answers read a kept map once
+
+
+def _kept(kept: Path) -> Recorded:
+    st = kept.stat()
+    hit = _MEMO.get(kept)
+    if hit is None or hit[0] != (st.st_size, st.st_mtime_ns):
+        _MEMO[kept] = ((st.st_size, st.st_mtime_ns), msgspec.msgpack.decode(kept.read_bytes(), type=Recorded))
+    return _MEMO[kept][1]
+
+
 def recorded(store: Store, root: Path, path: Path | None, head_blob) -> tuple[Recorded | None, str | None]:
     """The recorded coverage for `path` (default: `.coverage` at the root, when it is there): the
     kept map when it was made from this very data file, else mapped now and kept. (map, a note)."""
@@ -178,10 +189,10 @@ def recorded(store: Store, root: Path, path: Path | None, head_blob) -> tuple[Re
     kept = _kept_path(store)
     if kept is not None and kept.is_file():
         try:
-            old = msgspec.msgpack.decode(kept.read_bytes(), type=Recorded)
+            old = _kept(kept)
             if old.format == FORMAT and old.size == st.st_size and old.mtime == st.st_mtime:
                 return old, None
-        except (msgspec.DecodeError, OSError):
+        except (msgspec.DecodeError, msgspec.ValidationError, OSError):
             pass  # made by another version, or damaged: map again
     try:
         cov = read(path, root)
