@@ -114,7 +114,7 @@ def map_coverage(store: Store, root: Path, cov: PerTestCoverage, head_blob) -> R
             if st.st_mtime <= cov.mtime:
                 data = disk  # unchanged since the suite ran (as far as the clock tells)
         except UnreadableFile:
-            pass  # gone or unreadable now: HEAD's copy, if any, below
+            pass  # gone or unreadable now: a measured file may still map from HEAD's copy
         per_test = cov.lines.get(path)
         if data is None and per_test:
             head = head_blob(path)
