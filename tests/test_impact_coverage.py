@@ -357,18 +357,19 @@ def test_a_test_file_the_run_recorded_nothing_of_is_answered_by_the_graph(tmp_pa
     assert "tests/test_core.py::test_maybe_not" not in names(got.tests)  # a file it recorded: answered by it
 
 
-def test_a_test_added_since_the_run_is_run_where_the_graph_alone_would_run_it(tmp_path):
+def test_a_test_added_since_the_run_is_run(tmp_path):
     root = repo(tmp_path)
     record(root)
     impact(root)
-    # a new test in a file the run knows, reaching helper through a call the graph cannot see: the graph alone
-    # reaches most of the file's tests and runs it whole; so the new test is run
+    # a new test in a file the run knows, reaching helper through a call the graph cannot see: the run knows
+    # nothing of it, so it runs (as pytest-testmon runs a test it has no data for)
     edit(root, "tests/test_core.py", "class TestMaybe:", "def test_added():\n    assert by_name('helper', 5) == 6\n\n\nclass TestMaybe:")
     commit(root, "a test added")
     edit(root, "pkg/core.py", "return x + 1", "return 1 + x")
     got = impact(root)
     assert "tests/test_core.py::test_added" in names(got.tests)
-    assert "added since the run" in next(t.reason for t in got.tests if t.qualname == "test_added")
+    assert "recorded nothing of it" in next(t.reason for t in got.tests if t.qualname == "test_added")
+    assert got.coverage.unknown_tests == 1 and "test_maybe_not" not in got.run
 
 
 def test_a_changed_signature_brings_the_tests_that_ran_the_function_and_the_graph_s(tmp_path):
@@ -404,3 +405,16 @@ def test_where_the_graph_alone_runs_the_whole_suite_the_test_files_the_run_knows
     assert not any(s.whole for s in got.suites)
     assert "tests/test_made.py" in {t.file for t in got.test_files} and "tests/__init__.py" not in got.run
     assert "test_maybe_3" not in got.run
+
+
+def test_a_test_class_added_since_the_run_runs_its_file_whole(tmp_path):
+    root = repo(tmp_path)
+    record(root)
+    impact(root)
+    (root / "tests" / "test_other.py").write_text((root / "tests" / "test_other.py").read_text()
+                                                  + "\n\nclass TestMore:\n    def test_more(self):\n        assert other(0) == 0\n")
+    commit(root, "a test class added")
+    edit(root, "pkg/core.py", "return x + 1", "return 1 + x")
+    got = impact(root)
+    assert "tests/test_other.py" in {t.file for t in got.test_files}  # its node id is not one of the run's
+    assert "TestMore" not in got.run

@@ -49,6 +49,7 @@ GLOBAL_CONFIDENCE = 0.8  # a global its module's top-level code sets: not every 
 NESTED_CONFIDENCE = 0.8  # a nested function's enclosing one: it defines it, and mostly calls or registers it
 PASSES_CONFIDENCE = 0.8  # handed to a call as a value: mostly built or called there, not always
 IMPORTER_TEST_CONFIDENCE = 0.3  # a test file importing the changed module: about it, not every test runs the change
+UNKNOWN_TEST_CONFIDENCE = 0.3  # a test recorded per-test coverage knows nothing of: run, to be safe
 # a test file of which the answer reaches at least this share of the tests is run whole: its other tests
 # test the same code through paths no edge shows (fixtures, generated tests, dispatch by name; docs/impact.md)
 WHOLE_FILE_SHARE = 0.1
@@ -880,6 +881,25 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
             extra += [{"id": r.id, "file": r.path, "qualname": r.qualname, "distance": f["distance"],
                        "confidence": f["confidence"], "reason": "added since the run; " + f["reason"]}
                       for r in deps.tests_in_file(f["file"]) if (r.path, r.qualname) not in known]
+    # and every test of a file the run knows that it recorded nothing of (added since, skipped then): run, as
+    # pytest-testmon runs a test it has no data for; where its class is one the run collected no test of (new,
+    # or not a test class), the file whole (a node id of ours could name what the runner does not collect)
+    suite = store.derived(f"impact.suite:{runner_hint}", lambda: _suite(store, runner_hint))
+    known_classes = {(f, q.rsplit(".", 1)[0]) for f, q in known if "." in q}
+    new_files: list[dict] = []
+    for in_runner in suite.values():
+        for path, names in sorted(in_runner.items()):
+            if path not in known_files:
+                continue
+            for q in sorted(n for n in names if n is not None and (path, n) not in known):
+                if "." in q and (path, q.rsplit(".", 1)[0]) not in known_classes:
+                    new_files.append({"id": f"file:{path}", "file": path, "qualname": None, "distance": 1,
+                                      "confidence": UNKNOWN_TEST_CONFIDENCE,
+                                      "reason": f"the run recorded nothing of {q} (added since, or skipped then)"})
+                    break
+                extra.append({"id": f"test:{path}:{q}", "file": path, "qualname": q, "distance": 1,
+                              "confidence": UNKNOWN_TEST_CONFIDENCE,
+                              "reason": "the run recorded nothing of it (added since, or skipped then)"})
     extra = list({(t["file"], t["qualname"]): t for t in extra if (t["file"], t["qualname"]) not in listed}.values())
     if extra:
         tests = sorted(tests + extra, key=lambda t: (-t["confidence"], t["distance"], t["id"]))
@@ -898,7 +918,6 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
         if share["whole"]:
             # its test files, those whose tests are made at run time too (no test function of ours in them): a
             # file named as a test (`test_x.py`, `x_test.go`, `x.spec.ts`), not a package's `__init__` or a helper
-            suite = store.derived(f"impact.suite:{runner_hint}", lambda: _suite(store, runner_hint))
             paths = set(suite.get(share["runner"], {})) | {
                 p for p in store.file_paths() if is_test_path(p) and runner_of(p, runner_hint) == share["runner"]
                 and _stem(p) != p.rsplit("/", 1)[-1].split(".", 1)[0]}
@@ -906,6 +925,7 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
                              "confidence": WHOLE_SUITE_CONFIDENCE,
                              "reason": "the run recorded no test of it, and the graph alone would run the whole suite"}
                             for path in sorted(paths - known_files)]
+    whole_files += [f for f in new_files if f["file"] not in {w["file"] for w in whole_files}]
     if whole_files:
         used["unknown_tests"] = used.get("unknown_tests", 0) + len(whole_files)
     return covered, tests, tested, module_tests, whole_files, used
