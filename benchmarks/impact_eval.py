@@ -63,7 +63,7 @@ want = json.loads(sys.argv[2])
 out = {}
 for f in data.measured_files():
     for rel, lines in want.items():
-        if f.endswith('/' + rel):
+        if f == rel or f.endswith('/' + rel):  # relative_files = true writes them relative
             by_line = data.contexts_by_lineno(f)
             out[rel] = {str(n): sorted(set(by_line.get(n, []))) for n in lines}
 print(json.dumps(out))
