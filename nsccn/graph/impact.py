@@ -798,7 +798,11 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
     else:
         covered, tests, tested, module_tests, unknown_files, used = _with_recorded(
             store, root, deps, recorded, seeds, changed, reached, rows, test_depth, min_confidence, wide, runner_hint)
-    test_files = _whole_files(deps, tests + module_tests) if WHOLE_FILE_CONFIDENCE >= min_confidence else []
+    # a file is run whole for what the graph reaches of it; tests listed because the run knows nothing of them
+    # (a test that ran only a subprocess records no line) are listed, not counted
+    unknown = set(used.pop("unknown_keys", ())) if used else set()
+    test_files = _whole_files(deps, [t for t in tests + module_tests if (t["file"], t["qualname"]) not in unknown]) \
+        if WHOLE_FILE_CONFIDENCE >= min_confidence else []
     test_files += [f for f in unknown_files if f["file"] not in {t["file"] for t in test_files}]
     whole = {t["file"] for t in test_files}
     units = [t for t in covered + tests + module_tests if t["file"] not in whole] + test_files
@@ -904,6 +908,7 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
     if extra:
         tests = sorted(tests + extra, key=lambda t: (-t["confidence"], t["distance"], t["id"]))
         used["unknown_tests"] = len(extra)
+        used["unknown_keys"] = [(t["file"], t["qualname"]) for t in extra]
     listed |= {(t["file"], t["qualname"]) for t in extra}
     covered = [t for t in by_run.tests() if (t["file"], t["qualname"]) not in listed]
     tested |= {c["in_index"] for c in changed if c.get("in_index") and recorded.ran.get(c["in_index"])}
