@@ -418,3 +418,22 @@ def test_a_test_class_added_since_the_run_runs_its_file_whole(tmp_path):
     got = impact(root)
     assert "tests/test_other.py" in {t.file for t in got.test_files}  # its node id is not one of the run's
     assert "TestMore" not in got.run
+
+
+def test_tests_that_run_the_code_in_a_subprocess_are_run_and_do_not_make_their_file_run_whole(tmp_path):
+    files = dict(FILES)
+    files["tests/test_sub.py"] = (
+        "import subprocess\nimport sys\n\nfrom pkg.other import other\n\n\n"
+        "def test_in_process():\n    assert other(2) == 4\n\n\n"
+        "def test_in_process_too():\n    assert other(3) == 6\n"
+        + "".join(f"\n\ndef test_sub_{i}():\n    out = subprocess.run([sys.executable, '-c', 'from pkg.core import used; "
+                  f"print(used({i}))'], capture_output=True, text=True, check=True)\n    assert out.stdout.strip() == "
+                  f"'{i + 1}'\n" for i in range(3)))
+    root = indexed_git_repo(tmp_path / "repo", files)
+    (root / ".gitignore").write_text(".coverage\n.nsccn/\n")
+    commit(root, "ignore")
+    record(root)  # the subprocesses' lines are not measured: the run records no line of those tests
+    edit(root, "pkg/core.py", "return x + 1", "return 1 + x")
+    got = impact(root)
+    assert {f"tests/test_sub.py::test_sub_{i}" for i in range(3)} <= names(got.tests)
+    assert "tests/test_sub.py" not in {t.file for t in got.test_files} and "test_in_process" not in got.run
