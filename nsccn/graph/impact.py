@@ -880,14 +880,21 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
 
     listed = {(t["file"], t["qualname"]) for t in tests}
     extra = [t for t in alone if unknown(t) and (t["file"], t["qualname"]) not in listed]
+    def added_since(path: str, qualname: str) -> bool:  # a test the run's files did not hold
+        return path in recorded.files and all(f"{kind}:{path}:{qualname}" not in recorded.fingerprints
+                                              for kind in ("func", "method"))
+
     for f in alone_files:
         if f["file"] in known_files:
             extra += [{"id": r.id, "file": r.path, "qualname": r.qualname, "distance": f["distance"],
                        "confidence": f["confidence"], "reason": "added since the run; " + f["reason"]}
-                      for r in deps.tests_in_file(f["file"]) if (r.path, r.qualname) not in known]
-    # and every test of a file the run knows that it recorded nothing of (added since, skipped then): run, as
-    # pytest-testmon runs a test it has no data for; where its class is one the run collected no test of (new,
-    # or not a test class), the file whole (a node id of ours could name what the runner does not collect)
+                      for r in deps.tests_in_file(f["file"]) if (r.path, r.qualname) not in known
+                      and added_since(r.path, r.qualname)]
+    # and every test added since the run to a file it knows: run, as pytest-testmon runs a test it has no data
+    # for; where its class is one the run collected no test of (new, or not a test class), the file whole (a
+    # node id of ours could name what the runner does not collect). A test that was there and recorded no line
+    # (skipped, a base class's method the runner collects under its subclasses, code run only in a
+    # subprocess) is left to the graph: listing every such test took half of some suites (docs/impact.md)
     suite = store.derived(f"impact.suite:{runner_hint}", lambda: _suite(store, runner_hint))
     known_classes = {(f, q.rsplit(".", 1)[0]) for f, q in known if "." in q}
     new_files: list[dict] = []
@@ -895,15 +902,15 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
         for path, names in sorted(in_runner.items()):
             if path not in known_files:
                 continue
-            for q in sorted(n for n in names if n is not None and (path, n) not in known):
+            for q in sorted(n for n in names if n is not None and (path, n) not in known and added_since(path, n)):
                 if "." in q and (path, q.rsplit(".", 1)[0]) not in known_classes:
                     new_files.append({"id": f"file:{path}", "file": path, "qualname": None, "distance": 1,
                                       "confidence": UNKNOWN_TEST_CONFIDENCE,
-                                      "reason": f"the run recorded nothing of {q} (added since, or skipped then)"})
+                                      "reason": f"{q} was added since the run"})
                     break
                 extra.append({"id": f"test:{path}:{q}", "file": path, "qualname": q, "distance": 1,
                               "confidence": UNKNOWN_TEST_CONFIDENCE,
-                              "reason": "the run recorded nothing of it (added since, or skipped then)"})
+                              "reason": "added since the run: it recorded nothing of it"})
     extra = list({(t["file"], t["qualname"]): t for t in extra if (t["file"], t["qualname"]) not in listed}.values())
     if extra:
         tests = sorted(tests + extra, key=lambda t: (-t["confidence"], t["distance"], t["id"]))
