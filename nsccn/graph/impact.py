@@ -898,6 +898,8 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
     suite = store.derived(f"impact.suite:{runner_hint}", lambda: _suite(store, runner_hint))
     known_classes = {(f, q.rsplit(".", 1)[0]) for f, q in known if "." in q}
     new_files: list[dict] = []
+    by_graph = {(t["file"], t["qualname"]) for t in extra}  # the graph alone's: counted as the graph's
+    added: list[tuple[str, str]] = []
     for in_runner in suite.values():
         for path, names in sorted(in_runner.items()):
             if path not in known_files:
@@ -908,14 +910,16 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
                                       "confidence": UNKNOWN_TEST_CONFIDENCE,
                                       "reason": f"{q} was added since the run"})
                     break
-                extra.append({"id": f"test:{path}:{q}", "file": path, "qualname": q, "distance": 1,
-                              "confidence": UNKNOWN_TEST_CONFIDENCE,
-                              "reason": "added since the run: it recorded nothing of it"})
+                if (path, q) not in by_graph:
+                    added.append((path, q))
+                    extra.append({"id": f"test:{path}:{q}", "file": path, "qualname": q, "distance": 1,
+                                  "confidence": UNKNOWN_TEST_CONFIDENCE,
+                                  "reason": "added since the run: it recorded nothing of it"})
     extra = list({(t["file"], t["qualname"]): t for t in extra if (t["file"], t["qualname"]) not in listed}.values())
     if extra:
         tests = sorted(tests + extra, key=lambda t: (-t["confidence"], t["distance"], t["id"]))
         used["unknown_tests"] = len(extra)
-        used["unknown_keys"] = [(t["file"], t["qualname"]) for t in extra]
+        used["unknown_keys"] = added  # listed, not counted toward a file run whole
     listed |= {(t["file"], t["qualname"]) for t in extra}
     covered = [t for t in by_run.tests() if (t["file"], t["qualname"]) not in listed]
     tested |= {c["in_index"] for c in changed if c.get("in_index") and recorded.ran.get(c["in_index"])}
