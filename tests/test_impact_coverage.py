@@ -368,7 +368,7 @@ def test_a_test_added_since_the_run_is_run(tmp_path):
     edit(root, "pkg/core.py", "return x + 1", "return 1 + x")
     got = impact(root)
     assert "tests/test_core.py::test_added" in names(got.tests)
-    assert "recorded nothing of it" in next(t.reason for t in got.tests if t.qualname == "test_added")
+    assert "added since the run" in next(t.reason for t in got.tests if t.qualname == "test_added")
     assert got.coverage.unknown_tests == 1 and "test_maybe_not" not in got.run
 
 
