@@ -890,14 +890,13 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
                        "confidence": f["confidence"], "reason": "added since the run; " + f["reason"]}
                       for r in deps.tests_in_file(f["file"]) if (r.path, r.qualname) not in known
                       and added_since(r.path, r.qualname)]
-    # and every test added since the run to a file it knows: run, as pytest-testmon runs a test it has no data
-    # for; where its class is one the run collected no test of (new, or not a test class), the file whole (a
-    # node id of ours could name what the runner does not collect). A test that was there and recorded no line
+    # and every test added since the run to a file it knows, of a class it collected tests of: run, as
+    # pytest-testmon runs a test it has no data for (a node id of ours in another class could name what the
+    # runner does not collect: lark's test classes are made at run time). A test that was there and recorded no line
     # (skipped, a base class's method the runner collects under its subclasses, code run only in a
     # subprocess) is left to the graph: listing every such test took half of some suites (docs/impact.md)
     suite = store.derived(f"impact.suite:{runner_hint}", lambda: _suite(store, runner_hint))
     known_classes = {(f, q.rsplit(".", 1)[0]) for f, q in known if "." in q}
-    new_files: list[dict] = []
     by_graph = {(t["file"], t["qualname"]) for t in extra}  # the graph alone's: counted as the graph's
     added: list[tuple[str, str]] = []
     for in_runner in suite.values():
@@ -906,10 +905,7 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
                 continue
             for q in sorted(n for n in names if n is not None and (path, n) not in known and added_since(path, n)):
                 if "." in q and (path, q.rsplit(".", 1)[0]) not in known_classes:
-                    new_files.append({"id": f"file:{path}", "file": path, "qualname": None, "distance": 1,
-                                      "confidence": UNKNOWN_TEST_CONFIDENCE,
-                                      "reason": f"{q} was added since the run"})
-                    break
+                    continue  # a class the run collected no test of: left to the graph (made at run time, or new)
                 if (path, q) not in by_graph:
                     added.append((path, q))
                     extra.append({"id": f"test:{path}:{q}", "file": path, "qualname": q, "distance": 1,
@@ -941,7 +937,6 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
                              "confidence": WHOLE_SUITE_CONFIDENCE,
                              "reason": "the run recorded no test of it, and the graph alone would run the whole suite"}
                             for path in sorted(paths - known_files)]
-    whole_files += [f for f in new_files if f["file"] not in {w["file"] for w in whole_files}]
     if whole_files:
         used["unknown_tests"] = used.get("unknown_tests", 0) + len(whole_files)
     return covered, tests, tested, module_tests, whole_files, used
