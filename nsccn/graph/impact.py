@@ -880,9 +880,14 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
 
     listed = {(t["file"], t["qualname"]) for t in tests}
     extra = [t for t in alone if unknown(t) and (t["file"], t["qualname"]) not in listed]
-    def added_since(path: str, qualname: str) -> bool:  # a test the run's files did not hold
+    known_classes = {(f, q.rsplit(".", 1)[0]) for f, q in known if "." in q}
+
+    def added_since(path: str, qualname: str) -> bool:
+        """A test the run's files did not hold, at top level or in a class the run collected tests of (a
+        node id of ours in another could name what the runner does not collect: classes made at run time)."""
         return path in recorded.files and all(f"{kind}:{path}:{qualname}" not in recorded.fingerprints
-                                              for kind in ("func", "method"))
+                                              for kind in ("func", "method")) \
+            and ("." not in qualname or (path, qualname.rsplit(".", 1)[0]) in known_classes)
 
     for f in alone_files:
         if f["file"] in known_files:
@@ -890,13 +895,11 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
                        "confidence": f["confidence"], "reason": "added since the run; " + f["reason"]}
                       for r in deps.tests_in_file(f["file"]) if (r.path, r.qualname) not in known
                       and added_since(r.path, r.qualname)]
-    # and every test added since the run to a file it knows, of a class it collected tests of: run, as
-    # pytest-testmon runs a test it has no data for (a node id of ours in another class could name what the
-    # runner does not collect: lark's test classes are made at run time). A test that was there and recorded no line
+    # and every test added since the run to a file it knows: run, as pytest-testmon runs a test it has no data
+    # for. A test that was there and recorded no line
     # (skipped, a base class's method the runner collects under its subclasses, code run only in a
     # subprocess) is left to the graph: listing every such test took half of some suites (docs/impact.md)
     suite = store.derived(f"impact.suite:{runner_hint}", lambda: _suite(store, runner_hint))
-    known_classes = {(f, q.rsplit(".", 1)[0]) for f, q in known if "." in q}
     by_graph = {(t["file"], t["qualname"]) for t in extra}  # the graph alone's: counted as the graph's
     added: list[tuple[str, str]] = []
     for in_runner in suite.values():
@@ -904,8 +907,6 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
             if path not in known_files:
                 continue
             for q in sorted(n for n in names if n is not None and (path, n) not in known and added_since(path, n)):
-                if "." in q and (path, q.rsplit(".", 1)[0]) not in known_classes:
-                    continue  # a class the run collected no test of: left to the graph (made at run time, or new)
                 if (path, q) not in by_graph:
                     added.append((path, q))
                     extra.append({"id": f"test:{path}:{q}", "file": path, "qualname": q, "distance": 1,
