@@ -882,19 +882,21 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
     extra = [t for t in alone if unknown(t) and (t["file"], t["qualname"]) not in listed]
     known_classes = {(f, q.rsplit(".", 1)[0]) for f, q in known if "." in q}
 
-    def added_since(path: str, qualname: str) -> bool:
-        """A test the run's files did not hold, at top level or in a class the run collected tests of (a
-        node id of ours in another could name what the runner does not collect: classes made at run time)."""
-        return path in recorded.files and all(f"{kind}:{path}:{qualname}" not in recorded.fingerprints
-                                              for kind in ("func", "method")) \
-            and ("." not in qualname or (path, qualname.rsplit(".", 1)[0]) in known_classes)
+    def collectable(path: str, qualname: str) -> bool:
+        """At top level or in a class the run collected tests of: a node id of ours in another could name
+        what the runner does not collect (a base class's method, classes made at run time)."""
+        return "." not in qualname or (path, qualname.rsplit(".", 1)[0]) in known_classes
+
+    def added_since(path: str, qualname: str) -> bool:  # a test the run's files did not hold
+        return path in recorded.files and collectable(path, qualname) and all(
+            f"{kind}:{path}:{qualname}" not in recorded.fingerprints for kind in ("func", "method"))
 
     for f in alone_files:
         if f["file"] in known_files:
             extra += [{"id": r.id, "file": r.path, "qualname": r.qualname, "distance": f["distance"],
                        "confidence": f["confidence"], "reason": "added since the run; " + f["reason"]}
                       for r in deps.tests_in_file(f["file"]) if (r.path, r.qualname) not in known
-                      and added_since(r.path, r.qualname)]
+                      and collectable(r.path, r.qualname)]
     # and every test added since the run to a file it knows: run, as pytest-testmon runs a test it has no data
     # for. A test that was there and recorded no line
     # (skipped, a base class's method the runner collects under its subclasses, code run only in a
