@@ -791,16 +791,16 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
     impacted.sort(key=lambda x: (-x["confidence"], x["distance"], x["id"]))
     runner_hint = js_runner(_read(root, "package.json"))
     unknown_files: list[dict] = []
+    unknown: set[tuple[str, str]] = set()
     if recorded is None:
         tests, tested = _tests(reached, rows, changed, deps)
         covered, used = [], None
         module_tests = _module_tier(deps, seeds, tests, wide, min_confidence)
     else:
-        covered, tests, tested, module_tests, unknown_files, used = _with_recorded(
+        covered, tests, tested, module_tests, unknown_files, unknown, used = _with_recorded(
             store, root, deps, recorded, seeds, changed, reached, rows, test_depth, min_confidence, wide, runner_hint)
-    # a file is run whole for what the graph reaches of it; tests listed because the run knows nothing of them
-    # (a test that ran only a subprocess records no line) are listed, not counted
-    unknown = set(used.pop("unknown_keys", ())) if used else set()
+    # a file is run whole for what the graph reaches of it; tests listed only for being added since the run
+    # are listed, not counted
     test_files = _whole_files(deps, [t for t in tests + module_tests if (t["file"], t["qualname"]) not in unknown]) \
         if WHOLE_FILE_CONFIDENCE >= min_confidence else []
     test_files += [f for f in unknown_files if f["file"] not in {t["file"] for t in test_files}]
@@ -853,7 +853,7 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
                    reached: dict[str, Reach], rows: dict, test_depth: int, min_confidence: float, wide: bool,
                    runner_hint: str | None):
     """(covered tests, the graph's tests, the changed entities some test reaches, module tests, test files
-    to run whole, what was used): the tests that ran a changed function when the suite ran, and the graph
+    to run whole, the tests listed only for being added since, what was used): the tests that ran a changed function when the suite ran, and the graph
     only where it may know more: from what is new since, through what changed since, and for tests the run
     recorded nothing of (not collected then, skipped, added since), which are answered as without it."""
     by_run = RecordedTests(store, deps, recorded, reached)
@@ -898,12 +898,12 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
                       for r in deps.tests_in_file(f["file"]) if (r.path, r.qualname) not in known
                       and collectable(r.path, r.qualname)]
     # and every test added since the run to a file it knows: run, as pytest-testmon runs a test it has no data
-    # for. A test that was there and recorded no line
-    # (skipped, a base class's method the runner collects under its subclasses, code run only in a
-    # subprocess) is left to the graph: listing every such test took half of some suites (docs/impact.md)
+    # for. A test that was there and recorded no line (skipped, a base class's method the runner collects under
+    # its subclasses, code run only in a subprocess) is left to the graph: listing every such test took half of
+    # some suites (docs/impact.md)
     suite = store.derived(f"impact.suite:{runner_hint}", lambda: _suite(store, runner_hint))
     by_graph = {(t["file"], t["qualname"]) for t in extra}  # the graph alone's: counted as the graph's
-    added: list[tuple[str, str]] = []
+    added: list[tuple[str, str]] = []  # listed, not counted toward a file run whole
     for in_runner in suite.values():
         for path, names in sorted(in_runner.items()):
             if path not in known_files:
@@ -918,7 +918,6 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
     if extra:
         tests = sorted(tests + extra, key=lambda t: (-t["confidence"], t["distance"], t["id"]))
         used["unknown_tests"] = len(extra)
-        used["unknown_keys"] = added  # listed, not counted toward a file run whole
     listed |= {(t["file"], t["qualname"]) for t in extra}
     covered = [t for t in by_run.tests() if (t["file"], t["qualname"]) not in listed]
     tested |= {c["in_index"] for c in changed if c.get("in_index") and recorded.ran.get(c["in_index"])}
@@ -942,7 +941,7 @@ def _with_recorded(store: Store, root: Path, deps: Dependents, recorded: Recorde
                             for path in sorted(paths - known_files)]
     if whole_files:
         used["unknown_tests"] = used.get("unknown_tests", 0) + len(whole_files)
-    return covered, tests, tested, module_tests, whole_files, used
+    return covered, tests, tested, module_tests, whole_files, set(added), used
 
 
 # changes whose tests the recorded coverage names alone: a function's body runs when a test calls it (a
@@ -958,6 +957,7 @@ class RecordedTests:
         self.store, self.deps, self.recorded, self.reached = store, deps, recorded, reached
         self.measured = set(recorded.measured)
         self.covered: dict[tuple[str, str], dict] = {}
+        self._indexed: dict[str, bool] = {}  # test file -> the index holds it (asked once a file)
 
     def answers(self, eid: str) -> bool:
         """A function the run measured, as it was then or since: the tests that ran it are known."""
@@ -971,7 +971,9 @@ class RecordedTests:
         for t in ran_by(rec, eid):
             file, _, name = rec.tests[t].partition("::")
             qualname = name.replace("::", ".")
-            if (file, qualname) in self.covered or self.store.file(file) is None:
+            if file not in self._indexed:
+                self._indexed[file] = self.store.file(file) is not None
+            if (file, qualname) in self.covered or not self._indexed[file]:
                 continue  # listed, or its file is gone since
             tid = next((i for i in (f"func:{file}:{qualname}", f"method:{file}:{qualname}") if i in self.reached), None)
             self.covered[(file, qualname)] = {

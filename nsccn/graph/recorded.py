@@ -55,11 +55,7 @@ class Recorded(msgspec.Struct):
 def fingerprints(data: bytes, entities: list) -> dict[str, int]:
     """Entity id -> a hash of its own lines: its span less its children's spans."""
     lines = data.decode("utf-8", "replace").splitlines()
-    owner: dict[int, str] = {}
-    # widest first: a child's lines are taken from its parent
-    for e in sorted(entities, key=lambda e: (e.start_line, -e.end_line)):
-        for n in range(e.start_line, e.end_line + 1):
-            owner[n] = e.id
+    owner = _innermost(entities)  # a child's lines are taken from its parent
     parts: dict[str, list[str]] = {e.id: [] for e in entities}
     for n in sorted(owner):
         if n - 1 < len(lines):
