@@ -440,3 +440,86 @@ def test_tests_that_were_there_and_recorded_no_line_are_left_to_the_graph(tmp_pa
     # not listed for that alone (listing every such test took half of some suites), and no file run whole for it
     assert not names(got.tests) & {f"tests/test_sub.py::test_sub_{i}" for i in range(3)}
     assert "tests/test_sub.py" not in {t.file for t in got.test_files} and "test_sub" not in got.run
+
+
+LINES = {
+    "pkg/lines.py": """
+        def pick(x, flag=False):
+            if flag:
+                return describe(
+                    x,
+                    "flagged",
+                )
+            return x
+
+
+        def describe(x, how):
+            return f"{x} {how}"
+    """,
+    "tests/test_lines.py": """
+        from pkg.lines import pick
+
+
+        def test_plain():
+            assert pick(1) == 1
+
+
+        def test_flagged():
+            assert pick(1, flag=True) == "1 flagged"
+    """,
+}
+PICK = "func:pkg/lines.py:pick"
+
+
+def lines_repo(tmp_path: Path) -> Path:
+    root = indexed_git_repo(tmp_path / "repo", {**FILES, **LINES})
+    (root / ".gitignore").write_text(".coverage\n.nsccn/\n")
+    commit(root, "ignore")
+    return root
+
+
+def covered_by(got, eid: str) -> set[str]:
+    return {n for n, t in ((f"{t.file}::{t.qualname}", t) for t in got.covered_tests) if eid in t.reason}
+
+
+def test_a_changed_line_brings_the_tests_that_ran_that_line_not_all_of_the_function_s(tmp_path):
+    root = lines_repo(tmp_path)
+    record(root)
+    edit(root, "pkg/lines.py", "    return x\n", "    return x * 1\n")  # run by test_plain alone
+    got = impact(root)
+    assert covered_by(got, PICK) == {"tests/test_lines.py::test_plain"}
+    assert "the changed lines (line 7 before the change)" in got.covered_tests[0].reason
+    assert "test_flagged" not in got.run
+    graph = impact(root, coverage="off")  # the graph cannot tell the branches apart
+    assert {"tests/test_lines.py::test_plain", "tests/test_lines.py::test_flagged"} <= names(graph.tests)
+
+
+def test_a_line_inside_a_statement_written_over_several_counts_as_the_statement(tmp_path):
+    root = lines_repo(tmp_path)
+    record(root)
+    edit(root, "pkg/lines.py", '"flagged",', '"marked",')  # the call's third line: the call ran in test_flagged
+    got = impact(root)
+    assert "tests/test_lines.py::test_flagged" in covered_by(got, PICK)
+    assert "tests/test_lines.py::test_plain" not in covered_by(got, PICK)
+
+
+def test_lines_added_bring_the_tests_that_ran_the_lines_around_them(tmp_path):
+    root = lines_repo(tmp_path)
+    record(root)
+    edit(root, "pkg/lines.py", "    return x\n", "    x = x + 0\n    return x\n")  # only adds, before `return x`
+    got = impact(root)
+    assert "tests/test_lines.py::test_plain" in covered_by(got, PICK)
+
+
+def test_a_function_laid_out_otherwise_since_the_run_brings_all_its_tests(tmp_path):
+    root = lines_repo(tmp_path)
+    record(root)
+    impact(root)  # mapped now, as the run left the file
+    # as long as it was, its lines elsewhere: a blank line above, two lines of the call joined
+    edit(root, "pkg/lines.py", "    if flag:\n", "\n    if flag:\n")
+    edit(root, "pkg/lines.py", 'x,\n            "flagged",', 'x, "flagged",')
+    commit(root, "moved lines")
+    edit(root, "pkg/lines.py", "    return x\n", "    return x * 1\n")
+    got = impact(root)
+    assert covered_by(got, PICK) == {"tests/test_lines.py::test_plain", "tests/test_lines.py::test_flagged"}
+    assert not any("the changed lines" in t.reason for t in got.covered_tests)

@@ -29,8 +29,9 @@ from pathlib import Path
 
 from nsccn.graph import fixtures, mentions
 from nsccn.graph.inert import CodeLines, inert_lines
-from nsccn.graph.recorded import Recorded, fingerprints, ran_by
+from nsccn.graph.recorded import Recorded, fingerprints, layout_hash, ran_by
 from nsccn.reading.changes import Change
+from nsccn.reading.coverage_file import CoverageFileError, lines_of_file
 from nsccn.reading.diff import FileDiff
 from nsccn.store import EdgeRow, EntityRow, Store
 from nsccn.graph.testrun import is_test, is_test_file_unit, is_test_path, js_runner, run_command, runner_of, runner_rule
@@ -203,6 +204,7 @@ def changed_entities(store: Store, change: Change, files: list[dict]) -> tuple[l
         else:
             old_t, new_t = _touched(fd, old_side, True), _touched(fd, new_side, False)
         inert_old, inert_new = _inert_lines(fd, old_data, new_data)
+        old_lines = None
         old_by_key = {(e.kind, e.qualname): e for e in old_side.entities}
         new_by_key = {(e.kind, e.qualname): e for e in new_side.entities}
         seen: set[tuple[str, str]] = set()
@@ -231,6 +233,10 @@ def changed_entities(store: Store, change: Change, files: list[dict]) -> tuple[l
                 item = {"id": now.id, "kind": e.kind, "change": what, "file": now.path, "line": now.start_line}
                 if was.id != now.id:
                     item["was"] = was.id
+                if what == "body" and e.kind in ("func", "method") and old_data is not None:
+                    if old_lines is None:
+                        old_lines = old_data.splitlines()
+                    item[OLD_SIDE] = _old_side(fd, was, old_t, old_lines)
                 changed.append(item)
         for touched, side in ((old_t, old_side), (new_t, new_side)):  # module-level lines: the globals they set
             inert = inert_old if side is old_side else inert_new
@@ -247,6 +253,36 @@ def changed_entities(store: Store, change: Change, files: list[dict]) -> tuple[l
                 changed.append({"id": f"module:{fd.new_path}:{e.qualname}", "kind": "module", "change": "moved",
                                 "file": fd.new_path, "line": 1, "was": e.id})
     return changed, list(dict.fromkeys(globals_touched))
+
+
+# a changed item's key for where its function stood on the old side (read by `RecordedTests`, not answered)
+OLD_SIDE = "_old_side"
+
+
+def _old_side(fd: FileDiff, was, old_t: dict, old_lines: list[bytes]) -> dict:
+    """A function's span on the old side, the hash of its lines there, and the old-side lines the change
+    touches in it: those it removes, and on each side of where it only adds (as a line-level truth counts)."""
+    lines = set(old_t[was.id][1]) if was.id in old_t else set()
+    for h in fd.hunks:
+        line, block_removes, block_at = h.old_start, False, None
+        for body in h.lines + [" "]:  # a closing context line ends the last block
+            m = body[:1]
+            if m == "\\":
+                continue  # "\ No newline at end of file"
+            if m in ("-", "+"):
+                if block_at is None:
+                    block_at, block_removes = line, False
+                if m == "-":
+                    block_removes = True
+                    line += 1
+                continue
+            if block_at is not None and not block_removes:
+                lines |= {block_at - 1, block_at}
+            block_at = None
+            line += 1
+    return {"start": was.start_line, "end": was.end_line,
+            "layout": layout_hash(old_lines, was.start_line, was.end_line),
+            "lines": sorted(n for n in lines if was.start_line <= n <= was.end_line)}
 
 
 def _inert_lines(fd: FileDiff, old_data: bytes | None, new_data: bytes | None) -> tuple[set[int], set[int]]:
@@ -799,6 +835,8 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
     else:
         covered, tests, tested, module_tests, unknown_files, unknown, used = _with_recorded(
             store, root, deps, recorded, seeds, changed, reached, rows, test_depth, min_confidence, wide, runner_hint)
+    for c in changed:
+        c.pop(OLD_SIDE, None)
     # a file is run whole for what the graph reaches of it; tests listed only for being added since the run
     # are listed, not counted
     test_files = _whole_files(deps, [t for t in tests + module_tests if (t["file"], t["qualname"]) not in unknown]) \
@@ -958,6 +996,7 @@ class RecordedTests:
         self.measured = set(recorded.measured)
         self.covered: dict[tuple[str, str], dict] = {}
         self._indexed: dict[str, bool] = {}  # test file -> the index holds it (asked once a file)
+        self._per_file: dict[str, dict[str, set[int]] | None] = {}
 
     def answers(self, eid: str) -> bool:
         """A function the run measured, as it was then or since: the tests that ran it are known."""
@@ -965,10 +1004,12 @@ class RecordedTests:
         return row is not None and row.kind in ("func", "method") and row.path in self.measured \
             and eid in self.recorded.fingerprints
 
-    def ran(self, eid: str, why: str) -> None:
-        """The tests that ran `eid` in the run, listed with `why`."""
+    def ran(self, eid: str, why: str, only: set[str] | None = None, what: str = "") -> None:
+        """The tests that ran `eid` in the run (of them, those named in `only`), listed with `why`."""
         rec = self.recorded
         for t in ran_by(rec, eid):
+            if only is not None and rec.tests[t] not in only:
+                continue
             file, _, name = rec.tests[t].partition("::")
             qualname = name.replace("::", ".")
             if file not in self._indexed:
@@ -979,7 +1020,49 @@ class RecordedTests:
             self.covered[(file, qualname)] = {
                 "id": tid or f"test:{file}:{qualname}", "file": file, "qualname": qualname,
                 "distance": self.reached[tid].distance if tid else 1, "confidence": 1.0,
-                "reason": f"ran {eid} when the suite ran with coverage ({rec.source}){why}"}
+                "reason": f"ran {what}{eid} when the suite ran with coverage ({rec.source}){why}"}
+
+    def ran_lines(self, root: Path, eid: str, old_side: dict | None) -> bool:
+        """The tests that ran the lines a change touches in a function (`_old_side`), where the old side
+        holds it line for line as it ran: a test that ran none of them runs the function as before (the
+        truth's granularity). A touched line no test ran counts as the nearest line before it that one
+        did (the start of a statement written over several lines, or the code a comment follows). False
+        where it cannot tell: the function's tests stand."""
+        rec = self.recorded
+        span, row = rec.spans.get(eid), self.deps.row(eid)
+        if old_side is None or span is None or row is None or row.path not in rec.paths or span[2] != old_side["layout"] \
+                or span[1] - span[0] != old_side["end"] - old_side["start"] or not old_side["lines"]:
+            return False
+        per_test = self._lines_run(root, row.path)
+        if per_test is None:
+            return False
+        by_line: dict[int, set[str]] = {}
+        for test, lines in per_test.items():
+            for n in lines:
+                if span[0] <= n <= span[1]:
+                    by_line.setdefault(n, set()).add(test)
+        shift = span[0] - old_side["start"]
+        chosen: set[str] = set()
+        for n in old_side["lines"]:
+            at = n + shift if n + shift in by_line else max((m for m in by_line if m < n + shift), default=None)
+            if at is None:
+                return False  # before any line a test ran
+            chosen |= by_line[at]
+        self.ran(eid, "", only=chosen, what=f"the changed lines ({_ranges(old_side['lines'])} before the change) of ")
+        return True
+
+    def _lines_run(self, root: Path, path: str) -> dict[str, set[int]] | None:
+        """test -> the lines of `path` it ran, read from the data file the map was made of (None: gone or changed)."""
+        if path not in self._per_file:
+            rec = self.recorded
+            data_file = Path(rec.source) if Path(rec.source).is_absolute() else root / rec.source
+            try:
+                st = data_file.stat()
+                self._per_file[path] = lines_of_file(data_file, rec.paths[path]) \
+                    if (st.st_size, st.st_mtime) == (rec.size, rec.mtime) else None
+            except (OSError, CoverageFileError):
+                self._per_file[path] = None
+        return self._per_file[path]
 
     def tests(self) -> list[dict]:
         return sorted(self.covered.values(), key=lambda t: (t["distance"], t["file"], t["qualname"]))
@@ -996,7 +1079,9 @@ class RecordedTests:
             c = by_id.get(s)
             if c is not None and c["kind"] in ("func", "method") and self.answers(s):
                 answered += 1
-                self.ran(s, "")  # whoever ran its lines runs them, or its call sites, now
+                # whoever ran its lines runs them, or its call sites, now
+                if not (c["change"] == "body" and self.ran_lines(root, s, c.get(OLD_SIDE))):
+                    self.ran(s, "")
                 if c["change"] in RECORDED_CHANGES:
                     continue
             graph_seeds[s] = steps  # new since, never measured, or code that runs at import (a signature's too)
@@ -1017,6 +1102,17 @@ class RecordedTests:
         if rec.unmapped:
             used["unmapped"] = rec.unmapped[:20]
         return graph_seeds, starts, used
+
+
+def _ranges(lines: list[int]) -> str:
+    """`3-5, 9`: lines as runs."""
+    runs: list[list[int]] = []
+    for n in lines:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(f"line {a}" if a == b else f"lines {a}-{b}" for a, b in runs)
 
 
 def _fingerprints_now(store: Store, root: Path, recorded: Recorded, eids: list[str]) -> dict[str, int]:

@@ -31,7 +31,7 @@ from nsccn.reading.coverage_file import CoverageFileError, PerTestCoverage, read
 from nsccn.store import Store
 from nsccn.store.trust import state_dir
 
-FORMAT = 2
+FORMAT = 3
 DEFAULT_FILE = ".coverage"  # coverage.py's, where pytest-cov writes it
 
 
@@ -50,6 +50,10 @@ class Recorded(msgspec.Struct):
     files: dict[str, str]  # file -> its content hash when the suite ran (where known)
     measured: list[str]  # files the data file measured and that were mapped: an entity there no test ran ran in no test
     unmapped: list[str]  # measured files whose text then is not known any more: changed since
+    # function or method id -> [first line, last line, layout_hash of its lines] when the suite ran: where a
+    # change's old side holds it line for line, the data file's lines name the tests that ran a changed line
+    spans: dict[str, list[int]] = {}
+    paths: dict[str, str] = {}  # measured file -> its path as the data file writes it
 
 
 def fingerprints(data: bytes, entities: list) -> dict[str, int]:
@@ -64,6 +68,11 @@ def fingerprints(data: bytes, entities: list) -> dict[str, int]:
                 parts[owner[n]].append(text)
     return {eid: int.from_bytes(hashlib.blake2b("\n".join(p).encode(), digest_size=8).digest(), "big")
             for eid, p in parts.items()}
+
+
+def layout_hash(lines: list[bytes], start: int, end: int) -> int:
+    """A hash of lines `start`..`end` (1-based) exactly as written: equal, a line of one is the same line of the other."""
+    return int.from_bytes(hashlib.blake2b(b"\n".join(lines[start - 1 : end]), digest_size=8).digest(), "big")
 
 
 def code_lines(data: bytes) -> set[int] | None:
@@ -101,6 +110,7 @@ def map_coverage(store: Store, root: Path, cov: PerTestCoverage, head_blob) -> R
     states = store.file_states()
     ran: dict[str, set[int]] = {}
     prints: dict[str, int] = {}
+    spans: dict[str, list[int]] = {}
     files: dict[str, str] = {}
     measured, unmapped = [], []
     for path, (indexed_hash, _size, _mtime) in states.items():
@@ -129,6 +139,9 @@ def map_coverage(store: Store, root: Path, cov: PerTestCoverage, head_blob) -> R
         if per_test is None:
             continue
         measured.append(path)
+        lines_then = data.splitlines()
+        spans.update({e.id: [e.start_line, e.end_line, layout_hash(lines_then, e.start_line, e.end_line)]
+                      for e in entities if e.kind in ("func", "method")})
         owner = _innermost(entities)
         for test, lines in per_test.items():
             for eid in {owner[n] for n in lines if n in owner}:
@@ -139,7 +152,8 @@ def map_coverage(store: Store, root: Path, cov: PerTestCoverage, head_blob) -> R
         source = str(cov.path)
     return Recorded(format=FORMAT, source=source, size=cov.size, mtime=cov.mtime, when=cov.when,
                     mapped_at=time.time(), tests=cov.tests, ran={k: _packed(v) for k, v in ran.items()},
-                    fingerprints=prints, files=files, measured=sorted(measured), unmapped=sorted(unmapped))
+                    fingerprints=prints, files=files, measured=sorted(measured), unmapped=sorted(unmapped),
+                    spans=spans, paths={p: cov.paths[p] for p in measured if p in cov.paths})
 
 
 def _packed(tests: set[int]) -> bytes:

@@ -38,6 +38,7 @@ class PerTestCoverage:
     # repository-relative file -> test (index into `tests`) -> the lines it ran there
     lines: dict[str, dict[int, set[int]]] = field(default_factory=dict)
     outside: int = 0  # measured files outside the repository: not ours to map
+    paths: dict[str, str] = field(default_factory=dict)  # repository-relative file -> its path in the data file
 
 
 def numbits_to_lines(numbits: bytes) -> set[int]:
@@ -52,19 +53,9 @@ def numbits_to_lines(numbits: bytes) -> set[int]:
 def read(path: Path, root: Path) -> PerTestCoverage:
     """The per-test lines of a data file, its measured paths made relative to `root`."""
     st = path.stat()
+    conn = _open(path)
     try:
-        conn = apsw.Connection(f"file:{path}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
-    except apsw.Error as exc:
-        raise CoverageFileError(f"{path} cannot be opened as a coverage data file: {exc}") from exc
-    try:
-        conn.execute("PRAGMA trusted_schema=OFF")
         tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if not {"coverage_schema", "file", "context", "line_bits", "arc"} <= tables:
-            raise CoverageFileError(f"{path} is not a coverage.py data file (coverage.py 5 or later)")
-        version = conn.execute("SELECT version FROM coverage_schema").fetchone()
-        if not version or version[0] != SCHEMA_VERSION:
-            raise CoverageFileError(f"{path} has coverage.py schema {version and version[0]}; "
-                                    f"schema {SCHEMA_VERSION} (coverage.py 5 to 7) is read")
         meta = dict(conn.execute("SELECT key, value FROM meta")) if "meta" in tables else {}
         when = meta.get("when") or time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st.st_mtime))
         out = PerTestCoverage(path=path, mtime=st.st_mtime, size=st.st_size, when=when)
@@ -76,16 +67,8 @@ def read(path: Path, root: Path) -> PerTestCoverage:
                 if rel is None and measured[fid].startswith(moved):
                     files[fid] = measured[fid][len(moved):].lstrip("/") or None
         out.outside = sum(1 for p in files.values() if p is None)
-        test_of: dict[int, int | None] = {}
-        index: dict[str, int] = {}
-        for cid, context in conn.execute("SELECT id, context FROM context"):
-            m = _CONTEXT.match(context or "")
-            if m is None:
-                test_of[cid] = None
-                continue
-            name = f"{m['file']}::{m['name']}"
-            test_of[cid] = index.setdefault(name, len(index))
-        out.tests = list(index)
+        out.paths = {rel: measured[fid] for fid, rel in files.items() if rel is not None}
+        test_of, out.tests = _tests_of_contexts(conn)
         if not out.tests:
             raise CoverageFileError(f"{path} records no per-test contexts: run the suite with "
                                     "`pytest --cov=PACKAGE --cov-context=test`")
@@ -104,6 +87,68 @@ def read(path: Path, root: Path) -> PerTestCoverage:
         raise CoverageFileError(f"{path} cannot be read as a coverage data file: {exc}") from exc
     finally:
         conn.close()
+
+
+def _open(path: Path) -> apsw.Connection:
+    """The data file, read-only, its schema checked."""
+    try:
+        conn = apsw.Connection(f"file:{path}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    except apsw.Error as exc:
+        raise CoverageFileError(f"{path} cannot be opened as a coverage data file: {exc}") from exc
+    try:
+        conn.execute("PRAGMA trusted_schema=OFF")
+        tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not {"coverage_schema", "file", "context", "line_bits", "arc"} <= tables:
+            raise CoverageFileError(f"{path} is not a coverage.py data file (coverage.py 5 or later)")
+        version = conn.execute("SELECT version FROM coverage_schema").fetchone()
+        if not version or version[0] != SCHEMA_VERSION:
+            raise CoverageFileError(f"{path} has coverage.py schema {version and version[0]}; "
+                                    f"schema {SCHEMA_VERSION} (coverage.py 5 to 7) is read")
+    except apsw.Error as exc:
+        conn.close()
+        raise CoverageFileError(f"{path} cannot be read as a coverage data file: {exc}") from exc
+    except CoverageFileError:
+        conn.close()
+        raise
+    return conn
+
+
+def lines_of_file(path: Path, measured: str) -> dict[str, set[int]]:
+    """`file::Class::test` -> the lines of one measured file (its path as the data file writes it)
+    it ran: what `read` gives for that file, read alone (a change's few files, at answer time)."""
+    conn = _open(path)
+    try:
+        row = conn.execute("SELECT id FROM file WHERE path=?", (measured,)).fetchone()
+        if row is None:
+            return {}
+        test_of, tests = _tests_of_contexts(conn)
+        out: dict[str, set[int]] = {}
+        rows = [(cid, numbits_to_lines(nb)) for cid, nb in
+                conn.execute("SELECT context_id, numbits FROM line_bits WHERE file_id=?", row)]
+        rows += [(cid, [n for n in (a, b) if n > 0]) for cid, a, b in
+                 conn.execute("SELECT context_id, fromno, tono FROM arc WHERE file_id=?", row)]
+        for cid, lines in rows:
+            test = test_of.get(cid)
+            if test is not None:
+                out.setdefault(tests[test], set()).update(lines)
+        return out
+    except apsw.Error as exc:
+        raise CoverageFileError(f"{path} cannot be read as a coverage data file: {exc}") from exc
+    finally:
+        conn.close()
+
+
+def _tests_of_contexts(conn) -> tuple[dict[int, int | None], list[str]]:
+    """context id -> the test it names (an index into the list), None for a context of no test; the tests."""
+    test_of: dict[int, int | None] = {}
+    index: dict[str, int] = {}
+    for cid, context in conn.execute("SELECT id, context FROM context"):
+        m = _CONTEXT.match(context or "")
+        if m is None:
+            test_of[cid] = None
+            continue
+        test_of[cid] = index.setdefault(f"{m['file']}::{m['name']}", len(index))
+    return test_of, list(index)
 
 
 def _checkout_prefix(paths: list[str], root: Path) -> str | None:
