@@ -455,9 +455,26 @@ LINES = {
 
         def describe(x, how):
             return f"{x} {how}"
+
+
+        def kind(x):
+            if x == 0:
+                return "zero"
+
+            # the rest
+            else:
+                return "other"
     """,
     "tests/test_lines.py": """
-        from pkg.lines import pick
+        from pkg.lines import kind, pick
+
+
+        def test_zero():
+            assert kind(0) == "zero"
+
+
+        def test_other():
+            assert kind(1) == "other"
 
 
         def test_plain():
@@ -523,3 +540,13 @@ def test_a_function_laid_out_otherwise_since_the_run_brings_all_its_tests(tmp_pa
     got = impact(root)
     assert covered_by(got, PICK) == {"tests/test_lines.py::test_plain", "tests/test_lines.py::test_flagged"}
     assert not any("the changed lines" in t.reason for t in got.covered_tests)
+
+
+def test_a_branch_added_to_a_chain_brings_the_tests_that_went_past_it(tmp_path):
+    root = lines_repo(tmp_path)
+    record(root)
+    # between lines no test ran (a blank line, a comment): whoever ran the line before or the line after
+    edit(root, "pkg/lines.py", "\n    # the rest\n", "\n    elif x < 0:\n        return \"negative\"\n    # the rest\n")
+    got = impact(root)
+    assert {"tests/test_lines.py::test_zero", "tests/test_lines.py::test_other"} <= covered_by(got, "func:pkg/lines.py:kind")
+    assert "the changed lines" in got.covered_tests[0].reason

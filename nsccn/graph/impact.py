@@ -1025,9 +1025,8 @@ class RecordedTests:
     def ran_lines(self, root: Path, eid: str, old_side: dict | None) -> bool:
         """The tests that ran the lines a change touches in a function (`_old_side`), where the old side
         holds it line for line as it ran: a test that ran none of them runs the function as before (the
-        truth's granularity). A touched line no test ran counts as the nearest line before it that one
-        did (the start of a statement written over several lines, or the code a comment follows). False
-        where it cannot tell: the function's tests stand."""
+        truth's granularity). A touched line no test ran counts as the nearest lines before and after it
+        that one did. False where it cannot tell: the function's tests stand."""
         rec = self.recorded
         span, row = rec.spans.get(eid), self.deps.row(eid)
         if old_side is None or span is None or row is None or row.path not in rec.paths or span[2] != old_side["layout"] \
@@ -1044,10 +1043,18 @@ class RecordedTests:
         shift = span[0] - old_side["start"]
         chosen: set[str] = set()
         for n in old_side["lines"]:
-            at = n + shift if n + shift in by_line else max((m for m in by_line if m < n + shift), default=None)
-            if at is None:
-                return False  # before any line a test ran
-            chosen |= by_line[at]
+            n += shift
+            if n in by_line:
+                chosen |= by_line[n]
+                continue
+            # a line no test ran (a comment, an `else:`, a statement's later line, code where lines were added):
+            # the tests that ran the nearest line before it, and after it (a branch added to a chain is passed
+            # by whoever went on to a later one)
+            around = [max((m for m in by_line if m < n), default=None), min((m for m in by_line if m > n), default=None)]
+            if None in around:
+                return False  # before or after every line a test ran
+            for m in around:
+                chosen |= by_line[m]
         self.ran(eid, "", only=chosen, what=f"the changed lines ({_ranges(old_side['lines'])} before the change) of ")
         return True
 
