@@ -44,6 +44,16 @@ Steps of `build`, each cached in WORK where it is slow:
    built with `--hold-out` of the three (docs/semantic-search.md).
 5. **Export**: int8 rows with a float scale per row (`StaticModel.save`).
 
+Optional, not in the shipped recipe (`--rank-epochs N`, between steps 3 and 4): **the teacher's
+rankings** (listwise distillation): each commit message of the corpus ranks its repository's entities
+(the teacher's best 16 for each message of a batch, plus 512 drawn at random), and the student's
+softmax over them is pulled to the teacher's (KL, both cosines scaled by 50), from the teacher's full
+vectors (`--rank-parts`: static_teacher.py's parts) and the corpus's texts by repository
+(`groups --texts texts.jsonl.gz --mined mined.jsonl --mirrors MIRRORS --extra-repos ... --out groups.json`,
+then `--rank-groups groups.json`). On the validation set (docs/semantic-search.md, stop 57) 3 epochs
+gave +0.6 / +0.7 / +0.5 / +0.2 (file@1 / file@5 / function@5 / function@10, mean of three seeds): not shipped.
+The regression's table is kept in WORK (`regressed-*.npy`) for the next build with the same inputs.
+
 Cross-fitting (vectors for the ranker's training records that did not train on them): `build
 --vocab WORK/vocab-KEY.json --hold-out REPO ... --mined mined.jsonl --mirrors MIRRORS` leaves
 those repositories' pairs and corpus messages out (their code stays), with the shipped vocabulary.
@@ -294,44 +304,62 @@ def train_table(pairs: list[dict], start: StaticModel, *, seed: int = 0, epochs:
             for it in chunk:
                 docs.extend(it[3])
             positives = [set(it[2]) for it in chunk]
-            rows = np.unique(np.concatenate([enc.ids[t] for t in queries + docs]))
-            columns = {int(r): j for j, r in enumerate(rows)}
-            xq = enc.matrix(queries, columns)
-            if qopt is not None:
-                xq_raw, xq = xq, (xq @ sparse.diags(qopt.w[rows])).tocsr()
-            xd = enc.matrix(docs, columns)
-            e = table[rows]
-            q, qn = _normalized(xq @ e)
-            d, dn = _normalized(xd @ e)
-            logits = scale * (q @ d.T)
+            batch_ = _Batch(enc, queries, docs, table, qopt)
+            logits = scale * batch_.cosines
             # Another pair's changed function that is also one of this message's is no negative.
             mask = np.array([[j != target[i] and docs[j] in positives[i] for j in range(len(docs))]
                              for i in range(len(queries))])
             logits[mask] = -1e9
-            logits -= logits.max(axis=1, keepdims=True)
-            prob = np.exp(logits)
-            prob /= prob.sum(axis=1, keepdims=True)
+            prob = _softmax(logits)
             losses.append(float(-np.mean(np.log(prob[np.arange(len(queries)), target] + 1e-12))))
             g = prob
             g[np.arange(len(queries)), target] -= 1.0
-            g /= len(queries)
-            dq = scale * (g @ d)
-            dd = scale * (g.T @ q)
-            dq = (dq - q * np.sum(q * dq, axis=1, keepdims=True)) / qn
-            dd = (dd - d * np.sum(d * dd, axis=1, keepdims=True)) / dn
-            grad = np.asarray(xq.T @ dq + xd.T @ dd, dtype=np.float32)
-            if qopt is not None:
-                gw = np.asarray(xq_raw.multiply(dq @ e.T).sum(axis=0)).ravel()
-                qopt.step(rows[rows < n_vocab], gw[rows < n_vocab])
-            if anchor:
-                grad += anchor * (e - init[rows])
-            opt.step(rows, grad)
+            batch_.step(scale * g / len(queries), opt, qopt, n_vocab,
+                        anchor=anchor * (batch_.e - init[batch_.rows]) if anchor else None)
         msg = f"epoch {epoch + 1}/{epochs}: loss {np.mean(losses):.3f} ({len(chunks)} batches, {time.perf_counter() - t0:.0f} s)"
         if valid:
             msg += "  valid " + " ".join(f"{k} {x:.3f}" for k, x in score_pairs(_with_weights(opt.model(), qopt, n_vocab),
                                                                                     valid).items())
         log(msg)
     return _with_weights(opt.model(), qopt, n_vocab)
+
+
+class _Batch:
+    """Queries and documents of one step as the model embeds them (the query side weighed by the
+    learned query weights), their cosines, and the step that takes a gradient of a loss in them."""
+
+    def __init__(self, enc: Encoded, queries: list[int], docs: list[int], table: np.ndarray, qopt):
+        self.rows = np.unique(np.concatenate([enc.ids[t] for t in queries + docs]))
+        columns = {int(r): j for j, r in enumerate(self.rows)}
+        self.xq = self.xq_raw = enc.matrix(queries, columns)
+        if qopt is not None:
+            self.xq = (self.xq_raw @ sparse.diags(qopt.w[self.rows])).tocsr()
+        self.xd = enc.matrix(docs, columns)
+        self.e = table[self.rows]
+        self.q, self.qn = _normalized(self.xq @ self.e)
+        self.d, self.dn = _normalized(self.xd @ self.e)
+        self.cosines = self.q @ self.d.T
+
+    def step(self, g: np.ndarray, opt: RowAdam, qopt, n_vocab: int, anchor: np.ndarray | None = None) -> None:
+        """`g`: the loss's gradient in the cosines; back through the normalized sums to the rows."""
+        q, d = self.q, self.d
+        dq = g @ d
+        dd = g.T @ q
+        dq = (dq - q * np.sum(q * dq, axis=1, keepdims=True)) / self.qn
+        dd = (dd - d * np.sum(d * dd, axis=1, keepdims=True)) / self.dn
+        grad = np.asarray(self.xq.T @ dq + self.xd.T @ dd, dtype=np.float32)
+        rows = self.rows
+        if qopt is not None:
+            gw = np.asarray(self.xq_raw.multiply(dq @ self.e.T).sum(axis=0)).ravel()
+            qopt.step(rows[rows < n_vocab], gw[rows < n_vocab])
+        if anchor is not None:
+            grad += anchor
+        opt.step(rows, grad)
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    x = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return x / x.sum(axis=1, keepdims=True)
 
 
 class _WeightAdam:
@@ -396,6 +424,86 @@ def regress_table(texts: list[str], targets: np.ndarray, start: StaticModel, *, 
             msg += "  valid " + " ".join(f"{k} {x:.3f}" for k, x in score_pairs(opt.model(), valid).items())
         log(msg)
     return opt.model()
+
+
+def teacher_rankings(groups: dict, teacher: np.ndarray, *, repos: set[str], top: int, log=print) -> list[tuple]:
+    """For each commit message of `repos` (in `groups`: corpus indices of each repository's
+    entities and messages), its repository's entities and the teacher's `top` best of them
+    (cosine of the transformer's full vectors): what the ranking step imitates."""
+    out = []
+    for repo in sorted(repos):
+        g = groups.get(repo)
+        if not g or not g["entities"] or not g["messages"]:
+            continue
+        ents = np.asarray(g["entities"], dtype=np.int64)
+        msgs = np.asarray(g["messages"], dtype=np.int64)
+        te = teacher[ents].astype(np.float32)
+        k = min(top, len(ents))
+        for i in range(0, len(msgs), 256):
+            sims = teacher[msgs[i : i + 256]].astype(np.float32) @ te.T
+            best = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+            for m, b in zip(msgs[i : i + 256], best):
+                out.append((repo, int(m), ents[b]))
+        log(f"rankings: {repo}: {len(msgs)} messages over {len(ents)} entities")
+    return out
+
+
+def distill_rankings(texts: list[str], teacher: np.ndarray, rankings: list[tuple], groups: dict, start: StaticModel, *,
+                     seed: int = 0, epochs: int = 1, batch: int = 32, pool: int = 512, lr: float = 1e-3,
+                     scale: float = 20.0, teacher_scale: float = 20.0, valid: list[dict] | None = None, log=print,
+                     query_lr: float = 0.0) -> StaticModel:
+    """`start` after learning the teacher's rankings (listwise distillation): each commit message
+    ranks its repository's entities (the teacher's best for each message of a batch, plus `pool`
+    drawn at random) and the student's softmax over them is pulled to the teacher's (KL), so what
+    moves is the order of the candidates a message ranks, not each text's vector on its own."""
+    rng = np.random.default_rng(seed)
+    opt = RowAdam(start, lr)
+    table = opt.table
+    n_vocab = len(start.vocab)
+    qopt = _WeightAdam(len(table), query_lr) if query_lr else None
+    enc = Encoded(start)
+    key_of: dict[int, int] = {}
+
+    def key(i: int) -> int:
+        k = key_of.get(i)
+        if k is None:
+            k = key_of[i] = enc.add(texts[i])
+        return k
+
+    by_repo: dict[str, list[int]] = defaultdict(list)
+    for n, (repo, _, _) in enumerate(rankings):
+        by_repo[repo].append(n)
+    for epoch in range(epochs):
+        chunks = []
+        for repo in sorted(by_repo):
+            its = list(rng.permutation(by_repo[repo]))
+            chunks.extend(its[i : i + batch] for i in range(0, len(its), batch) if len(its[i : i + batch]) >= 2)
+        order = rng.permutation(len(chunks))
+        losses = []
+        t0 = time.perf_counter()
+        for ci in order:
+            chunk = chunks[ci]
+            repo = rankings[chunk[0]][0]
+            ents = groups[repo]["entities"]
+            cand = np.unique(np.concatenate([*(rankings[n][2] for n in chunk),
+                                             rng.choice(ents, size=min(pool, len(ents)), replace=False)]))
+            msgs = [rankings[n][1] for n in chunk]
+            tq = teacher[msgs].astype(np.float32)
+            pt = _softmax(teacher_scale * (tq @ teacher[cand].astype(np.float32).T))
+            queries = [key(m) for m in msgs]
+            docs = [key(int(c)) for c in cand]
+            if not any(len(enc.ids[t]) for t in queries + docs):
+                continue
+            batch_ = _Batch(enc, queries, docs, table, qopt)
+            ps = _softmax(scale * batch_.cosines)
+            losses.append(float(np.mean(np.sum(pt * (np.log(pt + 1e-12) - np.log(ps + 1e-12)), axis=1))))
+            batch_.step(scale * (ps - pt) / len(queries), opt, qopt, n_vocab)
+        msg = f"ranking epoch {epoch + 1}/{epochs}: KL {np.mean(losses):.4f} ({len(chunks)} batches, {time.perf_counter() - t0:.0f} s)"
+        if valid:
+            msg += "  valid " + " ".join(f"{k} {x:.3f}" for k, x in score_pairs(_with_weights(opt.model(), qopt, n_vocab),
+                                                                                    valid).items())
+        log(msg)
+    return _with_weights(opt.model(), qopt, n_vocab)
 
 
 def score_pairs(model: StaticModel, pairs: list[dict]) -> dict[str, float]:
@@ -472,6 +580,30 @@ def cmd_corpus(args) -> int:
     return 0
 
 
+def cmd_groups(args) -> int:
+    """Which texts of the corpus (by position) are which repository's entities and commit messages,
+    found as `corpus` found them: what the ranking step (`build --rank-epochs`) reads."""
+    from embedder_eval import corpus, mirror_of, newest_commit, text_of
+    from static_teacher import read_texts
+
+    from nsccn.vectors.static_embed import STATIC_MAX_CHARS
+
+    where = {t: i for i, t in enumerate(read_texts(args.texts))}
+    by_repo: dict[str, set[str]] = defaultdict(set)
+    for r in (json.loads(line) for line in args.mined.read_text().splitlines() if line.strip()):
+        by_repo[r["repo"]].add(r["base_commit"])
+    out = {}
+    for repo in [*sorted(by_repo), *args.extra_repos]:
+        gitdir = mirror_of(args.mirrors, repo)
+        head = newest_commit(gitdir, by_repo[repo]) if repo in by_repo else "HEAD"
+        ents = sorted({where[t] for t in (text_of(p, STATIC_MAX_CHARS) for p in corpus(gitdir, head).values()) if t in where})
+        msgs = sorted({where[m] for m in commit_messages(gitdir, head, args.messages) if m in where})
+        out[repo] = {"entities": ents, "messages": msgs}
+        print(f"{repo}: {len(ents)} entities, {len(msgs)} messages", file=sys.stderr, flush=True)
+    args.out.write_text(json.dumps(out))
+    return 0
+
+
 def without_texts_of(texts: list[str], targets: np.ndarray, repos: set[str], pairs: list[dict],
                      args) -> tuple[list[str], np.ndarray]:
     """The corpus less what would tell the model about `repos`' commits: their pairs' texts (messages
@@ -492,6 +624,15 @@ def without_texts_of(texts: list[str], targets: np.ndarray, repos: set[str], pai
     keep = [i for i, t in enumerate(texts) if t not in drop]
     print(f"held out {sorted(repos)}: {len(texts) - len(keep)} of {len(texts)} corpus texts dropped", file=sys.stderr)
     return [texts[i] for i in keep], targets[keep]
+
+
+def load_raw_teacher(parts: Path, n: int) -> np.ndarray:
+    """The teacher's full vectors (float16, normalized) from static_teacher.py's parts."""
+    files = sorted(parts.glob("part-*.npy"))
+    raw = np.concatenate([np.load(f) for f in files])
+    if len(raw) != n:
+        raise SystemExit(f"{parts} holds {len(raw)} vectors for {n} texts")
+    return raw
 
 
 def cmd_build(args) -> int:
@@ -536,15 +677,37 @@ def cmd_build(args) -> int:
                           args.seed)
     if valid:
         log("distilled, untrained: " + " ".join(f"{k} {x:.3f}" for k, x in score_pairs(start, valid).items()))
-    model = regress_table(texts, targets, start, seed=args.seed, epochs=args.regress_epochs, lr=args.regress_lr,
-                          valid=valid, log=log)
+    # The regression's table depends on nothing later steps change: kept in WORK for the next build.
+    regressed = work / ("regressed-" + hashlib.blake2b(json.dumps(
+        [vocab_file.stem, len(texts), sorted(held_out), sorted(valid_repos), args.seed, args.regress_epochs,
+         args.regress_lr, args.dim, args.identity, args.oov_weight, args.bank_rows, args.tf]).encode(),
+        digest_size=6).hexdigest() + ".npy")
+    if regressed.exists():
+        model = StaticModel(start.vocab, np.load(regressed), start.model_id, header=start.header, bank=start.bank)
+        log(f"regression: {regressed.name} of an earlier build")
+    else:
+        model = regress_table(texts, targets, start, seed=args.seed, epochs=args.regress_epochs, lr=args.regress_lr,
+                              valid=valid, log=log)
+        np.save(regressed, model.table[: len(model.vocab)])
+    if args.rank_epochs:
+        full_texts = read_texts(args.texts)
+        raw = load_raw_teacher(args.rank_parts, len(full_texts))
+        groups = json.loads(args.rank_groups.read_text())
+        rankings = teacher_rankings(groups, raw, repos=set(groups) - valid_repos - held_out, top=args.rank_top, log=log)
+        model = distill_rankings(full_texts, raw, rankings, groups, model, seed=args.seed, epochs=args.rank_epochs,
+                                 batch=args.rank_batch, pool=args.rank_pool, lr=args.rank_lr, scale=args.rank_scale,
+                                 teacher_scale=args.rank_teacher_scale, valid=valid, log=log,
+                                 query_lr=args.rank_query_lr)
+        del raw
     model = train_table(train, model, seed=args.seed, epochs=args.epochs, batch=args.batch, lr=args.lr,
                         scale=args.scale, anchor=args.anchor, valid=valid, log=log, query_lr=args.query_lr)
     header = {"trained_on": sorted({p["repo"] for p in train}), "pairs": len(train), "teacher_texts": len(texts),
               "seed": args.seed, "regress_epochs": args.regress_epochs, "regress_lr": args.regress_lr,
               "epochs": args.epochs, "lr": args.lr, "anchor": args.anchor, "scale": args.scale, "query_lr": args.query_lr,
               "identity": args.identity, "teacher": "nsccn/minilm-code-v1", "min_repos": args.min_repos,
-              "min_count": args.min_count}
+              "min_count": args.min_count, "rank_epochs": args.rank_epochs, "rank_lr": args.rank_lr,
+              "rank_scale": args.rank_scale, "rank_teacher_scale": args.rank_teacher_scale, "rank_pool": args.rank_pool,
+              "rank_top": args.rank_top}
     model.save(args.out, header)
     print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB, {len(vocab)} x {args.dim})", file=sys.stderr)
     return 0
@@ -565,6 +728,14 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--messages", type=int, default=0, help="commit messages of each repository to add")
     c.add_argument("--seed", type=int, default=0)
     c.set_defaults(run=cmd_corpus)
+    g = sub.add_parser("groups", help="the corpus's texts by repository: entities and commit messages")
+    g.add_argument("--texts", type=Path, required=True)
+    g.add_argument("--mined", type=Path, required=True)
+    g.add_argument("--mirrors", type=Path, required=True)
+    g.add_argument("--extra-repos", nargs="*", default=[])
+    g.add_argument("--messages", type=int, default=3000)
+    g.add_argument("--out", type=Path, required=True)
+    g.set_defaults(run=cmd_groups)
     b = sub.add_parser("build", help="pairs -> vocabulary -> distilled table -> trained table -> model file")
     b.add_argument("--pairs", type=Path, required=True, help="train_embedder.py pairs --max-chars 2000")
     b.add_argument("--texts", type=Path, required=True, help="the corpus command's texts")
@@ -596,6 +767,16 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--identity", type=float, default=1.0, help="weight of each token's own random row at the start")
     b.add_argument("--oov-weight", type=float, default=1.0, help="weight of an unknown token (its bank rows)")
     b.add_argument("--bank-rows", type=int, default=1 << 15, help="random rows for unknown tokens (0: none)")
+    b.add_argument("--rank-epochs", type=int, default=0, help="epochs of learning the teacher's rankings (0: none)")
+    b.add_argument("--rank-groups", type=Path, help="the groups command's output for --texts")
+    b.add_argument("--rank-parts", type=Path, help="static_teacher.py --parts DIR: the teacher's full vectors")
+    b.add_argument("--rank-lr", type=float, default=1e-3)
+    b.add_argument("--rank-scale", type=float, default=50.0)
+    b.add_argument("--rank-teacher-scale", type=float, default=50.0)
+    b.add_argument("--rank-pool", type=int, default=512)
+    b.add_argument("--rank-top", type=int, default=16)
+    b.add_argument("--rank-batch", type=int, default=32)
+    b.add_argument("--rank-query-lr", type=float, default=0.0)
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--threads", type=int, default=2)
     b.set_defaults(run=cmd_build)

@@ -230,6 +230,37 @@ def test_training_is_deterministic_for_a_seed():
     assert np.array_equal(regressed[0], regressed[1]) and not np.array_equal(regressed[0], start.table)
 
 
+
+def test_learning_the_teacher_s_rankings_is_deterministic_and_learns_them():
+    import train_static_embedder as tse
+
+    entities = ["def expire(self): cache ttl", "def render(self): html escape", "def load_config(path): parse toml",
+                "def retry(request): timeout backoff", "def close(self): socket shutdown", "def sort_rows(rows): key order"]
+    messages = ["fix the cache expiry", "escape html when rendering", "parse the config file", "retry on a timeout",
+                "shut the socket on close", "stable order of rows"]
+    texts = entities + messages
+    groups = {"a/x": {"entities": list(range(len(entities))), "messages": list(range(len(entities), len(texts)))}}
+    rng = np.random.default_rng(3)
+    teacher = rng.normal(size=(len(texts), 12)).astype(np.float32)
+    teacher /= np.linalg.norm(teacher, axis=1, keepdims=True)
+    vocab, freq = tse.vocab_of_texts(texts, min_count=1)
+    start = tse.initial_model(vocab, rng.normal(size=(len(vocab), 12)).astype(np.float32), freq, dim=8, identity=1.0,
+                              oov_weight=1.0, bank_rows=64)
+    rankings = tse.teacher_rankings(groups, teacher, repos={"a/x"}, top=2, log=lambda m: None)
+    assert len(rankings) == len(messages) and all(len(best) == 2 for _, _, best in rankings)
+
+    def run(seed):
+        logged = []
+        model = tse.distill_rankings(texts, teacher, rankings, groups, start, seed=seed, epochs=6, batch=3, pool=4,
+                                     lr=0.05, scale=10.0, teacher_scale=10.0, log=logged.append)
+        return model, [float(m.split("KL ")[1].split()[0]) for m in logged]
+
+    (a, kl), (b, _), (c, _) = run(1), run(1), run(2)
+    assert np.array_equal(a.table, b.table) and not np.array_equal(a.table, c.table)
+    assert np.array_equal(a.table[len(vocab):], start.table[len(vocab):])  # the bank stays fixed
+    assert kl[-1] < kl[0]  # the student's rankings moved toward the teacher's
+
+
 def write_reference() -> None:
     model = load_static_model(STATIC_MODEL_FILE)
     texts = ["Session.send (session send)\nrequests/sessions.py\ndef send(self, request, **kwargs)",
