@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
+from nsccn import languages
 from nsccn.graph import fixtures, mentions
 from nsccn.graph.inert import CodeLines, inert_lines
 from nsccn.graph.recorded import Recorded, fingerprints, ran_by
@@ -77,25 +80,51 @@ class Side:
     """The entities of one side of a file: parsed from its text, or, without it, the index's."""
 
     entities: list
-    globals_: set[str]
     parsed: bool
-    held_at: dict[int, str] = field(default_factory=dict)  # line -> the global whose table holds a name there
+    # () -> (the module's globals, line -> the global whose table holds a name there): read only for
+    # a change's module-level lines, so a side whose entities came without them parses for them then
+    facts: Callable[[], tuple[set[str], dict[int, str]]] = lambda: (set(), {})
+    code: CodeLines | None = None  # the side's text parsed here: the inert check's too
+
+    @cached_property
+    def _module(self) -> tuple[set[str], dict[int, str]]:
+        return self.facts()
+
+    @property
+    def globals_(self) -> set[str]:
+        return self._module[0]
+
+    @property
+    def held_at(self) -> dict[int, str]:
+        return self._module[1]
 
 
 def _side(store: Store, path: str | None, data: bytes | None, lines: list[int] | None = None) -> Side:
     """`lines`: the lines of this side the change touches (None: all of them, a file added or deleted)."""
     if path is None:
-        return Side([], set(), True)
+        return Side([], True)
     if data is not None:
-        from nsccn.reading.extract import parse_file
-
         indexed = _indexed_side(store, path, data, lines) if lines is not None else None
-        if indexed is not None:
-            return indexed
-        pf = parse_file(path, data)
-        held_at = {r.line: r.source for r in pf.refs if r.source.startswith("var:")}
-        return Side(list(pf.entities), set(pf.module_globals), True, held_at)
-    return Side(store.entities_in_file(path), set(), False)
+        return indexed if indexed is not None else _parsed_side(path, data)
+    return Side(store.entities_in_file(path), False)
+
+
+def _parsed_side(path: str, data: bytes) -> Side:
+    """A side parsed from its text: a Python file's definitions alone (`parse_definitions`), the
+    rest of the parse made only if its module-level lines changed."""
+    from nsccn.reading.extract import parse_definitions, parse_file
+
+    def facts(pf=None) -> tuple[set[str], dict[int, str]]:
+        pf = pf or parse_file(path, data)
+        return set(pf.module_globals), {r.line: r.source for r in pf.refs if r.source.startswith("var:")}
+
+    if languages.language_for(path, data[:256]) == "python":
+        code = CodeLines(path, data)
+        entities = parse_definitions(path, data, code.tree)
+        if entities is not None:
+            return Side(entities, True, facts, code)
+    pf = parse_file(path, data)
+    return Side(list(pf.entities), True, lambda: facts(pf))
 
 
 def _indexed_side(store: Store, path: str, data: bytes, lines: list[int]) -> Side | None:
@@ -131,7 +160,7 @@ def _indexed_side(store: Store, path: str, data: bytes, lines: list[int]) -> Sid
             if any(start <= n and (end is None or n < end) for n in lines):
                 return None
     held_at = {line: source for _rowid, _path, source, _relation, _target, line, _scope in refs if source.startswith("var:")}
-    return Side(entities, set(_module_globals(store, path)), True, held_at)
+    return Side(entities, True, lambda: (set(_module_globals(store, path)), held_at))
 
 
 def _marked(fd: FileDiff, old: bool):
@@ -202,7 +231,7 @@ def changed_entities(store: Store, change: Change, files: list[dict]) -> tuple[l
             old_t, new_t = {e.id: (e, [e.start_line], []) for e in old_side.entities}, {}
         else:
             old_t, new_t = _touched(fd, old_side, True), _touched(fd, new_side, False)
-        inert_old, inert_new = _inert_lines(fd, old_data, new_data)
+        inert_old, inert_new = _inert_lines(fd, old_data, new_data, old_side.code, new_side.code)
         old_by_key = {(e.kind, e.qualname): e for e in old_side.entities}
         new_by_key = {(e.kind, e.qualname): e for e in new_side.entities}
         seen: set[tuple[str, str]] = set()
@@ -249,9 +278,10 @@ def changed_entities(store: Store, change: Change, files: list[dict]) -> tuple[l
     return changed, list(dict.fromkeys(globals_touched))
 
 
-def _inert_lines(fd: FileDiff, old_data: bytes | None, new_data: bytes | None) -> tuple[set[int], set[int]]:
+def _inert_lines(fd: FileDiff, old_data: bytes | None, new_data: bytes | None, old_code: CodeLines | None = None,
+                 new_code: CodeLines | None = None) -> tuple[set[int], set[int]]:
     """The lines of the change's blocks (a run of removed and added lines) whose code reads the
-    same on both sides (`nsccn.graph.inert`)."""
+    same on both sides (`nsccn.graph.inert`); `old_code`, `new_code`: a side parsed already."""
     if old_data is None or new_data is None or not fd.hunks:
         return set(), set()
     blocks: list[tuple[list[int], list[int]]] = []
@@ -273,7 +303,7 @@ def _inert_lines(fd: FileDiff, old_data: bytes | None, new_data: bytes | None) -
                 block = None
                 old_line += 1
                 new_line += 1
-    return inert_lines(CodeLines(fd.old_path, old_data), CodeLines(fd.new_path, new_data), blocks)
+    return inert_lines(old_code or CodeLines(fd.old_path, old_data), new_code or CodeLines(fd.new_path, new_data), blocks)
 
 
 def _all_in(e, touched: dict, lines: set[int]) -> bool:
@@ -380,8 +410,15 @@ class Dependents:
             down = list(dict.fromkeys(e.source for c in down for e in self._subclass_edges.get(c)))
         related = {r.parent: [c for c, _ in self._bases(r.parent) + self._subclasses(r.parent)] for r in methods}
         self._rows.fill(c for cs in related.values() for c in cs)
-        self._rows.fill(f"method:{k.path}:{k.qualname}.{r.name}" for r in methods
-                        for k in map(self.row, related[r.parent]) if k is not None)
+        wanted = [(f"method:{k.path}:{k.qualname}.{r.name}", k.path) for r in methods
+                  for k in map(self.row, related[r.parent]) if k is not None]
+        # most of them are not there (a central sympy change asked 16,000 ids, 13,500 absent): the ids
+        # of methods of these names are read instead (3,000), and only those looked up. A Python
+        # method's name is its qualname's last part, so a Python file's method not among them is none.
+        named = self.store.ids_named({r.name for r in methods})
+        python = {p: languages.language_for(p) == "python" for p in {p for _eid, p in wanted}}
+        self._rows.got.update((eid, None) for eid, p in wanted if python[p] and eid not in named and eid not in self._rows.got)
+        self._rows.fill(eid for eid, _p in wanted)
 
     def test_count(self, path: str) -> int:
         """How many tests a runner collects from a file: `tests_in_file`'s, read without the rows."""

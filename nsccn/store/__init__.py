@@ -645,6 +645,16 @@ class Store:
             out.update(self.conn.execute(q, chunk))
         return out
 
+    def ids_named(self, names: Iterable[str]) -> set[str]:
+        """The ids of the entities of these names (one query per 500 names, by the name index)."""
+        names = list(dict.fromkeys(names))
+        out: set[str] = set()
+        for i in range(0, len(names), 500):
+            chunk = names[i : i + 500]
+            out.update(eid for (eid,) in self.conn.execute(
+                f"SELECT id FROM entities WHERE name IN ({','.join('?' * len(chunk))})", chunk))
+        return out
+
     def entities_named(self, name: str) -> list[EntityRow]:
         q = f"SELECT {ENTITY_COLUMNS} FROM entities WHERE name=? OR qualname=? ORDER BY path, start_line"
         return [EntityRow.from_row(r) for r in self.conn.execute(q, (name, name))]
