@@ -354,6 +354,7 @@ class Dependents:
         self.store = store
         self._rows = _Reads(self._read_rows)
         self._subs: dict[str, list[tuple[str, float]]] = {}
+        self._prefix: dict[tuple[str, bool], list[tuple[str, float, str]]] = {}  # `_prefixes`
         self._mentions: mentions.Mentions | None = None
         self._names_seen: dict[str, list[tuple[str, str, float]]] = {}
         self._importer_tests: dict[tuple[str, bool], list[EntityRow]] = {}
@@ -364,6 +365,7 @@ class Dependents:
         self._registries: dict[str, list[str]] = {}  # a decorator's function -> the globals it fills
         self._module_calls: dict[str, list] = {}  # a module -> its CALLS edges (its decorators among them)
         self._into = _Reads(lambda ids: store.edges_to_many(ids, DEPENDENT_RELATIONS))
+        self._decorators: dict[str, list[EdgeRow]] = {}  # `_decorating`
         self._mutates = _Reads(lambda ids: store.edges_from_many(ids, ("MUTATES",)))
         self._state_readers = _Reads(lambda ids: store.edges_to_many(ids, STATE_RELATIONS))
         self._subclass_edges = _Reads(lambda ids: store.edges_to_many(ids, ("INHERITS",)))
@@ -379,14 +381,21 @@ class Dependents:
         return {i: found.get(i) for i in ids}
 
     def row(self, eid: str) -> EntityRow | None:
-        return self._rows.get(eid)
+        got = self._rows.got  # (asked 50,000 times an answer: most read ahead)
+        return got[eid] if eid in got else self._rows.get(eid)
+
+    def rows(self, ids) -> dict[str, EntityRow]:
+        """The rows of those of `ids` the index holds (what the walk read ahead is not read again)."""
+        self._rows.fill(ids)
+        got = self._rows.got
+        return {i: got[i] for i in ids if got[i] is not None}
 
     def read_ahead(self, nodes: list[str]) -> None:
         """Read what `of` reads for each of a frontier's nodes, all of them at once: a query or two
         a kind of read, where one node at a time made ten or more each (a central sympy function's
         walk: 27,500 statements, now 540). `of` then finds each read done; its answers are the same."""
         self._into.fill(nodes)
-        self._members.fill(e.path for n in nodes for e in self._into.get(n) if self._decorates(e))
+        self._members.fill(e.path for n in nodes for e in self._decorating(n))
         own = [n for n in nodes if not n.startswith(("var:", "attr:"))]  # `of` reads no more for those
         self._mutates.fill(own)
         self._state_readers.fill(e.target for n in own for e in self._mutates.get(n))
@@ -408,10 +417,9 @@ class Dependents:
             self._subclass_edges.fill(down)
             up = list(dict.fromkeys(e.target for c in up for e in self._base_edges.get(c) if e.target.startswith("class:")))
             down = list(dict.fromkeys(e.source for c in down for e in self._subclass_edges.get(c)))
-        related = {r.parent: [c for c, _ in self._bases(r.parent) + self._subclasses(r.parent)] for r in methods}
-        self._rows.fill(c for cs in related.values() for c in cs)
-        wanted = [(f"method:{k.path}:{k.qualname}.{r.name}", k.path) for r in methods
-                  for k in map(self.row, related[r.parent]) if k is not None]
+        self._rows.fill(c for r in methods for c, _ in self._bases(r.parent) + self._subclasses(r.parent))
+        wanted = [(prefix + r.name, path) for r in methods
+                  for prefix, _conf, path in self._prefixes(r.parent, up=True) + self._prefixes(r.parent, up=False)]
         # most of them are not there (a central sympy change asked 16,000 ids, 13,500 absent): the ids
         # of methods of these names are read instead (3,000), and only those looked up. A Python
         # method's name is its qualname's last part, so a Python file's method not among them is none.
@@ -419,6 +427,17 @@ class Dependents:
         python = {p: languages.language_for(p) == "python" for p in {p for _eid, p in wanted}}
         self._rows.got.update((eid, None) for eid, p in wanted if python[p] and eid not in named and eid not in self._rows.got)
         self._rows.fill(eid for eid, _p in wanted)
+
+    def _prefixes(self, cls: str, up: bool) -> list[tuple[str, float, str]]:
+        """(`method:PATH:QUALNAME.`, the path's confidence, PATH) of each base (`up`) or subclass of
+        `cls` the index holds, nearest first: its method of a name is the prefix and the name (the
+        same for every method of `cls` the walk reaches)."""
+        key = (cls, up)
+        if key not in self._prefix:
+            self._prefix[key] = [(f"method:{k.path}:{k.qualname}.", conf, k.path)
+                                 for c, conf in (self._bases(cls) if up else self._subclasses(cls))
+                                 if (k := self.row(c)) is not None]
+        return self._prefix[key]
 
     def test_count(self, path: str) -> int:
         """How many tests a runner collects from a file: `tests_in_file`'s, read without the rows."""
@@ -432,6 +451,12 @@ class Dependents:
         for path, kind, _qualname, name, decorators in self.store.functions_in_files(paths):
             out[path] += is_test(kind, path, name, [] if decorators == "[]" else json.loads(decorators))
         return out
+
+    def _decorating(self, node: str) -> list[EdgeRow]:
+        """The edges into `node` that `_decorates` keeps (looked at by `read_ahead`, then `of`)."""
+        if node not in self._decorators:
+            self._decorators[node] = [e for e in self._into.get(node) if self._decorates(e)]
+        return self._decorators[node]
 
     @staticmethod
     def _decorates(e: EdgeRow) -> bool:
@@ -447,10 +472,9 @@ class Dependents:
             if e.source != node:
                 out.append((e.source, e.relation, e.confidence))
         name = node.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
-        for e in edges:  # what a test's decorator calls or names, evaluated by the class or module defining it
-            if self._decorates(e):
-                for test in fixtures.decorated(self._members_of(e.path), e.source, e.line, name, e.relation == "IMPORTS"):
-                    out.append((test.id, "DECORATES", fixtures.DECORATOR_CONFIDENCE))
+        for e in self._decorating(node):  # what a test's decorator calls or names, evaluated by the class or module defining it
+            for test in fixtures.decorated(self._members_of(e.path), e.source, e.line, name, e.relation == "IMPORTS"):
+                out.append((test.id, "DECORATES", fixtures.DECORATOR_CONFIDENCE))
         if node.startswith(("var:", "attr:")):
             return out
         for e in self._mutates.get(node):  # state coupling: who reads what it writes
@@ -466,19 +490,15 @@ class Dependents:
             out.append((row.parent, "DEFINES", NESTED_CONFIDENCE))
         if row.kind == "method" and row.parent and row.parent.startswith("class:"):
             out.append((row.parent, "HAS_MEMBER", MEMBER_CONFIDENCE))
-            for base, conf in self._bases(row.parent):  # dynamic dispatch: `self.m()` written in a base runs this m
-                over = self.row(base)
-                if over is not None:
-                    inherited = f"method:{over.path}:{over.qualname}.{row.name}"
-                    if self.row(inherited) is not None:
-                        out.append((inherited, "DISPATCHES_TO", conf * DISPATCH_CONFIDENCE))
-                        break  # the nearest base that defines it: its callers are the ones that dispatch
-            for sub, conf in self._subclasses(row.parent):
-                sub_row = self.row(sub)
-                if sub_row is not None:
-                    over = f"method:{sub_row.path}:{sub_row.qualname}.{row.name}"
-                    if self.row(over) is not None:
-                        out.append((over, "OVERRIDES", conf))
+            for prefix, conf, _path in self._prefixes(row.parent, up=True):  # dynamic dispatch: `self.m()` written in a base runs this m
+                inherited = prefix + row.name
+                if self.row(inherited) is not None:
+                    out.append((inherited, "DISPATCHES_TO", conf * DISPATCH_CONFIDENCE))
+                    break  # the nearest base that defines it: its callers are the ones that dispatch
+            for prefix, conf, _path in self._prefixes(row.parent, up=False):
+                over = prefix + row.name
+                if self.row(over) is not None:
+                    out.append((over, "OVERRIDES", conf))
         if row.kind == "method":
             out += self._named_by_tests(row)
         elif row.kind in ("class", "func") and row.parent and row.parent.startswith("module:"):
@@ -715,7 +735,8 @@ def walk(deps: Dependents, seeds: dict[str, list[tuple[str, str, float]] | None]
         deps.read_ahead(_walked_on(frontier, best, onward, seeds))
         for node in frontier:
             here = onward.get(node) or best[node]
-            if _last_relation(here) == "IMPORTS":
+            last = _last_relation(here)
+            if last == "IMPORTS":
                 continue  # an importer: the import alone runs nothing further
             # a changed module's own globals are seeds of their own (the lines that set them)
             first = here.distance == 0
@@ -725,7 +746,7 @@ def walk(deps: Dependents, seeds: dict[str, list[tuple[str, str, float]] | None]
             for other, relation, conf in steps:
                 if relation in skip:
                     continue
-                if conf < min_confidence or (relation == SUBCLASSES and _last_relation(here) == "HAS_MEMBER"):
+                if conf < min_confidence or (relation == SUBCLASSES and last == "HAS_MEMBER"):
                     continue  # a subclass built at run time runs class creation, not the methods of the class
                 c = here.confidence * conf
                 if other in best:
@@ -813,7 +834,7 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
         seeds.setdefault(g, None)
     reached, truncated = walk(deps, seeds, max(depth, test_depth), min_confidence)  # one Dependents: its reads cached once
     changed_ids = {c["in_index"] or c["id"] for c in changed}
-    rows = store.entities(reached)
+    rows = deps.rows(reached)
     impacted = []
     for eid, r in reached.items():
         if r.distance == 0 or r.distance > depth or eid in changed_ids:
