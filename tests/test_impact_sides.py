@@ -6,6 +6,7 @@ holds. Each must answer as the whole parse and the one-id-at-a-time reads did.""
 import msgspec
 
 from nsccn.graph import impact
+from nsccn.graph.inert import CodeLines
 from nsccn.indexing.indexer import index_repository
 from nsccn.reading import changes, extract
 from nsccn.store import Store
@@ -193,3 +194,25 @@ def test_absent_overriders_are_not_looked_up(tmp_path):
         assert store.ids_named(["area", "nothing"]) == {"method:pkg/core.py:Shape.area", "method:pkg/core.py:Square.area",
                                                         "method:pkg/core.py:Cube.area"}
 
+
+
+def _nodes(tree) -> list:
+    out, stack = [], [tree.root_node]
+    while stack:
+        n = stack.pop()
+        out.append((n.type, n.start_byte, n.end_byte, n.start_point, n.end_point, n.is_missing, n.has_error))
+        stack.extend(reversed(n.children))
+    return out
+
+
+def test_a_side_parsed_from_the_other_side_s_tree_is_the_tree_parsed_from_nothing():
+    old = SHAPES.encode()
+    news = [old, old.replace(b"return 1\n", b"return 10  # ten\n", 1), old.replace(b'"""A shape."""\n', b""),
+            b"# first\n" + old, old + b"def appended(): pass\n", old.replace(b"async def", b"def"),
+            old.replace(b"match 1:", b"match 1 +"), b"", "é = 'ü'\n".encode() + old]  # (a syntax error, non-ASCII)
+    for new in news:
+        base = CodeLines("pkg/shapes.py", old)
+        assert _nodes(CodeLines("pkg/shapes.py", new, base).tree) == _nodes(CodeLines("pkg/shapes.py", new).tree)
+        assert _nodes(CodeLines("pkg/shapes.py", old, CodeLines("pkg/shapes.py", new)).tree) == _nodes(base.tree)
+    ts_old, ts_new = b"const a = (x) => x + 1;\n", b"const a = (x) => { return x + 2; };\n"
+    assert _nodes(CodeLines("web/a.ts", ts_new, CodeLines("web/a.ts", ts_old)).tree) == _nodes(CodeLines("web/a.ts", ts_new).tree)

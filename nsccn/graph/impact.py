@@ -303,7 +303,8 @@ def _inert_lines(fd: FileDiff, old_data: bytes | None, new_data: bytes | None, o
                 block = None
                 old_line += 1
                 new_line += 1
-    return inert_lines(old_code or CodeLines(fd.old_path, old_data), new_code or CodeLines(fd.new_path, new_data), blocks)
+    old_code = old_code or CodeLines(fd.old_path, old_data, new_code)
+    return inert_lines(old_code, new_code or CodeLines(fd.new_path, new_data, old_code), blocks)
 
 
 def _all_in(e, touched: dict, lines: set[int]) -> bool:
