@@ -355,7 +355,8 @@ class Dependents:
         self.store = store
         self._rows = _Reads(self._read_rows)
         self._subs: dict[str, list[tuple[str, float]]] = {}
-        self._prefix: dict[tuple[str, bool], list[tuple[str, float, str]]] = {}  # `_prefixes`
+        self._hierarchy: dict[tuple[str, bool], tuple[list[tuple[str, float, str]], bool]] = {}  # `_classes`
+        self._owners: dict[str, dict[str, str]] = {}  # a method name -> class id -> its method of it (`_defined_in`)
         self._mentions: mentions.Mentions | None = None
         self._names_seen: dict[str, list[tuple[str, str, float]]] = {}
         self._importer_tests: dict[tuple[str, bool], list[EntityRow]] = {}
@@ -419,26 +420,32 @@ class Dependents:
             up = list(dict.fromkeys(e.target for c in up for e in self._base_edges.get(c) if e.target.startswith("class:")))
             down = list(dict.fromkeys(e.source for c in down for e in self._subclass_edges.get(c)))
         self._rows.fill(c for r in methods for c, _ in self._bases(r.parent) + self._subclasses(r.parent))
-        wanted = [(prefix + r.name, path) for r in methods
-                  for prefix, _conf, path in self._prefixes(r.parent, up=True) + self._prefixes(r.parent, up=False)]
-        # most of them are not there (a central sympy change asked 16,000 ids, 13,500 absent): the ids
-        # of methods of these names are read instead (3,000), and only those looked up. A Python
-        # method's name is its qualname's last part, so a Python file's method not among them is none.
-        named = self.store.ids_named({r.name for r in methods})
-        python = {p: languages.language_for(p) == "python" for p in {p for _eid, p in wanted}}
-        self._rows.got.update((eid, None) for eid, p in wanted if python[p] and eid not in named and eid not in self._rows.got)
-        self._rows.fill(eid for eid, _p in wanted)
+        # of the methods their classes might define (a central sympy change: 16,000, 13,500 of them not
+        # there), those the index holds, by their names (3,000)
+        names = [n for n in dict.fromkeys(r.name for r in methods) if n not in self._owners]
+        self._owners.update(self.store.method_owners(names))
 
-    def _prefixes(self, cls: str, up: bool) -> list[tuple[str, float, str]]:
-        """(`method:PATH:QUALNAME.`, the path's confidence, PATH) of each base (`up`) or subclass of
-        `cls` the index holds, nearest first: its method of a name is the prefix and the name (the
-        same for every method of `cls` the walk reaches)."""
+    def _classes(self, cls: str, up: bool) -> tuple[list[tuple[str, float, str]], bool]:
+        """(class id, the path's confidence, `method:PATH:QUALNAME.`) of each base (`up`) or subclass
+        of `cls` the index holds, nearest first, and whether each is Python's (the same for every
+        method of `cls` the walk reaches)."""
         key = (cls, up)
-        if key not in self._prefix:
-            self._prefix[key] = [(f"method:{k.path}:{k.qualname}.", conf, k.path)
-                                 for c, conf in (self._bases(cls) if up else self._subclasses(cls))
-                                 if (k := self.row(c)) is not None]
-        return self._prefix[key]
+        if key not in self._hierarchy:
+            rows = [(c, conf, k) for c, conf in (self._bases(cls) if up else self._subclasses(cls))
+                    if (k := self.row(c)) is not None]
+            self._hierarchy[key] = ([(c, conf, f"method:{k.path}:{k.qualname}.") for c, conf, k in rows],
+                                    all(languages.language_for(k.path) == "python" for _c, _conf, k in rows))
+        return self._hierarchy[key]
+
+    def _defined_in(self, cls: str, name: str, up: bool) -> list[tuple[str, float]]:
+        """(method id, the path's confidence) of `name` in each base (`up`) or subclass of `cls` that
+        defines it, nearest first. A Python method's id is its class's path and qualname and its name,
+        and its parent its class: where `read_ahead` read the methods of that name, those are they."""
+        classes, python = self._classes(cls, up)
+        owners = self._owners.get(name)  # class id -> its method of that name
+        if python and owners is not None:
+            return [(owners[c], conf) for c, conf, _prefix in classes if c in owners]
+        return [(prefix + name, conf) for _c, conf, prefix in classes if self.row(prefix + name) is not None]
 
     def test_count(self, path: str) -> int:
         """How many tests a runner collects from a file: `tests_in_file`'s, read without the rows."""
@@ -491,15 +498,12 @@ class Dependents:
             out.append((row.parent, "DEFINES", NESTED_CONFIDENCE))
         if row.kind == "method" and row.parent and row.parent.startswith("class:"):
             out.append((row.parent, "HAS_MEMBER", MEMBER_CONFIDENCE))
-            for prefix, conf, _path in self._prefixes(row.parent, up=True):  # dynamic dispatch: `self.m()` written in a base runs this m
-                inherited = prefix + row.name
-                if self.row(inherited) is not None:
-                    out.append((inherited, "DISPATCHES_TO", conf * DISPATCH_CONFIDENCE))
-                    break  # the nearest base that defines it: its callers are the ones that dispatch
-            for prefix, conf, _path in self._prefixes(row.parent, up=False):
-                over = prefix + row.name
-                if self.row(over) is not None:
-                    out.append((over, "OVERRIDES", conf))
+            # dynamic dispatch: `self.m()` written in a base runs this m; the nearest base that defines it
+            # is the one whose callers dispatch
+            for inherited, conf in self._defined_in(row.parent, row.name, up=True)[:1]:
+                out.append((inherited, "DISPATCHES_TO", conf * DISPATCH_CONFIDENCE))
+            for over, conf in self._defined_in(row.parent, row.name, up=False):
+                out.append((over, "OVERRIDES", conf))
         if row.kind == "method":
             out += self._named_by_tests(row)
         elif row.kind in ("class", "func") and row.parent and row.parent.startswith("module:"):

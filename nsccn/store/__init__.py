@@ -646,14 +646,15 @@ class Store:
             out.update(self.conn.execute(q, chunk))
         return out
 
-    def ids_named(self, names: Iterable[str]) -> set[str]:
-        """The ids of the entities of these names (one query per 500 names, by the name index)."""
-        names = list(dict.fromkeys(names))
-        out: set[str] = set()
+    def method_owners(self, names: Iterable[str]) -> dict[str, dict[str, str]]:
+        """Per name, its methods: parent (the class) -> method id (one query per 500 names, by the name index)."""
+        out: dict[str, dict[str, str]] = {n: {} for n in names}
+        names = list(out)
         for i in range(0, len(names), 500):
             chunk = names[i : i + 500]
-            out.update(eid for (eid,) in self.conn.execute(
-                f"SELECT id FROM entities WHERE name IN ({','.join('?' * len(chunk))})", chunk))
+            q = f"SELECT name, parent, id FROM entities WHERE kind='method' AND name IN ({','.join('?' * len(chunk))})"
+            for name, parent, eid in self.conn.execute(q, chunk):
+                out[name][parent] = eid
         return out
 
     def entities_named(self, name: str) -> list[EntityRow]:
