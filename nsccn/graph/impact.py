@@ -755,8 +755,8 @@ def walk(deps: Dependents, seeds: dict[str, list[tuple[str, str, float]] | None]
                     continue  # a subclass built at run time runs class creation, not the methods of the class
                 c = here.confidence * conf
                 if other in best:
-                    if relation not in PARTIAL and other not in onward and _last_relation(best[other]) in PARTIAL \
-                            and (other not in nxt_onward or c > nxt_onward[other].confidence):
+                    if relation not in PARTIAL and other not in onward and len(p := best[other].path) > 1 \
+                            and p[-1][0] in PARTIAL and (other not in nxt_onward or c > nxt_onward[other].confidence):
                         nxt_onward[other] = Reach(here.distance + 1, c, here.path + [(relation, round(conf, 3), other)])
                     continue
                 # of two paths as sure, one that calls beats one that imports (an import walks no further)

@@ -225,6 +225,14 @@ class _Scope:
         self.params: frozenset[str] = frozenset()  # a function's parameter names (what it may register)
 
 
+# statements that hold no block (so no definition): a definitions-only walk does not look inside
+_SIMPLE_STATEMENTS = frozenset((
+    "expression_statement", "return_statement", "delete_statement", "raise_statement", "pass_statement",
+    "break_statement", "continue_statement", "global_statement", "nonlocal_statement", "import_statement",
+    "import_from_statement", "future_import_statement", "print_statement", "exec_statement", "assert_statement",
+    "type_alias_statement"))
+
+
 class _TooDeep(Exception):
     """A definitions-only walk nested deeper than the full walk's budget surely allows."""
 
@@ -392,13 +400,15 @@ class PythonExtractor:
         """The definitions in a statement's blocks (`if`, `try`, `with`... its clauses), where
         the full walk finds them among every node. That walk goes down at most two levels of its
         depth a level of the tree: half the budget here leaves it room to find the same ones."""
+        if node.type in _SIMPLE_STATEMENTS:
+            return
         if 2 * self._depth + 4 >= self._max_depth:
             raise _TooDeep
         for child in node.named_children:
             t = child.type
             if t in ("decorated_definition", "function_definition", "class_definition"):
                 self._visit(child, scope)
-            elif t == "block" or t.endswith(("_statement", "_clause")):
+            elif t == "block" or (t.endswith(("_statement", "_clause")) and t not in _SIMPLE_STATEMENTS):
                 self._depth += 1
                 try:
                     self._definitions_in(child, scope)
