@@ -36,7 +36,8 @@ from nsccn.graph.recorded import Recorded, fingerprints, ran_by
 from nsccn.reading.changes import Change
 from nsccn.reading.diff import FileDiff
 from nsccn.store import EdgeRow, EntityRow, Store
-from nsccn.graph.testrun import is_test, is_test_file_unit, is_test_path, js_runner, run_command, runner_of, runner_rule
+from nsccn.graph.testrun import (is_test, is_test_file_unit, is_test_path, js_runner, run_command, runner_of, runner_rule,
+                                  tests_among)
 from nsccn.indexing.resolve import MAX_AMBIGUOUS_METHOD
 from nsccn.languages.receivers import PASSES, SUBCLASSES
 
@@ -413,13 +414,13 @@ class Dependents:
     def _read_dispatch(self, methods: list[EntityRow], depth: int = 4) -> None:
         """Read the class hierarchy `_bases` and `_subclasses` follow from these methods' classes, a
         level at a time, then the methods of each one's name there (dispatch, overrides)."""
-        up = down = list(dict.fromkeys(r.parent for r in methods))
+        classes = up = down = list(dict.fromkeys(r.parent for r in methods))
         for _ in range(depth):
             self._base_edges.fill(up)
             self._subclass_edges.fill(down)
             up = list(dict.fromkeys(e.target for c in up for e in self._base_edges.get(c) if e.target.startswith("class:")))
             down = list(dict.fromkeys(e.source for c in down for e in self._subclass_edges.get(c)))
-        self._rows.fill(c for r in methods for c, _ in self._bases(r.parent) + self._subclasses(r.parent))
+        self._rows.fill(c for cls in classes for c, _ in self._bases(cls) + self._subclasses(cls))
         # of the methods their classes might define (a central sympy change: 16,000, 13,500 of them not
         # there), those the index holds, by their names (3,000)
         names = [n for n in dict.fromkeys(r.name for r in methods) if n not in self._owners]
@@ -455,10 +456,10 @@ class Dependents:
         self._test_counts.fill(paths)
 
     def _count_tests(self, paths: list[str]) -> dict[str, int]:
-        out = dict.fromkeys(paths, 0)
+        functions: dict[str, list[tuple[str, str, str]]] = {p: [] for p in paths}
         for path, kind, _qualname, name, decorators in self.store.functions_in_files(paths):
-            out[path] += is_test(kind, path, name, [] if decorators == "[]" else json.loads(decorators))
-        return out
+            functions[path].append((kind, name, decorators))
+        return {p: tests_among(p, fs) for p, fs in functions.items()}
 
     def _decorating(self, node: str) -> list[EdgeRow]:
         """The edges into `node` that `_decorates` keeps (looked at by `read_ahead`, then `of`)."""
