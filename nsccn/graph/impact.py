@@ -426,25 +426,29 @@ class Dependents:
         names = [n for n in dict.fromkeys(r.name for r in methods) if n not in self._owners]
         self._owners.update(self.store.method_owners(names))
 
-    def _classes(self, cls: str, up: bool) -> tuple[list[tuple[str, float, str]], bool]:
+    def _classes(self, cls: str, up: bool) -> tuple[list[tuple[str, float, str]], dict[str, int] | None]:
         """(class id, the path's confidence, `method:PATH:QUALNAME.`) of each base (`up`) or subclass
-        of `cls` the index holds, nearest first, and whether each is Python's (the same for every
-        method of `cls` the walk reaches)."""
+        of `cls` the index holds, nearest first, and where each class id is in that list if every
+        one is Python's, else None (the same for every method of `cls` the walk reaches)."""
         key = (cls, up)
         if key not in self._hierarchy:
             rows = [(c, conf, k) for c, conf in (self._bases(cls) if up else self._subclasses(cls))
                     if (k := self.row(c)) is not None]
+            python = all(languages.language_for(k.path) == "python" for _c, _conf, k in rows)
             self._hierarchy[key] = ([(c, conf, f"method:{k.path}:{k.qualname}.") for c, conf, k in rows],
-                                    all(languages.language_for(k.path) == "python" for _c, _conf, k in rows))
+                                    {c: i for i, (c, _conf, _k) in enumerate(rows)} if python else None)
         return self._hierarchy[key]
 
     def _defined_in(self, cls: str, name: str, up: bool) -> list[tuple[str, float]]:
         """(method id, the path's confidence) of `name` in each base (`up`) or subclass of `cls` that
         defines it, nearest first. A Python method's id is its class's path and qualname and its name,
-        and its parent its class: where `read_ahead` read the methods of that name, those are they."""
-        classes, python = self._classes(cls, up)
+        and its parent its class: where `read_ahead` read the methods of that name, those are they
+        (looked for among the fewer: sympy's `Expr` has 900 subclasses, a name a few methods)."""
+        classes, where = self._classes(cls, up)
         owners = self._owners.get(name)  # class id -> its method of that name
-        if python and owners is not None:
+        if where is not None and owners is not None:
+            if len(owners) < len(classes):
+                return [(owners[classes[i][0]], classes[i][1]) for i in sorted(where[c] for c in owners if c in where)]
             return [(owners[c], conf) for c, conf, _prefix in classes if c in owners]
         return [(prefix + name, conf) for _c, conf, prefix in classes if self.row(prefix + name) is not None]
 
