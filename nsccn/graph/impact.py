@@ -119,13 +119,12 @@ def _parsed_side(path: str, data: bytes) -> Side:
         pf = pf or parse_file(path, data)
         return set(pf.module_globals), {r.line: r.source for r in pf.refs if r.source.startswith("var:")}
 
-    if languages.language_for(path, data[:256]) == "python":
-        code = CodeLines(path, data)
-        entities = parse_definitions(path, data, code.tree)
-        if entities is not None:
-            return Side(entities, True, facts, code)
+    code = CodeLines(path, data)
+    entities = parse_definitions(path, data, code.tree) if code.python else None
+    if entities is not None:
+        return Side(entities, True, facts, code)
     pf = parse_file(path, data)
-    return Side(list(pf.entities), True, lambda: facts(pf))
+    return Side(list(pf.entities), True, lambda: facts(pf), code)
 
 
 def _indexed_side(store: Store, path: str, data: bytes, lines: list[int]) -> Side | None:
@@ -356,7 +355,7 @@ class Dependents:
         self.store = store
         self._rows = _Reads(self._read_rows)
         self._subs: dict[str, list[tuple[str, float]]] = {}
-        self._hierarchy: dict[tuple[str, bool], tuple[list[tuple[str, float, str]], bool]] = {}  # `_classes`
+        self._hierarchy: dict[tuple[str, bool], tuple[list[tuple[str, float, str]], dict[str, int] | None]] = {}  # `_classes`
         self._owners: dict[str, dict[str, str]] = {}  # a method name -> class id -> its method of it (`_defined_in`)
         self._mentions: mentions.Mentions | None = None
         self._names_seen: dict[str, list[tuple[str, str, float]]] = {}

@@ -275,7 +275,7 @@ class PythonExtractor:
     def extract(self, tree: ts.Tree | None = None):
         """`tree`: `data` parsed already (by `parser()`)."""
         self._max_depth = nesting_budget()
-        tree = tree or parser().parse(self.data)
+        tree = tree if tree is not None else parser().parse(self.data)
         if tree.root_node.has_error:
             if self._definitions_only:
                 return None  # the full walk finds definitions inside what does not parse
@@ -398,8 +398,9 @@ class PythonExtractor:
 
     def _definitions_in(self, node: ts.Node, scope: _Scope) -> None:
         """The definitions in a statement's blocks (`if`, `try`, `with`... its clauses), where
-        the full walk finds them among every node. That walk goes down at most two levels of its
-        depth a level of the tree: half the budget here leaves it room to find the same ones."""
+        the full walk finds them among every node. That walk spends at most two levels of its depth
+        budget on a level here (an `if`, its block: three): half the budget here leaves it room to
+        find the same ones."""
         if node.type in _SIMPLE_STATEMENTS:
             return
         if 2 * self._depth + 4 >= self._max_depth:

@@ -804,14 +804,13 @@ class Store:
             rows = self.conn.execute(q).fetchall()
             self._name_symbols(names, {r[2] for r in rows} | {r[4] for r in rows})
             node = {v: k for k, v in ids.items()}
-            if column == "target":
-                for o, n, rel, conf, res, line, f in rows:
-                    n = node[n]
-                    out[n].append(EdgeRow(o, n, names[rel], conf, names[res], line, paths[f]))
-            else:
-                for o, n, rel, conf, res, line, f in rows:
-                    n = node[n]
-                    out[n].append(EdgeRow(n, o, names[rel], conf, names[res], line, paths[f]))
+            for o, n, rel, conf, res, line, f in rows:
+                rel, res, path = names.get(rel), names.get(res), paths.get(f)
+                if rel is None or res is None or path is None:
+                    continue  # (what the joins of `_EDGE_ROWS` drop: a damaged index)
+                n = node[n]
+                out[n].append(EdgeRow(o, n, rel, conf, res, line, path) if column == "target"
+                              else EdgeRow(n, o, rel, conf, res, line, path))
         return out
 
     def _symbol_ids(self, names: list[str]) -> dict[str, int]:
