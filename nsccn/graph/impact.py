@@ -624,12 +624,16 @@ class Dependents:
     def _importers_of(self, row: EntityRow) -> set[str]:
         """The files that import `row` or its module, directly or through a package's `__init__` that
         imports it (one re-export)."""
-        edges = [e for eid in (row.id, row.parent) for e in self.store.edges_to(eid, ("IMPORTS",))]
+        edges = [e for eid in (row.id, row.parent) if eid is not None for e in self._imports_of(eid)]
         out = {e.path for e in edges}
         for e in edges:
             if e.path.rsplit("/", 1)[-1].startswith("__init__.") and e.source.startswith("module:"):
-                out |= {x.path for x in self.store.edges_to(e.source, ("IMPORTS",))}
+                out |= {x.path for x in self._imports_of(e.source)}
         return out
+
+    def _imports_of(self, eid: str) -> list[EdgeRow]:
+        """The IMPORTS edges into `eid`: of its edges in, the walk's read (read ahead for a frontier's nodes)."""
+        return [e for e in self._into.get(eid) if e.relation == "IMPORTS"]
 
     def _named_by_tests(self, row: EntityRow) -> list[tuple[str, str, float]]:
         """Tests that call `x.m()` on a receiver of unknown type, where too many classes define `m`
