@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
+from nsccn import languages
 from nsccn.graph import fixtures, mentions
 from nsccn.graph.inert import CodeLines, inert_lines
 from nsccn.graph.recorded import Recorded, fingerprints, layout_hash, ran_by
@@ -34,7 +37,8 @@ from nsccn.reading.changes import Change
 from nsccn.reading.coverage_file import CoverageFileError, lines_of_file
 from nsccn.reading.diff import FileDiff
 from nsccn.store import EdgeRow, EntityRow, Store
-from nsccn.graph.testrun import is_test, is_test_file_unit, is_test_path, js_runner, run_command, runner_of, runner_rule
+from nsccn.graph.testrun import (is_test, is_test_file_unit, is_test_path, js_runner, run_command, runner_of, runner_rule,
+                                  tests_among)
 from nsccn.indexing.resolve import MAX_AMBIGUOUS_METHOD
 from nsccn.languages.receivers import PASSES, SUBCLASSES
 
@@ -78,25 +82,50 @@ class Side:
     """The entities of one side of a file: parsed from its text, or, without it, the index's."""
 
     entities: list
-    globals_: set[str]
     parsed: bool
-    held_at: dict[int, str] = field(default_factory=dict)  # line -> the global whose table holds a name there
+    # () -> (the module's globals, line -> the global whose table holds a name there): read only for
+    # a change's module-level lines, so a side whose entities came without them parses for them then
+    facts: Callable[[], tuple[set[str], dict[int, str]]] = lambda: (set(), {})
+    code: CodeLines | None = None  # the side's text parsed here: the inert check's too
+
+    @cached_property
+    def _module(self) -> tuple[set[str], dict[int, str]]:
+        return self.facts()
+
+    @property
+    def globals_(self) -> set[str]:
+        return self._module[0]
+
+    @property
+    def held_at(self) -> dict[int, str]:
+        return self._module[1]
 
 
 def _side(store: Store, path: str | None, data: bytes | None, lines: list[int] | None = None) -> Side:
     """`lines`: the lines of this side the change touches (None: all of them, a file added or deleted)."""
     if path is None:
-        return Side([], set(), True)
+        return Side([], True)
     if data is not None:
-        from nsccn.reading.extract import parse_file
-
         indexed = _indexed_side(store, path, data, lines) if lines is not None else None
-        if indexed is not None:
-            return indexed
-        pf = parse_file(path, data)
-        held_at = {r.line: r.source for r in pf.refs if r.source.startswith("var:")}
-        return Side(list(pf.entities), set(pf.module_globals), True, held_at)
-    return Side(store.entities_in_file(path), set(), False)
+        return indexed if indexed is not None else _parsed_side(path, data)
+    return Side(store.entities_in_file(path), False)
+
+
+def _parsed_side(path: str, data: bytes) -> Side:
+    """A side parsed from its text: a Python file's definitions alone (`parse_definitions`), the
+    rest of the parse made only if its module-level lines changed."""
+    from nsccn.reading.extract import parse_definitions, parse_file
+
+    def facts(pf=None) -> tuple[set[str], dict[int, str]]:
+        pf = pf or parse_file(path, data)
+        return set(pf.module_globals), {r.line: r.source for r in pf.refs if r.source.startswith("var:")}
+
+    code = CodeLines(path, data)
+    entities = parse_definitions(path, data, code.tree) if code.python else None
+    if entities is not None:
+        return Side(entities, True, facts, code)
+    pf = parse_file(path, data)
+    return Side(list(pf.entities), True, lambda: facts(pf), code)
 
 
 def _indexed_side(store: Store, path: str, data: bytes, lines: list[int]) -> Side | None:
@@ -132,7 +161,7 @@ def _indexed_side(store: Store, path: str, data: bytes, lines: list[int]) -> Sid
             if any(start <= n and (end is None or n < end) for n in lines):
                 return None
     held_at = {line: source for _rowid, _path, source, _relation, _target, line, _scope in refs if source.startswith("var:")}
-    return Side(entities, set(_module_globals(store, path)), True, held_at)
+    return Side(entities, True, lambda: (set(_module_globals(store, path)), held_at))
 
 
 def _marked(fd: FileDiff, old: bool):
@@ -203,7 +232,7 @@ def changed_entities(store: Store, change: Change, files: list[dict]) -> tuple[l
             old_t, new_t = {e.id: (e, [e.start_line], []) for e in old_side.entities}, {}
         else:
             old_t, new_t = _touched(fd, old_side, True), _touched(fd, new_side, False)
-        inert_old, inert_new = _inert_lines(fd, old_data, new_data)
+        inert_old, inert_new = _inert_lines(fd, old_data, new_data, old_side.code, new_side.code)
         old_lines = None
         old_by_key = {(e.kind, e.qualname): e for e in old_side.entities}
         new_by_key = {(e.kind, e.qualname): e for e in new_side.entities}
@@ -285,9 +314,10 @@ def _old_side(fd: FileDiff, was, old_t: dict, old_lines: list[bytes]) -> dict:
             "lines": sorted(n for n in lines if was.start_line <= n <= was.end_line)}
 
 
-def _inert_lines(fd: FileDiff, old_data: bytes | None, new_data: bytes | None) -> tuple[set[int], set[int]]:
+def _inert_lines(fd: FileDiff, old_data: bytes | None, new_data: bytes | None, old_code: CodeLines | None = None,
+                 new_code: CodeLines | None = None) -> tuple[set[int], set[int]]:
     """The lines of the change's blocks (a run of removed and added lines) whose code reads the
-    same on both sides (`nsccn.graph.inert`)."""
+    same on both sides (`nsccn.graph.inert`); `old_code`, `new_code`: a side parsed already."""
     if old_data is None or new_data is None or not fd.hunks:
         return set(), set()
     blocks: list[tuple[list[int], list[int]]] = []
@@ -309,7 +339,8 @@ def _inert_lines(fd: FileDiff, old_data: bytes | None, new_data: bytes | None) -
                 block = None
                 old_line += 1
                 new_line += 1
-    return inert_lines(CodeLines(fd.old_path, old_data), CodeLines(fd.new_path, new_data), blocks)
+    old_code = old_code or CodeLines(fd.old_path, old_data, new_code)
+    return inert_lines(old_code, new_code or CodeLines(fd.new_path, new_data, old_code), blocks)
 
 
 def _all_in(e, touched: dict, lines: set[int]) -> bool:
@@ -360,6 +391,8 @@ class Dependents:
         self.store = store
         self._rows = _Reads(self._read_rows)
         self._subs: dict[str, list[tuple[str, float]]] = {}
+        self._hierarchy: dict[tuple[str, bool], tuple[list[tuple[str, float, str]], dict[str, int] | None]] = {}  # `_classes`
+        self._owners: dict[str, dict[str, str]] = {}  # a method name -> class id -> its method of it (`_defined_in`)
         self._mentions: mentions.Mentions | None = None
         self._names_seen: dict[str, list[tuple[str, str, float]]] = {}
         self._importer_tests: dict[tuple[str, bool], list[EntityRow]] = {}
@@ -370,6 +403,7 @@ class Dependents:
         self._registries: dict[str, list[str]] = {}  # a decorator's function -> the globals it fills
         self._module_calls: dict[str, list] = {}  # a module -> its CALLS edges (its decorators among them)
         self._into = _Reads(lambda ids: store.edges_to_many(ids, DEPENDENT_RELATIONS))
+        self._decorators: dict[str, list[EdgeRow]] = {}  # `_decorating`
         self._mutates = _Reads(lambda ids: store.edges_from_many(ids, ("MUTATES",)))
         self._state_readers = _Reads(lambda ids: store.edges_to_many(ids, STATE_RELATIONS))
         self._subclass_edges = _Reads(lambda ids: store.edges_to_many(ids, ("INHERITS",)))
@@ -385,14 +419,21 @@ class Dependents:
         return {i: found.get(i) for i in ids}
 
     def row(self, eid: str) -> EntityRow | None:
-        return self._rows.get(eid)
+        got = self._rows.got  # (asked 50,000 times an answer: most read ahead)
+        return got[eid] if eid in got else self._rows.get(eid)
+
+    def rows(self, ids) -> dict[str, EntityRow]:
+        """The rows of those of `ids` the index holds (what the walk read ahead is not read again)."""
+        self._rows.fill(ids)
+        got = self._rows.got
+        return {i: got[i] for i in ids if got[i] is not None}
 
     def read_ahead(self, nodes: list[str]) -> None:
         """Read what `of` reads for each of a frontier's nodes, all of them at once: a query or two
         a kind of read, where one node at a time made ten or more each (a central sympy function's
         walk: 27,500 statements, now 540). `of` then finds each read done; its answers are the same."""
         self._into.fill(nodes)
-        self._members.fill(e.path for n in nodes for e in self._into.get(n) if self._decorates(e))
+        self._members.fill(e.path for n in nodes for e in self._decorating(n))
         own = [n for n in nodes if not n.startswith(("var:", "attr:"))]  # `of` reads no more for those
         self._mutates.fill(own)
         self._state_readers.fill(e.target for n in own for e in self._mutates.get(n))
@@ -408,16 +449,43 @@ class Dependents:
     def _read_dispatch(self, methods: list[EntityRow], depth: int = 4) -> None:
         """Read the class hierarchy `_bases` and `_subclasses` follow from these methods' classes, a
         level at a time, then the methods of each one's name there (dispatch, overrides)."""
-        up = down = list(dict.fromkeys(r.parent for r in methods))
+        classes = up = down = list(dict.fromkeys(r.parent for r in methods))
         for _ in range(depth):
             self._base_edges.fill(up)
             self._subclass_edges.fill(down)
             up = list(dict.fromkeys(e.target for c in up for e in self._base_edges.get(c) if e.target.startswith("class:")))
             down = list(dict.fromkeys(e.source for c in down for e in self._subclass_edges.get(c)))
-        related = {r.parent: [c for c, _ in self._bases(r.parent) + self._subclasses(r.parent)] for r in methods}
-        self._rows.fill(c for cs in related.values() for c in cs)
-        self._rows.fill(f"method:{k.path}:{k.qualname}.{r.name}" for r in methods
-                        for k in map(self.row, related[r.parent]) if k is not None)
+        self._rows.fill(c for cls in classes for c, _ in self._bases(cls) + self._subclasses(cls))
+        # of the methods their classes might define (a central sympy change: 16,000, 13,500 of them not
+        # there), those the index holds, by their names (3,000)
+        names = [n for n in dict.fromkeys(r.name for r in methods) if n not in self._owners]
+        self._owners.update(self.store.method_owners(names))
+
+    def _classes(self, cls: str, up: bool) -> tuple[list[tuple[str, float, str]], dict[str, int] | None]:
+        """(class id, the path's confidence, `method:PATH:QUALNAME.`) of each base (`up`) or subclass
+        of `cls` the index holds, nearest first, and where each class id is in that list if every
+        one is Python's, else None (the same for every method of `cls` the walk reaches)."""
+        key = (cls, up)
+        if key not in self._hierarchy:
+            rows = [(c, conf, k) for c, conf in (self._bases(cls) if up else self._subclasses(cls))
+                    if (k := self.row(c)) is not None]
+            python = all(languages.language_for(k.path) == "python" for _c, _conf, k in rows)
+            self._hierarchy[key] = ([(c, conf, f"method:{k.path}:{k.qualname}.") for c, conf, k in rows],
+                                    {c: i for i, (c, _conf, _k) in enumerate(rows)} if python else None)
+        return self._hierarchy[key]
+
+    def _defined_in(self, cls: str, name: str, up: bool) -> list[tuple[str, float]]:
+        """(method id, the path's confidence) of `name` in each base (`up`) or subclass of `cls` that
+        defines it, nearest first. A Python method's id is its class's path and qualname and its name,
+        and its parent its class: where `read_ahead` read the methods of that name, those are they
+        (looked for among the fewer: sympy's `Expr` has 900 subclasses, a name a few methods)."""
+        classes, where = self._classes(cls, up)
+        owners = self._owners.get(name)  # class id -> its method of that name
+        if where is not None and owners is not None:
+            if len(owners) < len(classes):
+                return [(owners[classes[i][0]], classes[i][1]) for i in sorted(where[c] for c in owners if c in where)]
+            return [(owners[c], conf) for c, conf, _prefix in classes if c in owners]
+        return [(prefix + name, conf) for _c, conf, prefix in classes if self.row(prefix + name) is not None]
 
     def test_count(self, path: str) -> int:
         """How many tests a runner collects from a file: `tests_in_file`'s, read without the rows."""
@@ -427,10 +495,16 @@ class Dependents:
         self._test_counts.fill(paths)
 
     def _count_tests(self, paths: list[str]) -> dict[str, int]:
-        out = dict.fromkeys(paths, 0)
+        functions: dict[str, list[tuple[str, str, str]]] = {p: [] for p in paths}
         for path, kind, _qualname, name, decorators in self.store.functions_in_files(paths):
-            out[path] += is_test(kind, path, name, [] if decorators == "[]" else json.loads(decorators))
-        return out
+            functions[path].append((kind, name, decorators))
+        return {p: tests_among(p, fs) for p, fs in functions.items()}
+
+    def _decorating(self, node: str) -> list[EdgeRow]:
+        """The edges into `node` that `_decorates` keeps (looked at by `read_ahead`, then `of`)."""
+        if node not in self._decorators:
+            self._decorators[node] = [e for e in self._into.get(node) if self._decorates(e)]
+        return self._decorators[node]
 
     @staticmethod
     def _decorates(e: EdgeRow) -> bool:
@@ -446,10 +520,9 @@ class Dependents:
             if e.source != node:
                 out.append((e.source, e.relation, e.confidence))
         name = node.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
-        for e in edges:  # what a test's decorator calls or names, evaluated by the class or module defining it
-            if self._decorates(e):
-                for test in fixtures.decorated(self._members_of(e.path), e.source, e.line, name, e.relation == "IMPORTS"):
-                    out.append((test.id, "DECORATES", fixtures.DECORATOR_CONFIDENCE))
+        for e in self._decorating(node):  # what a test's decorator calls or names, evaluated by the class or module defining it
+            for test in fixtures.decorated(self._members_of(e.path), e.source, e.line, name, e.relation == "IMPORTS"):
+                out.append((test.id, "DECORATES", fixtures.DECORATOR_CONFIDENCE))
         if node.startswith(("var:", "attr:")):
             return out
         for e in self._mutates.get(node):  # state coupling: who reads what it writes
@@ -465,19 +538,12 @@ class Dependents:
             out.append((row.parent, "DEFINES", NESTED_CONFIDENCE))
         if row.kind == "method" and row.parent and row.parent.startswith("class:"):
             out.append((row.parent, "HAS_MEMBER", MEMBER_CONFIDENCE))
-            for base, conf in self._bases(row.parent):  # dynamic dispatch: `self.m()` written in a base runs this m
-                over = self.row(base)
-                if over is not None:
-                    inherited = f"method:{over.path}:{over.qualname}.{row.name}"
-                    if self.row(inherited) is not None:
-                        out.append((inherited, "DISPATCHES_TO", conf * DISPATCH_CONFIDENCE))
-                        break  # the nearest base that defines it: its callers are the ones that dispatch
-            for sub, conf in self._subclasses(row.parent):
-                sub_row = self.row(sub)
-                if sub_row is not None:
-                    over = f"method:{sub_row.path}:{sub_row.qualname}.{row.name}"
-                    if self.row(over) is not None:
-                        out.append((over, "OVERRIDES", conf))
+            # dynamic dispatch: `self.m()` written in a base runs this m; the nearest base that defines it
+            # is the one whose callers dispatch
+            for inherited, conf in self._defined_in(row.parent, row.name, up=True)[:1]:
+                out.append((inherited, "DISPATCHES_TO", conf * DISPATCH_CONFIDENCE))
+            for over, conf in self._defined_in(row.parent, row.name, up=False):
+                out.append((over, "OVERRIDES", conf))
         if row.kind == "method":
             out += self._named_by_tests(row)
         elif row.kind in ("class", "func") and row.parent and row.parent.startswith("module:"):
@@ -594,12 +660,16 @@ class Dependents:
     def _importers_of(self, row: EntityRow) -> set[str]:
         """The files that import `row` or its module, directly or through a package's `__init__` that
         imports it (one re-export)."""
-        edges = [e for eid in (row.id, row.parent) for e in self.store.edges_to(eid, ("IMPORTS",))]
+        edges = [e for eid in (row.id, row.parent) if eid is not None for e in self._imports_of(eid)]
         out = {e.path for e in edges}
         for e in edges:
             if e.path.rsplit("/", 1)[-1].startswith("__init__.") and e.source.startswith("module:"):
-                out |= {x.path for x in self.store.edges_to(e.source, ("IMPORTS",))}
+                out |= {x.path for x in self._imports_of(e.source)}
         return out
+
+    def _imports_of(self, eid: str) -> list[EdgeRow]:
+        """The IMPORTS edges into `eid`: of its edges in, the walk's read (read ahead for a frontier's nodes)."""
+        return [e for e in self._into.get(eid) if e.relation == "IMPORTS"]
 
     def _named_by_tests(self, row: EntityRow) -> list[tuple[str, str, float]]:
         """Tests that call `x.m()` on a receiver of unknown type, where too many classes define `m`
@@ -714,7 +784,8 @@ def walk(deps: Dependents, seeds: dict[str, list[tuple[str, str, float]] | None]
         deps.read_ahead(_walked_on(frontier, best, onward, seeds))
         for node in frontier:
             here = onward.get(node) or best[node]
-            if _last_relation(here) == "IMPORTS":
+            last = _last_relation(here)
+            if last == "IMPORTS":
                 continue  # an importer: the import alone runs nothing further
             # a changed module's own globals are seeds of their own (the lines that set them)
             first = here.distance == 0
@@ -724,12 +795,12 @@ def walk(deps: Dependents, seeds: dict[str, list[tuple[str, str, float]] | None]
             for other, relation, conf in steps:
                 if relation in skip:
                     continue
-                if conf < min_confidence or (relation == SUBCLASSES and _last_relation(here) == "HAS_MEMBER"):
+                if conf < min_confidence or (relation == SUBCLASSES and last == "HAS_MEMBER"):
                     continue  # a subclass built at run time runs class creation, not the methods of the class
                 c = here.confidence * conf
                 if other in best:
-                    if relation not in PARTIAL and other not in onward and _last_relation(best[other]) in PARTIAL \
-                            and (other not in nxt_onward or c > nxt_onward[other].confidence):
+                    if relation not in PARTIAL and other not in onward and len(p := best[other].path) > 1 \
+                            and p[-1][0] in PARTIAL and (other not in nxt_onward or c > nxt_onward[other].confidence):
                         nxt_onward[other] = Reach(here.distance + 1, c, here.path + [(relation, round(conf, 3), other)])
                     continue
                 # of two paths as sure, one that calls beats one that imports (an import walks no further)
@@ -812,7 +883,7 @@ def analyze(store: Store, root: Path, change: Change, depth: int = DEFAULT_DEPTH
         seeds.setdefault(g, None)
     reached, truncated = walk(deps, seeds, max(depth, test_depth), min_confidence)  # one Dependents: its reads cached once
     changed_ids = {c["in_index"] or c["id"] for c in changed}
-    rows = store.entities(reached)
+    rows = deps.rows(reached)
     impacted = []
     for eid, r in reached.items():
         if r.distance == 0 or r.distance > depth or eid in changed_ids:

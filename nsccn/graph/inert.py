@@ -24,26 +24,34 @@ _ANNOTATION_MARKS = {":": ("typed_parameter", "typed_default_parameter"), "->": 
 class CodeLines:
     """One side of a file, parsed once; `tokens(lines)`: the code tokens on those lines."""
 
-    def __init__(self, path: str, data: bytes):
+    def __init__(self, path: str, data: bytes, other: CodeLines | None = None):
+        """`other`: the file's other side, parsed: tree-sitter parses again only what the edit
+        between the two touched and reuses the rest (a one-line change in a 4,700-line file: 1 ms,
+        not 10), into the tree a parse from nothing gives."""
         self.tree: ts.Tree | None = None
         self.comments: frozenset[str] = frozenset()
         self.python = False
+        self.data = data
         try:
-            language = languages.language_for(path, data[:256])
+            self.language = languages.language_for(path, data[:256])
         except Exception:  # noqa: BLE001 - an unknown file: no tokens, every change counts
-            language = None
-        if language == "python":
+            self.language = None
+        if self.language == "python":
             from nsccn.languages.python import parser
 
-            self.python, self.comments = True, frozenset(("comment",))
-            self.tree = parser().parse(data)
-        elif language is not None:
+            self.python, self.comments, ts_parser = True, frozenset(("comment",)), parser()
+        elif self.language is not None:
             try:
-                lang = languages.query_language(language)
+                lang = languages.query_language(self.language)
             except KeyError:
                 return
-            self.comments = frozenset(lang.comment_types)
-            self.tree = lang.parser.parse(data)
+            self.comments, ts_parser = frozenset(lang.comment_types), lang.parser
+        else:
+            return
+        old = other.tree.copy() if other is not None and other.tree is not None and other.language == self.language else None
+        if old is not None:
+            _edit(old, other.data, data)
+        self.tree = ts_parser.parse(data, old) if old is not None else ts_parser.parse(data)
 
     def tokens(self, lines: list[int]) -> list[str] | None:
         """The text of every code token on `lines` (1-based, sorted), in order; None: not parsed."""
@@ -82,6 +90,28 @@ class CodeLines:
             text = cond.text.decode("utf-8", "replace") if cond is not None and cond.text else ""
             return text == "TYPE_CHECKING" or text.endswith(".TYPE_CHECKING")
         return False
+
+
+def _edit(tree: ts.Tree, old: bytes, new: bytes) -> None:
+    """Tell `tree`, parsed from `old`, that its text is now `new`: the one span between what the
+    two begin and end with alike (found by halving: each step a comparison of two byte strings)."""
+    n = min(len(old), len(new))
+    lo, hi = 0, n  # the longest common beginning
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if old[:mid] == new[:mid] else (lo, mid - 1)
+    start = lo
+    lo, hi = 0, n - start  # the longest common end after it
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if old[len(old) - mid:] == new[len(new) - mid:] else (lo, mid - 1)
+    old_end, new_end = len(old) - lo, len(new) - lo
+    tree.edit(start, old_end, new_end, _point(old, start), _point(old, old_end), _point(new, new_end))
+
+
+def _point(data: bytes, offset: int) -> tuple[int, int]:
+    """(row, byte column) of a byte offset."""
+    return data.count(b"\n", 0, offset), offset - (data.rfind(b"\n", 0, offset) + 1)
 
 
 def inert_lines(old: CodeLines, new: CodeLines, blocks: list[tuple[list[int], list[int]]]) -> tuple[set[int], set[int]]:

@@ -10,6 +10,7 @@ which entity is a test (data below, by file extension):
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections import defaultdict
@@ -50,6 +51,16 @@ def is_test(kind: str, path: str, name: str, decorators: list[str]) -> bool:
         return False
     rule = runner_rule(path)
     return rule is not None and rule.collects(name, decorators)
+
+
+def tests_among(path: str, functions) -> int:
+    """How many of a file's (kind, name, decorators as JSON) its runner collects: `is_test` of each,
+    the path asked once, the decorators read only where the runner knows tests by an attribute."""
+    rule = runner_rule(path) if is_test_path(path) else None
+    if rule is None:
+        return 0
+    return sum(kind in ("func", "method") and rule.collects(name, json.loads(decorators) if rule.by_name is None else [])
+               for kind, name, decorators in functions)
 
 
 class RunnerRule:

@@ -225,11 +225,27 @@ class _Scope:
         self.params: frozenset[str] = frozenset()  # a function's parameter names (what it may register)
 
 
+# statements that hold no block (so no definition): a definitions-only walk does not look inside
+_SIMPLE_STATEMENTS = frozenset((
+    "expression_statement", "return_statement", "delete_statement", "raise_statement", "pass_statement",
+    "break_statement", "continue_statement", "global_statement", "nonlocal_statement", "import_statement",
+    "import_from_statement", "future_import_statement", "print_statement", "exec_statement", "assert_statement",
+    "type_alias_statement"))
+
+
+class _TooDeep(Exception):
+    """A definitions-only walk nested deeper than the full walk's budget surely allows."""
+
+
 class PythonExtractor:
     """Walks one file's tree. Use `extract()`; the instance holds per-file state."""
 
-    def __init__(self, path: str, data: bytes):
+    def __init__(self, path: str, data: bytes, definitions_only: bool = False):
         self.path = path
+        # only the entities (their body_terms not whole), none of the references: what a change's lines
+        # are mapped onto (`nsccn.graph.impact`), a few ms where the whole walk takes ~40 on a 4,000-line
+        # file; `extract` gives None where the walks could differ (syntax errors, deep nesting)
+        self._definitions_only = definitions_only
         self.data = data
         self.text_lines = data.decode("utf-8", "replace").splitlines()
         self.module = module_name(path)
@@ -256,10 +272,13 @@ class PythonExtractor:
 
     # -- entry point -------------------------------------------------------------------------
 
-    def extract(self):
+    def extract(self, tree: ts.Tree | None = None):
+        """`tree`: `data` parsed already (by `parser()`)."""
         self._max_depth = nesting_budget()
-        tree = parser().parse(self.data)
+        tree = tree if tree is not None else parser().parse(self.data)
         if tree.root_node.has_error:
+            if self._definitions_only:
+                return None  # the full walk finds definitions inside what does not parse
             self._collect_errors(tree.root_node)
             self._source(blank_broken_definitions(self.data))
             tree = parser().parse(self._src)
@@ -267,10 +286,16 @@ class PythonExtractor:
         mod_id = entity_id("module", self.path, self.module or "__init__")
         doc = self._docstring(root)
         scope = _Scope(mod_id, "module", "", "")
-        self._walk_block(root, scope)
-        self._typed_calls(mod_id)
-        self._module_bindings(mod_id)
-        self._passes()
+        if self._definitions_only:
+            try:
+                self._walk_block(root, scope)
+            except _TooDeep:
+                return None
+        else:
+            self._walk_block(root, scope)
+            self._typed_calls(mod_id)
+            self._module_bindings(mod_id)
+            self._passes()
         self.entities.insert(
             0,
             Entity(
@@ -289,6 +314,8 @@ class PythonExtractor:
                 body_head="",
             ),
         )
+        if self._definitions_only:
+            return self
         if self._strings:  # dotted names strings spell (`locate_app("pkg.app")`, `register("x", "pkg.fmt.X")`)
             # a library global's table of dotted names is the global's (`_plugins = {"m": "pkg.m.f"}`); a
             # test module's strings stay its own (its parametrized tests read them: `fixtures.parametrized`)
@@ -335,13 +362,16 @@ class PythonExtractor:
             if definition is not None:
                 decorators = [_text(d)[1:].strip() for d in node.named_children if d.type == "decorator"]
                 for d in node.named_children:
-                    if d.type == "decorator":
+                    if d.type == "decorator" and not self._definitions_only:
                         self._visit_expr(d, scope)
                         self._decorator_call(d, scope)
                 self._visit_definition(definition, scope, node, decorators)
             return
         if t in ("function_definition", "class_definition"):
             self._visit_definition(node, scope, node, [])
+            return
+        if self._definitions_only:
+            self._definitions_in(node, scope)
             return
         if t in ("import_statement", "import_from_statement", "future_import_statement"):
             self._visit_import(node, scope)
@@ -365,6 +395,26 @@ class PythonExtractor:
         if t == "with_statement":
             self._with_bindings(node, scope)
         self._visit_expr(node, scope)
+
+    def _definitions_in(self, node: ts.Node, scope: _Scope) -> None:
+        """The definitions in a statement's blocks (`if`, `try`, `with`... its clauses), where
+        the full walk finds them among every node. That walk spends at most two levels of its depth
+        budget on a level here (an `if`, its block: three): half the budget here leaves it room to
+        find the same ones."""
+        if node.type in _SIMPLE_STATEMENTS:
+            return
+        if 2 * self._depth + 4 >= self._max_depth:
+            raise _TooDeep
+        for child in node.named_children:
+            t = child.type
+            if t in ("decorated_definition", "function_definition", "class_definition"):
+                self._visit(child, scope)
+            elif t == "block" or (t.endswith(("_statement", "_clause")) and t not in _SIMPLE_STATEMENTS):
+                self._depth += 1
+                try:
+                    self._definitions_in(child, scope)
+                finally:
+                    self._depth -= 1
 
     def _with_bindings(self, node: ts.Node, scope: _Scope) -> None:
         """`with T() as x` binds x as `x = T()` would: what `__enter__` gives, the object itself
@@ -540,7 +590,7 @@ class PythonExtractor:
                     if base_name is not None:
                         self._ref(inner, "INHERITS", base_name, base)
                     inner.terms.extend(_WORD.findall(_text(base)))
-        else:
+        elif not self._definitions_only:
             params = node.child_by_field_name("parameters")
             if params is not None:
                 inner.params = _param_names(params)

@@ -77,3 +77,14 @@ def parse_file(path: str, data: bytes, mtime: float = 0.0) -> ParsedFile:
     )
     pf.terms = file_terms(pf)  # tokenizing for FTS is parse work: in the parser, off the writer
     return pf
+
+
+def parse_definitions(path: str, data: bytes, tree=None) -> list | None:
+    """The entities `parse_file` gives a Python file, in its order (their body_terms not), made
+    without walking every expression for references (sympy's 4,700-line `numbers.py`: ~10 ms
+    where `parse_file` takes ~45). `tree`: `data` parsed already. None where they could differ
+    (syntax errors, deep nesting): parse the file."""
+    from nsccn.languages.python import PythonExtractor
+
+    ex = PythonExtractor(path, data, definitions_only=True).extract(tree)
+    return None if ex is None else bounded(ex.entities)

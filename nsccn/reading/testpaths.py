@@ -18,6 +18,7 @@ Folder names compare without case (`Tests/`, `Docs/`).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # Folders of tests, documentation and examples, wherever they are.
 _TEST_DIRS = frozenset({"tests", "__tests__", "__mocks__", "testdata", "doc", "docs", "example", "examples"})
@@ -33,6 +34,7 @@ _TEST_FILE = re.compile(
 )
 
 
+@lru_cache(maxsize=1 << 16)  # asked of each entity an answer reaches (sympy: 11,000), of a few thousand files
 def is_test_path(path: str) -> bool:
     """Whether a file holds tests, documentation or examples (never where a bug's fix goes)."""
     parts = path.split("/")
