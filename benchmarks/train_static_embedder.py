@@ -316,11 +316,8 @@ def train_table(pairs: list[dict], start: StaticModel, *, seed: int = 0, epochs:
             g[np.arange(len(queries)), target] -= 1.0
             batch_.step(scale * g / len(queries), opt, qopt, n_vocab,
                         anchor=anchor * (batch_.e - init[batch_.rows]) if anchor else None)
-        msg = f"epoch {epoch + 1}/{epochs}: loss {np.mean(losses):.3f} ({len(chunks)} batches, {time.perf_counter() - t0:.0f} s)"
-        if valid:
-            msg += "  valid " + " ".join(f"{k} {x:.3f}" for k, x in score_pairs(_with_weights(opt.model(), qopt, n_vocab),
-                                                                                    valid).items())
-        log(msg)
+        _log_epoch(f"epoch {epoch + 1}/{epochs}: loss {np.mean(losses):.3f} ({len(chunks)} batches, "
+                   f"{time.perf_counter() - t0:.0f} s)", valid, opt, qopt, n_vocab, log)
     return _with_weights(opt.model(), qopt, n_vocab)
 
 
@@ -379,6 +376,14 @@ class _WeightAdam:
         self.v[rows] = self.b2 * self.v[rows] + (1 - self.b2) * grad * grad
         step = self.lr * (self.m[rows] / (1 - self.b1 ** t)) / (np.sqrt(self.v[rows] / (1 - self.b2 ** t)) + self.eps)
         self.w[rows] = np.maximum(self.w[rows] - step, 0.0)
+
+
+def _log_epoch(msg: str, valid: list[dict] | None, opt: RowAdam, qopt, n_vocab: int, log) -> None:
+    """An epoch's line, with the left-out repositories' scores where there are some."""
+    if valid:
+        msg += "  valid " + " ".join(f"{k} {x:.3f}" for k, x in score_pairs(_with_weights(opt.model(), qopt, n_vocab),
+                                                                                valid).items())
+    log(msg)
 
 
 def _with_weights(model: StaticModel, qopt: _WeightAdam | None, n_vocab: int) -> StaticModel:
@@ -498,11 +503,8 @@ def distill_rankings(texts: list[str], teacher: np.ndarray, rankings: list[tuple
             ps = _softmax(scale * batch_.cosines)
             losses.append(float(np.mean(np.sum(pt * (np.log(pt + 1e-12) - np.log(ps + 1e-12)), axis=1))))
             batch_.step(scale * (ps - pt) / len(queries), opt, qopt, n_vocab)
-        msg = f"ranking epoch {epoch + 1}/{epochs}: KL {np.mean(losses):.4f} ({len(chunks)} batches, {time.perf_counter() - t0:.0f} s)"
-        if valid:
-            msg += "  valid " + " ".join(f"{k} {x:.3f}" for k, x in score_pairs(_with_weights(opt.model(), qopt, n_vocab),
-                                                                                    valid).items())
-        log(msg)
+        _log_epoch(f"ranking epoch {epoch + 1}/{epochs}: KL {np.mean(losses):.4f} ({len(chunks)} batches, "
+                   f"{time.perf_counter() - t0:.0f} s)", valid, opt, qopt, n_vocab, log)
     return _with_weights(opt.model(), qopt, n_vocab)
 
 

@@ -92,6 +92,17 @@ CORE = {
 }
 
 
+def committed_repo(tmp_path: Path, files: dict) -> Path:
+    """A git repository holding `files`, committed once (the index's folder ignored)."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / ".gitignore").write_text(".nsccn/\n")
+    write(root, files)
+    commit(root, "base")
+    return root
+
+
 def _walk_answer(deps: impact.Dependents, seeds: dict) -> list:
     reached, truncated = impact.walk(deps, dict(seeds), impact.TEST_DEPTH, 0.0)
     return [(eid, r.distance, r.confidence, r.path) for eid, r in reached.items()] + [truncated]
@@ -105,12 +116,7 @@ class OneAtATime(impact.Dependents):
 
 
 def test_a_frontier_read_at_once_walks_as_one_node_at_a_time(tmp_path):
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / ".gitignore").write_text(".nsccn/\n")
-    write(root, CORE)
-    commit(root, "base")
+    root = committed_repo(tmp_path, CORE)
     index_repository(root, workers=1, embed=False)
     with Store(root / ".nsccn" / "index.db", readonly=True) as store:
         # several nodes a frontier (left, right, Shape.area's callers ...), two paths as sure to top (the first wins),
@@ -187,12 +193,7 @@ EDITS = {"pkg/getter.py": ("return self._size", "return self._size + 0"),
 
 
 def test_a_side_the_index_holds_maps_as_its_parse_does(tmp_path):
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / ".gitignore").write_text(".nsccn/\n")
-    write(root, SHAPES)
-    commit(root, "base")
+    root = committed_repo(tmp_path, SHAPES)
     for rel, (old, new) in EDITS.items():
         p = root / rel
         p.write_text(p.read_text().replace(old, new, 1))

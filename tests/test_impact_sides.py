@@ -11,8 +11,7 @@ from nsccn.indexing.indexer import index_repository
 from nsccn.reading import changes, extract
 from nsccn.store import Store
 
-from tests.test_impact import commit, git, write
-from tests.test_impact_batched import CORE
+from tests.test_impact_batched import CORE, committed_repo
 
 # definitions everywhere the full walk finds them: in every kind of block, decorated, nested,
 # defined twice, after a comment in a signature, a class in a function, async
@@ -139,12 +138,7 @@ BASE = {
 
 
 def test_a_parsed_side_answers_as_the_whole_parse(tmp_path, monkeypatch):
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / ".gitignore").write_text(".nsccn/\n")
-    write(root, BASE)
-    commit(root, "base")
+    root = committed_repo(tmp_path, BASE)
     index_repository(root, workers=1, embed=False)  # holds the old side: the new one is parsed
     for rel, edits in EDITED.items():
         p = root / rel
@@ -165,12 +159,7 @@ def test_a_parsed_side_answers_as_the_whole_parse(tmp_path, monkeypatch):
 
 
 def test_absent_overriders_are_not_looked_up(tmp_path):
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / ".gitignore").write_text(".nsccn/\n")
-    write(root, CORE)
-    commit(root, "base")
+    root = committed_repo(tmp_path, CORE)
     index_repository(root, workers=1, embed=False)
     with Store(root / ".nsccn" / "index.db", readonly=True) as store:
         asked: list[str] = []
