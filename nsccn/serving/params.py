@@ -220,7 +220,7 @@ IMPACT = (  # one change at a time: checked by the Navigator
     Param("wide", bool, "also the tests of every file importing a changed module, not only when the graph "
           "reaches no test", False),
     Param("coverage", str | None, "a coverage.py data file with per-test contexts (pytest --cov-context=test) "
-          "inside the repository, to select the tests that ran a changed function; default: .coverage at the "
+          "inside the repository, to select the tests that ran the changed lines (or function); default: .coverage at the "
           "root when it is there; off: the graph alone", None, cli_kw={"metavar": "FILE"}),
     Param("offset", int, "skip this many impacted entities and tests (paging)", 0, lo=0, cli=None),
 )

@@ -605,7 +605,8 @@ class Impact(Tool):
             base["suites"] = plain(res.suites)
         if res.coverage is not None:
             base["coverage"] = plain(res.coverage)
-            base["covered_tests_are"] = (f"tests that ran a changed function when the suite last ran with per-test "
+            base["covered_tests_are"] = (f"tests that ran the changed lines (where the function is as it ran) or function when "
+                                         f"the suite last ran with per-test "
                                          f"coverage ({res.coverage.file}); `tests` then holds only what the graph adds: "
                                          "tests reaching the change through code new or changed since")
         if any(s.whole for s in res.suites):
@@ -915,7 +916,7 @@ def _print_impact(out: ImpactAnswer, limit: int) -> None:
         print(f"         {one_line(t.reason)}")
     if out.coverage is not None:
         cov = out.coverage
-        print(f"covered tests ({len(out.covered_tests)}: they ran a changed function when the suite ran with coverage, "
+        print(f"covered tests ({len(out.covered_tests)}: they ran the changed lines (or function) when the suite ran with coverage, "
               f"{one_line(cov.file)}{f' at {one_line(cov.when)}' if cov.when else ''}; in `run`):")
         for t in out.covered_tests[:limit]:
             print(f"  {one_line(f'{t.file}::{t.qualname}')}")
