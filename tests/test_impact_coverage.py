@@ -464,9 +464,27 @@ LINES = {
             # the rest
             else:
                 return "other"
+
+
+        def check(x):
+            return x > 0
+
+
+        def gate(x):
+            if check(x):
+                return "in"
+            return "out"
     """,
     "tests/test_lines.py": """
-        from pkg.lines import kind, pick
+        from pkg.lines import gate, kind, pick
+
+
+        def test_in():
+            assert gate(1) == "in"
+
+
+        def test_out():
+            assert gate(-1) == "out"
 
 
         def test_zero():
@@ -550,3 +568,14 @@ def test_a_branch_added_to_a_chain_brings_the_tests_that_went_past_it(tmp_path):
     got = impact(root)
     assert {"tests/test_lines.py::test_zero", "tests/test_lines.py::test_other"} <= covered_by(got, "func:pkg/lines.py:kind")
     assert "the changed lines" in got.covered_tests[0].reason
+
+
+def test_a_function_whose_callee_changed_since_the_run_brings_all_its_tests(tmp_path):
+    root = lines_repo(tmp_path)
+    record(root)
+    impact(root)  # mapped now, as the run left the file
+    edit(root, "pkg/lines.py", "return x > 0", "return x > -5")  # gate(-1) now takes the first branch
+    commit(root, "check widened")
+    edit(root, "pkg/lines.py", 'return "in"', 'return "inside"')
+    got = impact(root)
+    assert covered_by(got, "func:pkg/lines.py:gate") == {"tests/test_lines.py::test_in", "tests/test_lines.py::test_out"}

@@ -1105,7 +1105,8 @@ class RecordedTests:
         rec = self.recorded
         span, row = rec.spans.get(eid), self.deps.row(eid)
         if old_side is None or span is None or row is None or row.path not in rec.paths or span[2] != old_side["layout"] \
-                or span[1] - span[0] != old_side["end"] - old_side["start"] or not old_side["lines"]:
+                or span[1] - span[0] != old_side["end"] - old_side["start"] or not old_side["lines"] \
+                or not self._callees_as_they_ran(root, eid):
             return False
         per_test = self._lines_run(root, row.path)
         if per_test is None:
@@ -1132,6 +1133,17 @@ class RecordedTests:
                 chosen |= by_line[m]
         self.ran(eid, "", only=chosen, what=f"the changed lines ({_ranges(old_side['lines'])} before the change) of ")
         return True
+
+    def _callees_as_they_ran(self, root: Path, eid: str) -> bool:
+        """Whether every function `eid` calls is as it was when the suite ran: what a callee returns may
+        decide which of its lines a test reaches (`if check(x):`), so one changed since leaves the line's
+        tests unknown."""
+        callees = {e.target for e in self.store.edges_from(eid, ("CALLS",)) if e.target != eid}
+        callees = [c for c in callees if self.deps.row(c) is not None]
+        if not callees:
+            return True
+        now = _fingerprints_now(self.store, root, self.recorded, callees)
+        return all(c in self.recorded.fingerprints and now.get(c) == self.recorded.fingerprints[c] for c in callees)
 
     def _lines_run(self, root: Path, path: str) -> dict[str, set[int]] | None:
         """test -> the lines of `path` it ran, read from the data file the map was made of (None: gone or changed)."""
