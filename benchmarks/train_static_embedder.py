@@ -648,7 +648,7 @@ def cmd_build(args) -> int:
     held_out = set(args.hold_out)
     train = [p for p in pairs if p["repo"] not in valid_repos | held_out]
     valid = [p for p in pairs if p["repo"] in valid_repos]
-    texts = read_texts(args.texts)
+    texts = all_texts = read_texts(args.texts)
     targets = load_teacher(args.teacher)
     if len(texts) != len(targets):
         raise SystemExit(f"{args.teacher} holds {len(targets)} vectors for {len(texts)} texts of {args.texts}")
@@ -692,7 +692,7 @@ def cmd_build(args) -> int:
                               valid=valid, log=log)
         np.save(regressed, model.table[: len(model.vocab)])
     if args.rank_epochs:
-        full_texts = read_texts(args.texts)
+        full_texts = all_texts  # the rankings' messages and entities by their place in the whole corpus
         raw = load_raw_teacher(args.rank_parts, len(full_texts))
         groups = json.loads(args.rank_groups.read_text())
         rankings = teacher_rankings(groups, raw, repos=set(groups) - valid_repos - held_out, top=args.rank_top, log=log)

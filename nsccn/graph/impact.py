@@ -292,23 +292,9 @@ def _old_side(fd: FileDiff, was, old_t: dict, old_lines: list[bytes]) -> dict:
     """A function's span on the old side, the hash of its lines there, and the old-side lines the change
     touches in it: those it removes, and on each side of where it only adds (as a line-level truth counts)."""
     lines = set(old_t[was.id][1]) if was.id in old_t else set()
-    for h in fd.hunks:
-        line, block_removes, block_at = h.old_start, False, None
-        for body in h.lines + [" "]:  # a closing context line ends the last block
-            m = body[:1]
-            if m == "\\":
-                continue  # "\ No newline at end of file"
-            if m in ("-", "+"):
-                if block_at is None:
-                    block_at, block_removes = line, False
-                if m == "-":
-                    block_removes = True
-                    line += 1
-                continue
-            if block_at is not None and not block_removes:
-                lines |= {block_at - 1, block_at}
-            block_at = None
-            line += 1
+    for removed, _added, at in _blocks(fd):
+        if not removed:
+            lines |= {at - 1, at}
     return {"start": was.start_line, "end": was.end_line,
             "layout": layout_hash(old_lines, was.start_line, was.end_line),
             "lines": sorted(n for n in lines if was.start_line <= n <= was.end_line)}
@@ -320,14 +306,22 @@ def _inert_lines(fd: FileDiff, old_data: bytes | None, new_data: bytes | None, o
     same on both sides (`nsccn.graph.inert`); `old_code`, `new_code`: a side parsed already."""
     if old_data is None or new_data is None or not fd.hunks:
         return set(), set()
-    blocks: list[tuple[list[int], list[int]]] = []
+    old_code = old_code or CodeLines(fd.old_path, old_data, new_code)
+    return inert_lines(old_code, new_code or CodeLines(fd.new_path, new_data, old_code),
+                       [(removed, added) for removed, added, _at in _blocks(fd)])
+
+
+def _blocks(fd: FileDiff) -> list[tuple[list[int], list[int], int]]:
+    """The change's blocks (a run of removed and added lines between context lines): the old lines it
+    removes, the new lines it adds, and the old line it starts at (where a block that only adds goes)."""
+    blocks: list[tuple[list[int], list[int], int]] = []
     for h in fd.hunks:
         old_line, new_line, block = h.old_start, h.new_start, None
         for body in h.lines:
             m = body[:1]
             if m == "-" or m == "+":
                 if block is None:
-                    block = ([], [])
+                    block = ([], [], old_line)
                     blocks.append(block)
                 if m == "-":
                     block[0].append(old_line)
@@ -339,8 +333,7 @@ def _inert_lines(fd: FileDiff, old_data: bytes | None, new_data: bytes | None, o
                 block = None
                 old_line += 1
                 new_line += 1
-    old_code = old_code or CodeLines(fd.old_path, old_data, new_code)
-    return inert_lines(old_code, new_code or CodeLines(fd.new_path, new_data, old_code), blocks)
+    return blocks
 
 
 def _all_in(e, touched: dict, lines: set[int]) -> bool:
@@ -399,7 +392,6 @@ class Dependents:
         self._file_rows = _Reads(store.entities_in_files)  # a file's entities
         # a test file's functions and methods that have decorators or defaults (evaluated by their scope)
         self._members = _Reads(lambda paths: store.entities_in_files(paths, parameterized=True))
-        self._test_counts = _Reads(self._count_tests)  # a file -> how many tests its runner collects there
         self._registries: dict[str, list[str]] = {}  # a decorator's function -> the globals it fills
         self._module_calls: dict[str, list] = {}  # a module -> its CALLS edges (its decorators among them)
         self._into = _Reads(lambda ids: store.edges_to_many(ids, DEPENDENT_RELATIONS))
@@ -489,20 +481,18 @@ class Dependents:
 
     def test_count(self, path: str) -> int:
         """How many tests a runner collects from a file: `tests_in_file`'s, read without the rows."""
-        return self._test_counts.get(path)
+        return self.read_test_counts([path])[path]
 
-    def read_test_counts(self, paths) -> None:
-        self._test_counts.fill(paths)
-
-    def _count_tests(self, paths: list[str]) -> dict[str, int]:
-        # kept per index version: a server's next answer reaches the same test files (a central sympy change: 30 ms)
+    def read_test_counts(self, paths) -> dict[str, int]:
+        """File -> its test count, read for those not counted yet; kept per index version: a server's
+        next answer reaches the same test files (a central sympy change: 30 ms)."""
         kept = self.store.derived("impact.test_counts", dict)
         functions: dict[str, list[tuple[str, str, str]]] = {p: [] for p in paths if p not in kept}
         if functions:
             for path, kind, _qualname, name, decorators in self.store.functions_in_files(list(functions)):
                 functions[path].append((kind, name, decorators))
             kept.update({p: tests_among(p, fs) for p, fs in functions.items()})
-        return {p: kept[p] for p in paths}
+        return kept
 
     def _decorating(self, node: str) -> list[EdgeRow]:
         """The edges into `node` that `_decorates` keeps (looked at by `read_ahead`, then `of`)."""

@@ -53,9 +53,8 @@ def numbits_to_lines(numbits: bytes) -> set[int]:
 def read(path: Path, root: Path) -> PerTestCoverage:
     """The per-test lines of a data file, its measured paths made relative to `root`."""
     st = path.stat()
-    conn = _open(path)
+    conn, tables = _open(path)
     try:
-        tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         meta = dict(conn.execute("SELECT key, value FROM meta")) if "meta" in tables else {}
         when = meta.get("when") or time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st.st_mtime))
         out = PerTestCoverage(path=path, mtime=st.st_mtime, size=st.st_size, when=when)
@@ -89,8 +88,8 @@ def read(path: Path, root: Path) -> PerTestCoverage:
         conn.close()
 
 
-def _open(path: Path) -> apsw.Connection:
-    """The data file, read-only, its schema checked."""
+def _open(path: Path) -> tuple[apsw.Connection, set[str]]:
+    """The data file, read-only, its schema checked; its tables."""
     try:
         conn = apsw.Connection(f"file:{path}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
     except apsw.Error as exc:
@@ -110,13 +109,13 @@ def _open(path: Path) -> apsw.Connection:
     except CoverageFileError:
         conn.close()
         raise
-    return conn
+    return conn, tables
 
 
 def lines_of_file(path: Path, measured: str) -> dict[str, set[int]]:
     """`file::Class::test` -> the lines of one measured file (its path as the data file writes it)
     it ran: what `read` gives for that file, read alone (a change's few files, at answer time)."""
-    conn = _open(path)
+    conn, _tables = _open(path)
     try:
         row = conn.execute("SELECT id FROM file WHERE path=?", (measured,)).fetchone()
         if row is None:
