@@ -248,13 +248,24 @@ def test_a_fingerprint_is_an_entity_s_own_lines():
             def m(self):
                 return 1
     """).lstrip().encode()
-    after = before.replace(b"return 1", b"return 2")
-    fb = fingerprints(before, list(parse_file("a.py", before).entities))
-    fa = fingerprints(after, list(parse_file("a.py", after).entities))
+    def prints(text: bytes) -> dict[str, int]:
+        return fingerprints("a.py", text, list(parse_file("a.py", text).entities))
+
+    fb, fa = prints(before), prints(before.replace(b"return 1", b"return 2"))
     assert fb["class:a.py:A"] == fa["class:a.py:A"]  # a method edited: its class reads the same
     assert fb["method:a.py:A.m"] != fa["method:a.py:A.m"]
-    moved = b"\n\n" + before
-    assert fingerprints(moved, list(parse_file("a.py", moved).entities))["method:a.py:A.m"] == fb["method:a.py:A.m"]
+    assert prints(b"\n\n" + before)["method:a.py:A.m"] == fb["method:a.py:A.m"]
+    # what runs nothing: a comment, an annotation of the signature, a blank line
+    commented = before.replace(b"def m(self):", b"def m(self) -> int:  # one\n").replace(b"return 1", b"# why\n        return 1")
+    assert prints(commented)["method:a.py:A.m"] == fb["method:a.py:A.m"]
+    # a line's block is its indentation: the same tokens in another block are other code
+    nested = textwrap.dedent("""
+        def f(a):
+            if a:
+                g()
+            h()
+    """).lstrip().encode()
+    assert prints(nested)["func:a.py:f"] != prints(nested.replace(b"    h()", b"        h()"))["func:a.py:f"]
 
 
 def test_the_command_line_prints_the_covered_tests(tmp_path):
@@ -579,3 +590,30 @@ def test_a_function_whose_callee_changed_since_the_run_brings_all_its_tests(tmp_
     edit(root, "pkg/lines.py", 'return "in"', 'return "inside"')
     got = impact(root)
     assert covered_by(got, "func:pkg/lines.py:gate") == {"tests/test_lines.py::test_in", "tests/test_lines.py::test_out"}
+
+
+def test_a_function_whose_comments_and_annotations_changed_since_the_run_keeps_its_lines(tmp_path):
+    root = lines_repo(tmp_path)
+    record(root)
+    impact(root)  # mapped now, as the run left the file
+    # since the run: annotations, a comment and a blank line; its code reads line for line as it ran
+    edit(root, "pkg/lines.py", "def pick(x, flag=False):", "def pick(x: int, flag: bool = False) -> object:")
+    edit(root, "pkg/lines.py", "    return x\n", "    # the plain case\n\n    return x\n")
+    commit(root, "annotated")
+    edit(root, "pkg/lines.py", "    return x\n", "    return x * 1\n")
+    got = impact(root)
+    assert covered_by(got, PICK) == {"tests/test_lines.py::test_plain"}
+    assert "the changed lines (line 9 before the change)" in got.covered_tests[0].reason
+
+
+def test_a_caller_whose_comments_changed_since_the_run_did_not_change_since(tmp_path):
+    root = repo(tmp_path)
+    record(root)
+    impact(root)  # mapped now, as the run left the file
+    edit(root, "pkg/core.py", "def used(x):\n    return helper(x)", "def used(x) -> int:\n    # by the helper\n    return helper(x)")
+    commit(root, "comment")
+    edit(root, "pkg/core.py", "return x + 1", "return 1 + x")
+    got = impact(root)
+    assert got.coverage.changed_since == 0
+    assert "tests/test_core.py::test_used" in names(got.covered_tests)
+    assert not any("changed since" in t.reason for t in got.covered_tests)

@@ -22,6 +22,7 @@ path's confidence (the product of its edges').
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Callable
@@ -32,7 +33,7 @@ from pathlib import Path
 from nsccn import languages
 from nsccn.graph import fixtures, mentions
 from nsccn.graph.inert import CodeLines, inert_lines
-from nsccn.graph.recorded import Recorded, fingerprints, layout_hash, ran_by
+from nsccn.graph.recorded import Recorded, codes_then, fingerprints, line_codes, ran_by
 from nsccn.reading.changes import Change
 from nsccn.reading.coverage_file import CoverageFileError, lines_of_file
 from nsccn.reading.diff import FileDiff
@@ -232,8 +233,7 @@ def changed_entities(store: Store, change: Change, files: list[dict]) -> tuple[l
             old_t, new_t = {e.id: (e, [e.start_line], []) for e in old_side.entities}, {}
         else:
             old_t, new_t = _touched(fd, old_side, True), _touched(fd, new_side, False)
-        inert_old, inert_new = _inert_lines(fd, old_data, new_data, old_side.code, new_side.code)
-        old_lines = None
+        inert_old, inert_new, old_code = _inert_lines(fd, old_data, new_data, old_side.code, new_side.code)
         old_by_key = {(e.kind, e.qualname): e for e in old_side.entities}
         new_by_key = {(e.kind, e.qualname): e for e in new_side.entities}
         seen: set[tuple[str, str]] = set()
@@ -263,9 +263,9 @@ def changed_entities(store: Store, change: Change, files: list[dict]) -> tuple[l
                 if was.id != now.id:
                     item["was"] = was.id
                 if what == "body" and e.kind in ("func", "method") and old_data is not None:
-                    if old_lines is None:
-                        old_lines = old_data.splitlines()
-                    item[OLD_SIDE] = _old_side(fd, was, old_t, old_lines)
+                    if old_code is None:
+                        old_code = CodeLines(fd.old_path, old_data)
+                    item[OLD_SIDE] = _old_side(fd, was, old_t, old_code)
                 changed.append(item)
         for touched, side in ((old_t, old_side), (new_t, new_side)):  # module-level lines: the globals they set
             inert = inert_old if side is old_side else inert_new
@@ -288,27 +288,29 @@ def changed_entities(store: Store, change: Change, files: list[dict]) -> tuple[l
 OLD_SIDE = "_old_side"
 
 
-def _old_side(fd: FileDiff, was, old_t: dict, old_lines: list[bytes]) -> dict:
-    """A function's span on the old side, the hash of its lines there, and the old-side lines the change
-    touches in it: those it removes, and on each side of where it only adds (as a line-level truth counts)."""
+def _old_side(fd: FileDiff, was, old_t: dict, old_code: CodeLines) -> dict:
+    """A function's span on the old side, the code of each of its lines there (`line_codes`), and the
+    old-side lines the change touches in it: those it removes, and on each side of where it only adds (as
+    a line-level truth counts)."""
     lines = set(old_t[was.id][1]) if was.id in old_t else set()
     for removed, _added, at in _blocks(fd):
         if not removed:
             lines |= {at - 1, at}
     return {"start": was.start_line, "end": was.end_line,
-            "layout": layout_hash(old_lines, was.start_line, was.end_line),
+            "codes": line_codes(fd.old_path, old_code.data, was.start_line, was.end_line, old_code),
             "lines": sorted(n for n in lines if was.start_line <= n <= was.end_line)}
 
 
 def _inert_lines(fd: FileDiff, old_data: bytes | None, new_data: bytes | None, old_code: CodeLines | None = None,
-                 new_code: CodeLines | None = None) -> tuple[set[int], set[int]]:
+                 new_code: CodeLines | None = None) -> tuple[set[int], set[int], CodeLines | None]:
     """The lines of the change's blocks (a run of removed and added lines) whose code reads the
-    same on both sides (`nsccn.graph.inert`); `old_code`, `new_code`: a side parsed already."""
+    same on both sides (`nsccn.graph.inert`), and the old side parsed; `old_code`, `new_code`: a side
+    parsed already."""
     if old_data is None or new_data is None or not fd.hunks:
-        return set(), set()
+        return set(), set(), old_code
     old_code = old_code or CodeLines(fd.old_path, old_data, new_code)
-    return inert_lines(old_code, new_code or CodeLines(fd.new_path, new_data, old_code),
-                       [(removed, added) for removed, added, _at in _blocks(fd)])
+    return (*inert_lines(old_code, new_code or CodeLines(fd.new_path, new_data, old_code),
+                         [(removed, added) for removed, added, _at in _blocks(fd)]), old_code)
 
 
 def _blocks(fd: FileDiff) -> list[tuple[list[int], list[int], int]]:
@@ -1089,14 +1091,17 @@ class RecordedTests:
 
     def ran_lines(self, root: Path, eid: str, old_side: dict | None) -> bool:
         """The tests that ran the lines a change touches in a function (`_old_side`), where the old side
-        holds it line for line as it ran: a test that ran none of them runs the function as before (the
-        truth's granularity). A touched line no test ran counts as the nearest lines before and after it
-        that one did. False where it cannot tell: the function's tests stand."""
+        holds its code line for line as it ran (comments, blank lines, annotations aside): a test that ran
+        none of them runs the function as before (the truth's granularity). A touched line no test ran
+        counts as the nearest lines before and after it that one did. False where it cannot tell: the
+        function's tests stand."""
         rec = self.recorded
         span, row = rec.spans.get(eid), self.deps.row(eid)
-        if old_side is None or span is None or row is None or row.path not in rec.paths or span[2] != old_side["layout"] \
-                or span[1] - span[0] != old_side["end"] - old_side["start"] or not old_side["lines"] \
-                or not self._callees_as_they_ran(root, eid):
+        if old_side is None or span is None or row is None or row.path not in rec.paths or not old_side["lines"]:
+            return False
+        then = codes_then(rec, row.path, span[0], span[1])
+        at = _aligned(then, span[0], old_side["codes"], old_side["start"]) if then is not None else None
+        if at is None or not self._callees_as_they_ran(root, eid):
             return False
         per_test = self._lines_run(root, row.path)
         if per_test is None:
@@ -1106,17 +1111,20 @@ class RecordedTests:
             for n in lines:
                 if span[0] <= n <= span[1]:
                     by_line.setdefault(n, set()).add(test)
-        shift = span[0] - old_side["start"]
+        mapped = sorted(at)
         chosen: set[str] = set()
         for n in old_side["lines"]:
-            n += shift
-            if n in by_line:
-                chosen |= by_line[n]
+            if n in at and at[n] in by_line:
+                chosen |= by_line[at[n]]
                 continue
             # a line no test ran (a comment, an `else:`, a statement's later line, code where lines were added):
             # the tests that ran the nearest line before it, and after it (a branch added to a chain is passed
-            # by whoever went on to a later one)
-            around = [max((m for m in by_line if m < n), default=None), min((m for m in by_line if m > n), default=None)]
+            # by whoever went on to a later one); a line of no code sits between the code lines around it
+            i = bisect.bisect_left(mapped, n)
+            lo = at[n] if n in at else (at[mapped[i - 1]] if i > 0 else None)
+            hi = at[n] if n in at else (at[mapped[i]] if i < len(mapped) else None)
+            around = [None if lo is None else max((m for m in by_line if m <= lo), default=None),
+                      None if hi is None else min((m for m in by_line if m >= hi), default=None)]
             if None in around:
                 return False  # before or after every line a test ran
             for m in around:
@@ -1188,6 +1196,16 @@ class RecordedTests:
         return graph_seeds, starts, used
 
 
+def _aligned(then: list[int], then_start: int, now: list[int], now_start: int) -> dict[int, int] | None:
+    """Line now -> the line it was when the suite ran, for each line of code of a function whose code
+    (`line_codes`) reads line for line as it did then; None where it does not."""
+    was = [(then_start + i, h) for i, h in enumerate(then) if h]
+    is_ = [(now_start + i, h) for i, h in enumerate(now) if h]
+    if [h for _, h in was] != [h for _, h in is_]:
+        return None
+    return {n: m for (n, _), (m, _) in zip(is_, was)}
+
+
 def _ranges(lines: list[int]) -> str:
     """`3-5, 9`: lines as runs."""
     runs: list[list[int]] = []
@@ -1218,7 +1236,7 @@ def _fingerprints_now(store: Store, root: Path, recorded: Recorded, eids: list[s
         data = _read(root, path)
         if data is None or content_hash(data) != info["content_hash"]:
             continue  # the index is not what the file holds: not known, so changed
-        prints = fingerprints(data, store.entities_in_file(path))
+        prints = fingerprints(path, data, store.entities_in_file(path))
         out.update({eid: prints[eid] for eid in ids if eid in prints})
     return out
 

@@ -57,18 +57,31 @@ class CodeLines:
         """The text of every code token on `lines` (1-based, sorted), in order; None: not parsed."""
         if self.tree is None:
             return None
-        out: list[str] = []
+        out: list[tuple[int, str]] = []
         if lines:
             self._collect(self.tree.root_node, [n - 1 for n in lines], out)
-        return out
+        return [text for _row, text in out]
 
-    def _collect(self, node: ts.Node, rows: list[int], out: list[str]) -> None:
+    def tokens_by_line(self, first: int, last: int) -> dict[int, list[str]] | None:
+        """Line -> the text of the code tokens that start on it, for lines `first`..`last` (1-based);
+        None: not parsed. A line of comments, blank lines and annotations alone holds none."""
+        if self.tree is None:
+            return None
+        out: list[tuple[int, str]] = []
+        if first <= last:
+            self._collect(self.tree.root_node, list(range(first - 1, last)), out)
+        by_line: dict[int, list[str]] = {}
+        for row, text in out:
+            by_line.setdefault(row + 1, []).append(text)
+        return by_line
+
+    def _collect(self, node: ts.Node, rows: list[int], out: list[tuple[int, str]]) -> None:
         first, last = node.start_point[0], node.end_point[0]
         i = bisect.bisect_left(rows, first)
         if i == len(rows) or rows[i] > last or self._inert(node):
             return
         if node.child_count == 0:
-            out.append(node.text.decode("utf-8", "replace") if node.text is not None else "")
+            out.append((first, node.text.decode("utf-8", "replace") if node.text is not None else ""))
             return
         for child in node.children:
             self._collect(child, rows, out)

@@ -8,8 +8,10 @@ where it is what ran: the file on disk unchanged since the data file was written
 copy of it when every line the data file says ran is code there (a shifted copy would put some on
 a blank line or a comment; the common case: tests run, then files edited). Other files' entities count as changed since.
 
-An entity's fingerprint hashes its own lines (a class's header and class-level code, not its
-methods'; a module's top-level code): a method edited since does not make its class look new.
+An entity's fingerprint hashes the code of its own lines (a class's header and class-level code,
+not its methods'; a module's top-level code), as `nsccn.graph.inert` reads code: without comments,
+a signature's annotations, layout. A method edited since does not make its class look new, and
+an annotation or a comment edited since changes nothing that ran.
 
 The map is kept in the user's state folder (`nsccn.store.trust.state_dir`), named after the
 index's random id, never in the repository: a map a repository carries would be believed.
@@ -26,12 +28,13 @@ from pathlib import Path
 
 import msgspec
 
+from nsccn.graph.inert import CodeLines
 from nsccn.private import PrivatePathError, private_dir, write_private
 from nsccn.reading.coverage_file import CoverageFileError, PerTestCoverage, read
 from nsccn.store import Store
 from nsccn.store.trust import state_dir
 
-FORMAT = 3
+FORMAT = 4
 DEFAULT_FILE = ".coverage"  # coverage.py's, where pytest-cov writes it
 
 
@@ -46,33 +49,59 @@ class Recorded(msgspec.Struct):
     # entity id -> the tests (indexes into `tests`) that ran its lines, as little-endian uint32s: a large
     # suite's map is read whole on every answer, and only the few entities a change reaches are unpacked
     ran: dict[str, bytes]
-    fingerprints: dict[str, int]  # entity id -> the hash of its own lines when the suite ran
+    fingerprints: dict[str, int]  # entity id -> the hash of its own lines' code when the suite ran
     files: dict[str, str]  # file -> its content hash when the suite ran (where known)
     measured: list[str]  # files the data file measured and that were mapped: an entity there no test ran ran in no test
     unmapped: list[str]  # measured files whose text then is not known any more: changed since
-    # function or method id -> [first line, last line, layout_hash of its lines] when the suite ran: where a
-    # change's old side holds it line for line, the data file's lines name the tests that ran a changed line
+    # function or method id -> [first line, last line] when the suite ran, and measured file -> the hash of
+    # each line's code then (`line_codes`, uint32s): where a change's old side holds a function's code line
+    # for line as it ran, the data file's lines name the tests that ran a changed line
     spans: dict[str, list[int]] = {}
+    codes: dict[str, bytes] = {}
     paths: dict[str, str] = {}  # measured file -> its path as the data file writes it
 
 
-def fingerprints(data: bytes, entities: list) -> dict[str, int]:
-    """Entity id -> a hash of its own lines: its span less its children's spans."""
-    lines = data.decode("utf-8", "replace").splitlines()
+def fingerprints(path: str, data: bytes, entities: list, code: CodeLines | None = None) -> dict[str, int]:
+    """Entity id -> a hash of the code of its own lines: its span less its children's spans."""
+    return _prints(_code_by_line(path, data, code), entities)
+
+
+def _prints(by_line: dict[int, str], entities: list) -> dict[str, int]:
     owner = _innermost(entities)  # a child's lines are taken from its parent
     parts: dict[str, list[str]] = {e.id: [] for e in entities}
     for n in sorted(owner):
-        if n - 1 < len(lines):
-            text = lines[n - 1].strip()
-            if text:
-                parts[owner[n]].append(text)
+        text = by_line.get(n)
+        if text:
+            parts[owner[n]].append(text)
     return {eid: int.from_bytes(hashlib.blake2b("\n".join(p).encode(), digest_size=8).digest(), "big")
             for eid, p in parts.items()}
 
 
-def layout_hash(lines: list[bytes], start: int, end: int) -> int:
-    """A hash of lines `start`..`end` (1-based) exactly as written: equal, a line of one is the same line of the other."""
-    return int.from_bytes(hashlib.blake2b(b"\n".join(lines[start - 1 : end]), digest_size=8).digest(), "big")
+def line_codes(path: str, data: bytes, first: int, last: int, code: CodeLines | None = None) -> list[int]:
+    """A hash of each line's code, lines `first`..`last` (1-based): 0 for a line of none (blank, a comment,
+    annotations alone); two lines alike read as the same code."""
+    return _hashes(_code_by_line(path, data, code, first, last), first, last)
+
+
+def _hashes(by_line: dict[int, str], first: int, last: int) -> list[int]:
+    return [_line_hash(by_line[n]) if by_line.get(n) else 0 for n in range(first, last + 1)]
+
+
+def _line_hash(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "little") or 1
+
+
+def _code_by_line(path: str, data: bytes, code: CodeLines | None, first: int = 1, last: int | None = None) -> dict[int, str]:
+    """Line -> its indentation and its code tokens, joined (the indentation: in Python a line's block); a
+    file no grammar reads: its lines' text."""
+    code = code if code is not None else CodeLines(path, data)
+    lines = data.decode("utf-8", "replace").split("\n")  # as tree-sitter counts rows
+    last = len(lines) if last is None else last
+    tokens = code.tokens_by_line(first, last)
+    if tokens is None:
+        return {n: lines[n - 1].rstrip() for n in range(first, min(last, len(lines)) + 1) if lines[n - 1].strip()}
+    return {n: lines[n - 1][: len(lines[n - 1]) - len(lines[n - 1].lstrip())] + "\x00".join(t)
+            for n, t in tokens.items() if n - 1 < len(lines)}
 
 
 def code_lines(data: bytes) -> set[int] | None:
@@ -111,6 +140,7 @@ def map_coverage(store: Store, root: Path, cov: PerTestCoverage, head_blob) -> R
     ran: dict[str, set[int]] = {}
     prints: dict[str, int] = {}
     spans: dict[str, list[int]] = {}
+    codes: dict[str, bytes] = {}
     files: dict[str, str] = {}
     measured, unmapped = [], []
     for path, (indexed_hash, _size, _mtime) in states.items():
@@ -135,13 +165,13 @@ def map_coverage(store: Store, root: Path, cov: PerTestCoverage, head_blob) -> R
         h = content_hash(data)
         entities = store.entities_in_file(path) if h == indexed_hash else list(parse_file(path, data).entities)
         files[path] = h
-        prints.update(fingerprints(data, entities))
+        by_line = _code_by_line(path, data, None)
+        prints.update(_prints(by_line, entities))
         if per_test is None:
             continue
         measured.append(path)
-        lines_then = data.splitlines()
-        spans.update({e.id: [e.start_line, e.end_line, layout_hash(lines_then, e.start_line, e.end_line)]
-                      for e in entities if e.kind in ("func", "method")})
+        spans.update({e.id: [e.start_line, e.end_line] for e in entities if e.kind in ("func", "method")})
+        codes[path] = _packed(_hashes(by_line, 1, data.count(b"\n") + 1), sort=False)
         owner = _innermost(entities)
         for test, lines in per_test.items():
             for eid in {owner[n] for n in lines if n in owner}:
@@ -153,23 +183,33 @@ def map_coverage(store: Store, root: Path, cov: PerTestCoverage, head_blob) -> R
     return Recorded(format=FORMAT, source=source, size=cov.size, mtime=cov.mtime, when=cov.when,
                     mapped_at=time.time(), tests=cov.tests, ran={k: _packed(v) for k, v in ran.items()},
                     fingerprints=prints, files=files, measured=sorted(measured), unmapped=sorted(unmapped),
-                    spans=spans, paths={p: cov.paths[p] for p in measured if p in cov.paths})
+                    spans=spans, codes=codes, paths={p: cov.paths[p] for p in measured if p in cov.paths})
 
 
-def _packed(tests: set[int]) -> bytes:
-    a = array("I", sorted(tests))
+def _packed(values, sort: bool = True) -> bytes:
+    a = array("I", sorted(values) if sort else values)
     if sys.byteorder != "little":
         a.byteswap()
     return a.tobytes()
 
 
-def ran_by(rec: Recorded, eid: str) -> list[int]:
-    """The tests (indexes into `rec.tests`) that ran `eid`'s lines."""
+def _unpacked(data: bytes) -> list[int]:
     a = array("I")
-    a.frombytes(rec.ran.get(eid, b""))
+    a.frombytes(data)
     if sys.byteorder != "little":
         a.byteswap()
     return a.tolist()
+
+
+def ran_by(rec: Recorded, eid: str) -> list[int]:
+    """The tests (indexes into `rec.tests`) that ran `eid`'s lines."""
+    return _unpacked(rec.ran.get(eid, b""))
+
+
+def codes_then(rec: Recorded, path: str, first: int, last: int) -> list[int] | None:
+    """`line_codes` of a measured file's lines `first`..`last` when the suite ran (None: not kept)."""
+    data = rec.codes.get(path)
+    return None if data is None else _unpacked(data[4 * (first - 1) : 4 * last])
 
 
 def _kept_path(store: Store) -> Path | None:
