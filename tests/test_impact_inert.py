@@ -1,4 +1,5 @@
-"""A change that runs the same (comments, a signature's annotations, an `if TYPE_CHECKING:` block)
+"""A change that runs the same (comments, a signature's annotations, an `if TYPE_CHECKING:` block,
+a string written otherwise, `@overload` stubs)
 walks nothing: `nsccn impact` lists it as `inert` and selects no test for it, while a change to
 code beside a comment still does. A real git repository, a real index, a real diff."""
 
@@ -13,7 +14,7 @@ from nsccn.serving.navigator import Navigator
 FILES = {
     "src/pkg/__init__.py": "",
     "src/pkg/core.py": """
-        from typing import TYPE_CHECKING
+        from typing import TYPE_CHECKING, overload
 
         if TYPE_CHECKING:
             from pkg.other import Thing
@@ -24,6 +25,15 @@ FILES = {
         def clip(value: int, top: int = LIMIT) -> int:
             # the smaller of the two
             return min(value, top)  # never more than top
+
+
+        def name_of(value):
+            return 'small' if value < LIMIT else "large"
+
+
+        class Box:
+            def put(self, item):
+                return [item]
     """,
     "src/web/clip.ts": """
         export function clip(value: number, top: number): number {
@@ -74,6 +84,10 @@ TEST = "func:tests/test_core.py:test_clip"
     [("value: int, top: int = LIMIT) -> int:", "value: float, top=LIMIT):")],  # annotations only
     [("from pkg.other import Thing", "from pkg.other import Thing, Other")],  # never runs
     [("LIMIT = 3  # the most", "LIMIT = 3")],  # a module line's comment: the global it sets is not rebound
+    [("return 'small'", 'return "small"'), ('"large"', "'l\\x61rge'")],  # the same strings, written otherwise
+    # typing's overload stubs: replaced when the class is made, never called
+    [("    def put(self, item):", "    @overload\n    def put(self, item: int) -> list: ...\n"
+      "    @overload\n    def put(self, item: str) -> list: ...\n    def put(self, item):")],
 ])
 def test_a_change_that_runs_the_same_selects_no_test(repo, edits):
     changed, tests = _impact(repo, "src/pkg/core.py", *edits)
@@ -86,6 +100,8 @@ def test_code_beside_a_comment_still_counts(repo):
     assert changed[CLIP] == "body" and TEST in tests
     changed, tests = _impact(repo, "src/pkg/core.py", ("top: int = LIMIT", "top: int = 4"))
     assert changed[CLIP] == "signature" and TEST in tests  # a default is code, its annotation is not
+    changed, _ = _impact(repo, "src/pkg/core.py", ("return 'small'", "return 'tiny'"))
+    assert set(changed.values()) == {"body"}, changed
     changed, _ = _impact(repo, "src/pkg/core.py", ("LIMIT = 3", "LIMIT = 4"))
     assert [c for i, c in changed.items() if i.startswith("module:src/pkg/core.py:")] == ["body"]
 

@@ -1,6 +1,8 @@
 """The code of a file's lines with what runs nothing left out: comments (each grammar's comment
 nodes), and in Python the annotations of a signature (a parameter's or the return's: stored, never
-run) and an `if TYPE_CHECKING:` block with no `else` (never entered at run time). Two versions of
+run), an `if TYPE_CHECKING:` block with no `else` (never entered at run time) and `typing.overload`'s
+stubs (replaced by the definition after them; never called); a Python string counts as its value
+(`'a'`, `"a"` and `"\x61"` are one string). Two versions of
 some lines whose code reads the same changed no behaviour (`nsccn.graph.impact` walks nothing from
 such a change); code that reads annotations at run time (`typing.get_type_hints`) is the exception,
 as reflection is for every static test selection.
@@ -10,6 +12,7 @@ file costs a few nodes, not the file."""
 
 from __future__ import annotations
 
+import ast
 import bisect
 
 import tree_sitter as ts
@@ -83,6 +86,11 @@ class CodeLines:
         if node.child_count == 0:
             out.append((first, node.text.decode("utf-8", "replace") if node.text is not None else ""))
             return
+        if self.python and node.type == "string":
+            value = _string_value(node)
+            if value is not None:
+                out.append((first, value))
+                return
         for child in node.children:
             self._collect(child, rows, out)
 
@@ -98,11 +106,29 @@ class CodeLines:
             return True
         if node.type in _ANNOTATION_MARKS and parent.type in _ANNOTATION_MARKS[node.type]:
             return True
+        if node.type == "decorated_definition":
+            return any(d.type == "decorator" and _is_overload(d) for d in node.children)
         if node.type == "if_statement" and node.child_by_field_name("alternative") is None:
             cond = node.child_by_field_name("condition")
             text = cond.text.decode("utf-8", "replace") if cond is not None and cond.text else ""
             return text == "TYPE_CHECKING" or text.endswith(".TYPE_CHECKING")
         return False
+
+
+def _string_value(node: ts.Node) -> str | None:
+    """A Python string literal as its value (its kind and what it holds); None: an f-string, or unreadable."""
+    if node.text is None or any(c.type == "interpolation" for c in node.children):
+        return None
+    try:
+        value = ast.literal_eval(node.text.decode("utf-8"))
+    except (ValueError, SyntaxError, UnicodeDecodeError, MemoryError, RecursionError):
+        return None
+    return repr(value)
+
+
+def _is_overload(decorator: ts.Node) -> bool:
+    text = decorator.text.decode("utf-8", "replace").lstrip("@").strip() if decorator.text else ""
+    return text == "overload" or text.endswith(".overload")
 
 
 def _edit(tree: ts.Tree, old: bytes, new: bytes) -> None:
