@@ -66,14 +66,14 @@ def fingerprints(path: str, data: bytes, entities: list, code: CodeLines | None 
     return _prints(_code_by_line(path, data, code), entities)
 
 
-def _prints(by_line: dict[int, str], entities: list) -> dict[str, int]:
+def _prints(by_line: dict[int, bytes], entities: list) -> dict[str, int]:
     owner = _innermost(entities)  # a child's lines are taken from its parent
-    parts: dict[str, list[str]] = {e.id: [] for e in entities}
+    parts: dict[str, list[bytes]] = {e.id: [] for e in entities}
     for n in sorted(owner):
         text = by_line.get(n)
         if text:
             parts[owner[n]].append(text)
-    return {eid: int.from_bytes(hashlib.blake2b("\n".join(p).encode(), digest_size=8).digest(), "big")
+    return {eid: int.from_bytes(hashlib.blake2b(b"\n".join(p), digest_size=8).digest(), "big")
             for eid, p in parts.items()}
 
 
@@ -83,25 +83,23 @@ def line_codes(path: str, data: bytes, first: int, last: int, code: CodeLines | 
     return _hashes(_code_by_line(path, data, code, first, last), first, last)
 
 
-def _hashes(by_line: dict[int, str], first: int, last: int) -> list[int]:
+def _hashes(by_line: dict[int, bytes], first: int, last: int) -> list[int]:
     return [_line_hash(by_line[n]) if by_line.get(n) else 0 for n in range(first, last + 1)]
 
 
-def _line_hash(text: str) -> int:
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "little") or 1
+def _line_hash(text: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(text, digest_size=4).digest(), "little") or 1
 
 
-def _code_by_line(path: str, data: bytes, code: CodeLines | None, first: int = 1, last: int | None = None) -> dict[int, str]:
-    """Line -> its indentation and its code tokens, joined (the indentation: in Python a line's block); a
-    file no grammar reads: its lines' text."""
+def _code_by_line(path: str, data: bytes, code: CodeLines | None, first: int = 1, last: int | None = None) -> dict[int, bytes]:
+    """Line -> its code (`CodeLines.code_by_line`); a file no grammar reads: its lines' text."""
     code = code if code is not None else CodeLines(path, data)
-    lines = data.decode("utf-8", "replace").split("\n")  # as tree-sitter counts rows
-    last = len(lines) if last is None else last
-    tokens = code.tokens_by_line(first, last)
-    if tokens is None:
-        return {n: lines[n - 1].rstrip() for n in range(first, min(last, len(lines)) + 1) if lines[n - 1].strip()}
-    return {n: lines[n - 1][: len(lines[n - 1]) - len(lines[n - 1].lstrip())] + "\x00".join(t)
-            for n, t in tokens.items() if n - 1 < len(lines)}
+    last = data.count(b"\n") + 1 if last is None else last
+    got = code.code_by_line(first, last)
+    if got is not None:
+        return got
+    lines = data.split(b"\n")
+    return {n: lines[n - 1].rstrip() for n in range(first, min(last, len(lines)) + 1) if lines[n - 1].strip()}
 
 
 def code_lines(data: bytes) -> set[int] | None:
