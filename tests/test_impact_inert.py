@@ -111,3 +111,37 @@ def test_another_languages_comments_run_nothing(repo):
     assert set(changed.values()) == {"inert"}, changed
     changed, _ = _impact(repo, "src/web/clip.ts", ("Math.min(value, top)", "Math.max(value, top)"))
     assert set(changed.values()) == {"body"}, changed
+
+
+def test_a_function_s_lines_read_alone_read_as_in_the_whole_file():
+    """The map reads each line's code for whole files, a change's old side for one function: the two must
+    agree, or a function would look changed since the run. nsccn's own sources, every function."""
+    from pathlib import Path
+
+    from nsccn.graph.inert import CodeLines
+    from nsccn.reading.extract import parse_file
+
+    checked = 0
+    for path in sorted((Path(__file__).resolve().parents[1] / "nsccn" / "graph").glob("*.py")):
+        data = path.read_bytes()
+        code = CodeLines(path.name, data)
+        whole = code.code_by_line(1, data.count(b"\n") + 1)
+        assert whole
+        for e in parse_file(path.name, data).entities:
+            if e.kind in ("func", "method"):
+                checked += 1
+                assert code.code_by_line(e.start_line, e.end_line) == \
+                    {n: v for n, v in whole.items() if e.start_line <= n <= e.end_line}, e.id
+    assert checked > 100
+
+
+def test_a_line_s_code_leaves_out_what_runs_nothing():
+    from nsccn.graph.inert import CodeLines
+
+    text = (b"from typing import TYPE_CHECKING, overload\nif TYPE_CHECKING:\n    import y  # c\n"
+            b"def f(a: int, b='q') -> int:  # hi\n    @overload\n    def g(x: int) -> int: ...\n"
+            b"    return (a +\n        \"b\")\n")
+    got = CodeLines("a.py", text).code_by_line(1, 8)
+    assert sorted(got) == [1, 4, 7, 8]  # the TYPE_CHECKING block and the stub run nothing
+    assert got[4] == b"def\x00f\x00(\x00a\x00,\x00b\x00=\x00'\x00q\x00'\x00)\x00:"  # no annotation, no comment
+    assert got[8] == b"        '\x00b\x00'\x00)"  # a string as its value; the line's indentation kept
