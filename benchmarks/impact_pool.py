@@ -1,6 +1,6 @@
 """The results of `impact_eval.py` runs, per repository and pooled over every commit they replayed.
 
-    python benchmarks/impact_pool.py flask=a.json,b.json click=c.json ... [--markdown]
+    python benchmarks/impact_pool.py flask=a.json,b.json click=c.json ... [--json] [--recorded] [--short]
 
 Per selector (`impact`, the file-level importers, `test_<module>.py`): median recall / mean recall /
 safety over the commits some test covers; median selection rate over all commits and over the
@@ -68,6 +68,9 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
     ap.add_argument("--recorded", action="store_true", help="the commits scored with stale per-test coverage "
                     "(`impact_eval.py --recorded-ago K`) only, that answer beside the others on them")
+    ap.add_argument("--short", action="store_true", help="one row a group: the answer's (with --recorded, the recorded "
+                    "answer's) safety, median (mean) recall, median (mean) selection and median time share over every "
+                    "commit, and the importers' safety / median selection")
     args = ap.parse_args()
     groups = {}
     for spec in args.groups:
@@ -79,6 +82,18 @@ def main() -> int:
     # each commit once, though a group of repositories lists it again
     groups["pooled"] = list({r["commit"]: r for rows in list(groups.values()) for r in rows}.values())
     SELECTORS = SELECTORS + tuple(o for o in OPTIONAL if all(o[0] in r for rows in groups.values() for r in rows))
+    if args.short:
+        key = "nsccn_recorded" if args.recorded else "nsccn_run"
+        print("| group | commits (covered) | safety | median recall (mean) | median selection (mean) | median time share "
+              "| importers: safety / median selection |")
+        print("|---|---|---|---|---|---|---|")
+        for label, rows in groups.items():
+            c, imp = cell(rows, key), cell(rows, "file_importers")
+            sel = [r[key]["selection_rate"] for r in rows]
+            print(f"| {label} | {len(rows)} ({sum(1 for r in rows if r['covering'])}) | {c['safety']:.3f} | "
+                  f"{c['median_recall']:.2f} ({c['mean_recall']:.3f}) | {statistics.median(sel):.3f} ({statistics.fmean(sel):.3f}) | "
+                  f"{statistics.median(r[key]['time_share'] for r in rows):.3f} | {imp['safety']:.3f} / {imp['selection_all']:.3f} |")
+        return 0
     out = {label: summary(rows) for label, rows in groups.items()}
     if args.json:
         print(json.dumps(out, indent=1))
