@@ -557,16 +557,21 @@ def test_lines_added_bring_the_tests_that_ran_the_lines_around_them(tmp_path):
     assert "tests/test_lines.py::test_plain" in covered_by(got, PICK)
 
 
-def test_a_function_laid_out_otherwise_since_the_run_brings_all_its_tests(tmp_path):
+def pick_changed_after(tmp_path: Path, *since: tuple[str, str]):
+    """The answer for a change of `pick`'s last line, made after the run and then `since`'s edits of it."""
     root = lines_repo(tmp_path)
     record(root)
     impact(root)  # mapped now, as the run left the file
-    # as long as it was, its lines elsewhere: a blank line above, two lines of the call joined
-    edit(root, "pkg/lines.py", "    if flag:\n", "\n    if flag:\n")
-    edit(root, "pkg/lines.py", 'x,\n            "flagged",', 'x, "flagged",')
-    commit(root, "moved lines")
+    for old, new in since:
+        edit(root, "pkg/lines.py", old, new)
+    commit(root, "since the run")
     edit(root, "pkg/lines.py", "    return x\n", "    return x * 1\n")
-    got = impact(root)
+    return impact(root)
+
+
+def test_a_function_laid_out_otherwise_since_the_run_brings_all_its_tests(tmp_path):
+    # a blank line above, two lines of the call joined: its code on other lines than it ran
+    got = pick_changed_after(tmp_path, ("    if flag:\n", "\n    if flag:\n"), ('x,\n            "flagged",', 'x, "flagged",'))
     assert covered_by(got, PICK) == {"tests/test_lines.py::test_plain", "tests/test_lines.py::test_flagged"}
     assert not any("the changed lines" in t.reason for t in got.covered_tests)
 
@@ -593,15 +598,9 @@ def test_a_function_whose_callee_changed_since_the_run_brings_all_its_tests(tmp_
 
 
 def test_a_function_whose_comments_and_annotations_changed_since_the_run_keeps_its_lines(tmp_path):
-    root = lines_repo(tmp_path)
-    record(root)
-    impact(root)  # mapped now, as the run left the file
-    # since the run: annotations, a comment and a blank line; its code reads line for line as it ran
-    edit(root, "pkg/lines.py", "def pick(x, flag=False):", "def pick(x: int, flag: bool = False) -> object:")
-    edit(root, "pkg/lines.py", "    return x\n", "    # the plain case\n\n    return x\n")
-    commit(root, "annotated")
-    edit(root, "pkg/lines.py", "    return x\n", "    return x * 1\n")
-    got = impact(root)
+    # annotations, a comment and a blank line: its code reads line for line as it ran
+    got = pick_changed_after(tmp_path, ("def pick(x, flag=False):", "def pick(x: int, flag: bool = False) -> object:"),
+                             ("    return x\n", "    # the plain case\n\n    return x\n"))
     assert covered_by(got, PICK) == {"tests/test_lines.py::test_plain"}
     assert "the changed lines (line 9 before the change)" in got.covered_tests[0].reason
 
