@@ -73,6 +73,19 @@ FILES = {
     "src/pkg/server.py": """
         def serve(handler_class):
             return handler_class().handle()
+
+
+        class App:
+            def use(self, handler_class):
+                return handler_class().handle()
+    """,
+    "tests/test_chain.py": """
+        from pkg.handlers import EchoHandler
+        from pkg.server import App
+
+
+        def test_chained():
+            assert App().use(EchoHandler) == "echo"
     """,
     "tests/__init__.py": "",
     "tests/test_server.py": """
@@ -233,3 +246,5 @@ def test_a_class_handed_to_a_call_as_a_value_reaches_the_test_that_hands_it(repo
     tests = {(t.file, t.qualname): t for t in out.tests}
     assert "-PASSES(0.8)-> class:src/pkg/handlers.py:EchoHandler" in tests[("tests/test_server.py", "test_serve")].reason
     assert ("tests/test_server.py", "test_alone") not in tests  # a module test at most: its file imports the module
+    # handed to a method of what a call returned: the callee has no name, what it is handed does
+    assert "-PASSES(0.8)-> class:src/pkg/handlers.py:EchoHandler" in tests[("tests/test_chain.py", "test_chained")].reason

@@ -508,6 +508,8 @@ class PythonExtractor:
                     name = _expr_name(fn, src)
                     if name is not None:
                         self._call(name, child, scope)
+                    else:  # a call on what a call returned (`MarkdownIt().use(plugin)`): no name, yet what it is handed
+                        self._passed_args(child, scope, child.start_point[0] + 1)
             elif walk == _CHAIN:
                 stack.append(None)
                 stack += _chain_operands(child)
