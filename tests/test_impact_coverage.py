@@ -616,3 +616,22 @@ def test_a_caller_whose_comments_changed_since_the_run_did_not_change_since(tmp_
     assert got.coverage.changed_since == 0
     assert "tests/test_core.py::test_used" in names(got.covered_tests)
     assert not any("changed since" in t.reason for t in got.covered_tests)
+
+
+def test_a_module_imported_while_a_test_ran_brings_that_test_when_its_own_lines_change(tmp_path):
+    """A plugin loaded by name: no import of it in any test file, yet its top-level code runs inside
+    the test that loads it, and the recorded coverage says which."""
+    files = {**FILES, "pkg/plugins/__init__.py": "", "pkg/plugins/lazy.py": 'NAME = "lazy"\n',
+             "pkg/loader.py": "import importlib\n\n\ndef load(name):\n    return importlib.import_module(f'pkg.plugins.{name}')\n",
+             "tests/test_loader.py": "from pkg.loader import load\n\n\ndef test_load():\n    assert load('lazy').NAME.startswith('lazy')\n"}
+    root = indexed_git_repo(tmp_path / "repo", files)
+    (root / ".gitignore").write_text(".coverage\n.nsccn/\n")
+    commit(root, "ignore")
+    record(root)
+    edit(root, "pkg/plugins/lazy.py", 'NAME = "lazy"', 'NAME = "lazy!"')
+    got = impact(root)
+    by_name = {f"{t.file}::{t.qualname}": t for t in got.covered_tests}
+    assert "imported while the test ran" in by_name["tests/test_loader.py::test_load"].reason
+    assert "tests/test_core.py::test_used" not in by_name
+    graph = impact(root, coverage="off")  # no edge names the module: the graph alone cannot see it
+    assert "tests/test_loader.py::test_load" not in names(graph.tests) | names(graph.module_tests)

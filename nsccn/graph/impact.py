@@ -1071,6 +1071,11 @@ class RecordedTests:
         return row is not None and row.kind in ("func", "method") and row.path in self.measured \
             and eid in self.recorded.fingerprints
 
+    def _ran_at_import(self, eid: str) -> bool:
+        """A module's or class's own lines some test ran (they run when the module is imported)."""
+        row = self.deps.row(eid)
+        return row is not None and row.path in self.measured and bool(self.recorded.ran.get(eid))
+
     def ran(self, eid: str, why: str, only: set[str] | None = None, what: str = "") -> None:
         """The tests that ran `eid` in the run (of them, those named in `only`), listed with `why`."""
         rec = self.recorded
@@ -1176,6 +1181,11 @@ class RecordedTests:
                     self.ran(s, "")
                 if c["change"] in RECORDED_CHANGES:
                     continue
+            elif c is not None and c["kind"] in ("module", "class") and self._ran_at_import(s):
+                # its own lines ran inside tests: a module imported while a test ran (a plugin loaded by name,
+                # an import inside a function); those tests run them again. Code run at import reaches more
+                # than coverage tells (whoever imports it first runs it), so the graph walks on from it too
+                self.ran(s, ", its own lines: imported while the test ran")
             graph_seeds[s] = steps  # new since, never measured, or code that runs at import (a signature's too)
         # what the change reaches that changed since the run may reach it anew: a function the run measured
         # through the tests that ran it then (whoever runs it now through code as it was ran it then); the rest
