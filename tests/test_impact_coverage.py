@@ -191,6 +191,16 @@ def test_a_committed_coverage_file_is_not_believed(tmp_path):
     assert "tests/test_core.py::test_maybe_not" in names(got.tests)  # the graph's answer, as without one
 
 
+def test_without_a_coverage_file_the_answer_says_how_to_record_one(tmp_path):
+    root = repo(tmp_path)
+    edit(root, "pkg/core.py", "return x + 1", "return 1 + x")
+    got = impact(root)
+    assert got.tests and any("--cov-context=test" in n for n in got.notes or ())
+    assert not any("--cov-context=test" in n for n in impact(root, coverage="off").notes or ())  # asked not to: no hint
+    record(root)
+    assert not any("--cov-context=test" in n for n in impact(root).notes or ())  # recorded: used, no hint
+
+
 def test_coverage_without_contexts_says_how_to_record_them(tmp_path):
     root = repo(tmp_path)
     record(root, contexts=False)

@@ -37,6 +37,11 @@ from nsccn.vocab import MAX_LOCALIZE, MAX_SEARCH
 from nsccn.serving.window import read_source, relocate, window_of_lines
 
 
+
+# the note of an answer whose Python tests are the graph's alone (no `.coverage` at the root)
+RECORD_COVERAGE = ("these tests are the graph's: with per-test coverage (`pytest --cov=PACKAGE --cov-context=test` leaves "
+                   "`.coverage`) the next answer takes the tests that ran the changed lines (docs/impact.md)")
+
 class Navigator:
     MAX_SEARCH = MAX_SEARCH  # results one search() lists at most
     MAX_LOCALIZE = MAX_LOCALIZE  # files and functions one localize() lists at most
@@ -440,6 +445,9 @@ class Navigator:
         used, note = self._recorded_coverage(store, coverage)
         out = msgspec.convert(impact.analyze(store, self.root, change, depth, float(min_confidence), test_depth,
                                              bool(wide), used), ImpactAnswer)
+        if note is None and used is None and coverage is None \
+                and any(t.file.endswith(".py") for t in (*out.tests, *out.module_tests, *out.test_files)):
+            note = RECORD_COVERAGE  # Python tests from the graph alone: say how to narrow them
         if note:
             out.notes = [*(out.notes or []), note]
         out.stale = self.stale_note([x.file for x in out.impacted if x.file is not None] + [t.file for t in out.tests])
