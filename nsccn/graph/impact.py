@@ -1064,6 +1064,7 @@ class RecordedTests:
         self.covered: dict[tuple[str, str], dict] = {}
         self._indexed: dict[str, bool] = {}  # test file -> the index holds it (asked once a file)
         self._per_file: dict[str, dict[str, set[int]] | None] = {}
+        self._prints_now: dict[str, dict[str, int] | None] = {}  # file -> its entities' fingerprints now (None: unknown)
 
     def answers(self, eid: str) -> bool:
         """A function the run measured, as it was then or since: the tests that ran it are known."""
@@ -1145,8 +1146,36 @@ class RecordedTests:
         callees = [c for c in callees if self.deps.row(c) is not None]
         if not callees:
             return True
-        now = _fingerprints_now(self.store, root, self.recorded, callees)
+        now = self._fingerprints_now(root, callees)
         return all(c in self.recorded.fingerprints and now.get(c) == self.recorded.fingerprints[c] for c in callees)
+
+    def _fingerprints_now(self, root: Path, eids: list[str]) -> dict[str, int]:
+        """The fingerprints of these entities as the index holds them: the recorded ones where the file
+        is as it was, hashed afresh where the file on disk is what the index holds (each file read and
+        parsed once an answer); absent otherwise."""
+        from nsccn.reading.extract import content_hash
+
+        store, rec = self.store, self.recorded
+        by_file: dict[str, list[str]] = {}
+        for eid, row in store.entities(eids).items():
+            by_file.setdefault(row.path, []).append(eid)
+        out: dict[str, int] = {}
+        for path, ids in by_file.items():
+            if path not in self._prints_now:
+                info = store.file(path)
+                prints = None
+                if info is not None and rec.files.get(path) == info["content_hash"]:
+                    prints = rec.fingerprints
+                elif info is not None:
+                    data = _read(root, path)
+                    if data is not None and content_hash(data) == info["content_hash"]:
+                        prints = fingerprints(path, data, store.entities_in_file(path))
+                    # else the index is not what the file holds: not known, so changed
+                self._prints_now[path] = prints
+            prints = self._prints_now[path]
+            if prints is not None:
+                out.update({eid: prints[eid] for eid in ids if eid in prints})
+        return out
 
     def _lines_run(self, root: Path, path: str) -> dict[str, set[int]] | None:
         """test -> the lines of `path` it ran, read from the data file the map was made of (None: gone or changed)."""
@@ -1191,7 +1220,7 @@ class RecordedTests:
         # through the tests that ran it then (whoever runs it now through code as it was ran it then); the rest
         # (new since, test code, a class's or module's own lines) through the graph, walking on from it
         later = [eid for eid, r in reached.items() if r.distance > 0]
-        now = _fingerprints_now(self.store, root, rec, later)
+        now = self._fingerprints_now(root, later)
         since = [eid for eid in later if self.deps.row(eid) is not None
                  and (now.get(eid) is None or now[eid] != rec.fingerprints.get(eid))]
         for eid in since:
@@ -1225,30 +1254,6 @@ def _ranges(lines: list[int]) -> str:
         else:
             runs.append([n, n])
     return ", ".join(f"line {a}" if a == b else f"lines {a}-{b}" for a, b in runs)
-
-
-def _fingerprints_now(store: Store, root: Path, recorded: Recorded, eids: list[str]) -> dict[str, int]:
-    """The fingerprints of these entities as the index holds them: the recorded ones where the file
-    is as it was, hashed afresh where the file on disk is what the index holds; absent otherwise."""
-    from nsccn.reading.extract import content_hash
-
-    by_file: dict[str, list[str]] = {}
-    for eid, row in store.entities(eids).items():
-        by_file.setdefault(row.path, []).append(eid)
-    out: dict[str, int] = {}
-    for path, ids in by_file.items():
-        info = store.file(path)
-        if info is None:
-            continue
-        if recorded.files.get(path) == info["content_hash"]:
-            out.update({eid: recorded.fingerprints[eid] for eid in ids if eid in recorded.fingerprints})
-            continue
-        data = _read(root, path)
-        if data is None or content_hash(data) != info["content_hash"]:
-            continue  # the index is not what the file holds: not known, so changed
-        prints = fingerprints(path, data, store.entities_in_file(path))
-        out.update({eid: prints[eid] for eid in ids if eid in prints})
-    return out
 
 
 def _read(root: Path, rel: str) -> bytes | None:

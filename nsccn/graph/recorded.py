@@ -61,9 +61,9 @@ class Recorded(msgspec.Struct):
     paths: dict[str, str] = {}  # measured file -> its path as the data file writes it
 
 
-def fingerprints(path: str, data: bytes, entities: list, code: CodeLines | None = None) -> dict[str, int]:
+def fingerprints(path: str, data: bytes, entities: list) -> dict[str, int]:
     """Entity id -> a hash of the code of its own lines: its span less its children's spans."""
-    return _prints(_code_by_line(path, data, code), entities)
+    return _prints(_code_by_line(path, data, None), entities)
 
 
 def _prints(by_line: dict[int, bytes], entities: list) -> dict[str, int]:

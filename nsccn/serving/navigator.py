@@ -36,11 +36,10 @@ from nsccn.serving.answers import (ContextAnswer, ImpactAnswer, LocalizeAnswer, 
 from nsccn.vocab import MAX_LOCALIZE, MAX_SEARCH
 from nsccn.serving.window import read_source, relocate, window_of_lines
 
-
-
 # the note of an answer whose Python tests are the graph's alone (no `.coverage` at the root)
 RECORD_COVERAGE = ("these tests are the graph's: with per-test coverage (`pytest --cov=PACKAGE --cov-context=test` leaves "
                    "`.coverage`) the next answer takes the tests that ran the changed lines (docs/impact.md)")
+
 
 class Navigator:
     MAX_SEARCH = MAX_SEARCH  # results one search() lists at most
