@@ -79,6 +79,9 @@ CONFIGS: dict[str, frozenset[str]] = {
     "default": frozenset({"bm25", "query_analysis", "graph", "prior", "learned"}),
     # The same ranker told not to read the index's vectors: what the vectors add, in one run.
     "default-lexical": frozenset({"bm25", "query_analysis", "graph", "prior", "learned", "no-vectors"}),
+    # The same ranker reading the static stream without its second stage (`semantic.RERANK_DEPTH`
+    # 0): what the late interaction adds, in one run.
+    "default-one-stage": frozenset({"bm25", "query_analysis", "graph", "prior", "learned", "one-stage"}),
     # The same two with --candidate-model's ranker instead of the shipped one: a new model beside
     # the shipped one on the same indexes, in one run.
     "candidate": frozenset({"bm25", "query_analysis", "graph", "prior", "learned", "candidate"}),
@@ -472,6 +475,7 @@ def default_localize(db: Path, query: str, limit: int = TOP_N, signals: frozense
     from nsccn.query import search
     from nsccn.query.fusion import localize
     from nsccn.store import Store
+    from nsccn.vectors import semantic
 
     if signals is not None and "learned" not in signals:
         return localize(db, query, limit=limit, signals=signals)
@@ -480,7 +484,14 @@ def default_localize(db: Path, query: str, limit: int = TOP_N, signals: frozense
             ranker = ranking.load_ranker(CANDIDATE_MODEL)
         else:
             ranker = ranking.load_ranker(MODEL) if MODEL else ranking.active_ranker()[0]
-        return search.localize(store, query, limit, ranker, use_vectors=signals is None or "no-vectors" not in signals)
+        depth = semantic.RERANK_DEPTH
+        if signals is not None and "one-stage" in signals:
+            semantic.RERANK_DEPTH = 0
+        try:
+            return search.localize(store, query, limit, ranker,
+                                   use_vectors=signals is None or "no-vectors" not in signals)
+        finally:
+            semantic.RERANK_DEPTH = depth
 
 
 def dump_features(db: Path, inst: dict, fh, expand: tuple[int, int] | None = None) -> None:

@@ -18,9 +18,15 @@ from nsccn.store import EMBEDDABLE_SQL, TEXT_COLUMNS, VECTORS_COMPLETE, Store
 from nsccn.reading.testpaths import is_test_path
 from nsccn.vectors.table import VectorStore
 from nsccn.vectors.static_file import retired_static_model
+from nsccn.vectors.static_embed import STATIC_MAX_CHARS
 
 # Texts per embed_documents call of `embed_index` (vectors are written after each).
 EMBED_CHUNK = 256
+# The static model's second stage: its stream's first RERANK_DEPTH entities ordered again by
+# cosine + LATE_WEIGHT x late interaction (`StaticModel.late_interaction`). Both chosen on the
+# validation set of the model's own choices, not on any set reported (docs/semantic-search.md).
+RERANK_DEPTH = 100
+LATE_WEIGHT = 2.0
 
 
 _query_embeddings = 0
@@ -186,9 +192,27 @@ def nearest_rowids(store: Store, query: str, limit: int, embedder=None,
             f"the index holds vectors of {vs.model_id}, the query embedder is {embedder.model_id}: re-embed the index"
         )
     q = embedder.embed_query(query)
-    hits = vs.knn(q, k=limit)
-    ids = [eid for eid, _ in hits if skip_path is None or not skip_path(split_entity_id(eid)[1])]
+    static = getattr(embedder.backend, "model", None) if vs.model_id == STATIC_MODEL else None
+    hits = vs.knn(q, k=max(limit, RERANK_DEPTH) if static is not None else limit)
+    hits = [(eid, 1.0 - dist) for eid, dist in hits if skip_path is None or not skip_path(split_entity_id(eid)[1])]
+    ids = [eid for eid, _ in hits]
     rows = dict(store.conn.execute(
         f"SELECT id, rowid FROM entities WHERE id IN ({','.join('?' * len(ids))})", ids
     ).fetchall()) if ids else {}
-    return [rows[e] for e in ids if e in rows]
+    if static is not None:
+        ids = _second_stage(store, static, query, hits)
+    return [rows[e] for e in ids[:limit] if e in rows]
+
+
+def _second_stage(store: Store, model, query: str, hits: list[tuple[str, float]]) -> list[str]:
+    """Entity ids of `hits` (id, cosine; best first), the first `RERANK_DEPTH` ordered again by
+    cosine + `LATE_WEIGHT` x the static model's late interaction of the query with their texts."""
+    head = hits[:RERANK_DEPTH]
+    ids = [eid for eid, _ in head]
+    texts = texts_of_rows(store.conn.execute(
+        f"SELECT {TEXT_COLUMNS} FROM entities WHERE id IN ({','.join('?' * len(ids))})", ids
+    ).fetchall(), STATIC_MAX_CHARS) if ids else {}
+    late = model.late_interaction(query, [texts.get(eid, "") for eid in ids])
+    scores = np.array([cos for _, cos in head], dtype=np.float32) + LATE_WEIGHT * late
+    order = sorted(range(len(ids)), key=lambda j: -scores[j])  # stable: ties keep the cosine's order
+    return [ids[j] for j in order] + [eid for eid, _ in hits[RERANK_DEPTH:]]

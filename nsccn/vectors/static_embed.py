@@ -248,6 +248,40 @@ class StaticModel:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
 
+    def late_interaction(self, query: str, texts: list[str]) -> np.ndarray:
+        """How well each text's tokens cover the query's, in [-1, 1]: each row of the query (as
+        `embed(query=True)` weighs it) takes its best cosine with any distinct row of the text,
+        averaged by those weights. A mean vector blurs a long text's tokens together; this asks
+        of every query token whether the text says it or something close (a rare name of the
+        query is found exactly: its bank rows). For the vector stream's top candidates only
+        (docs/semantic-search.md, "A second stage")."""
+        out = np.zeros(len(texts), dtype=np.float32)
+        found, w = self.bag(query)
+        if not len(found) or not texts:
+            return out
+        if self.query_weight is not None:
+            known = found < len(self.vocab)
+            w[known] *= self.query_weight[found[known]]
+        q = self.rows(found)
+        norms = np.linalg.norm(q, axis=1)
+        w = np.abs(w) * norms  # a row's norm is how much its token weighs in a vector
+        total = float(w.sum())
+        if total <= 0:
+            return out
+        bags = [np.unique(self.bag(t)[0]) for t in texts]
+        rows, where = np.unique(np.concatenate(bags), return_inverse=True)  # each row once for all texts
+        if not len(rows):
+            return out
+        d = self.rows(rows)
+        d /= np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-12)
+        sims = (q / np.maximum(norms, 1e-12)[:, None]) @ d.T
+        start = 0
+        for j, bag in enumerate(bags):
+            if len(bag):
+                out[j] = float(w @ sims[:, where[start:start + len(bag)]].max(axis=1)) / total
+            start += len(bag)
+        return out
+
 
 @lru_cache(maxsize=1 << 16)
 def _bank_rows(token: str, offset: int, size: int) -> tuple[tuple[int, float], tuple[int, float]]:
