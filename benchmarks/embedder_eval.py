@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The vector stream alone, per embedding model, on repositories at one commit each.
 
-    python benchmarks/embedder_eval.py --dataset D.jsonl --mirrors MIRRORS --models nsccn/all-MiniLM-L6-v2-onnx-int8 nsccn/minilm-code-v1 [--repo R] [--out OUT.md]
+    python benchmarks/embedder_eval.py --dataset D.jsonl --mirrors MIRRORS --models nsccn/all-MiniLM-L6-v2-onnx-int8 nsccn/minilm-code-v1 [--repo R] [--out OUT.md] [--one-stage]
 
 For each repository of the dataset (the format of ../shared/bench/swebench-dev.jsonl; commit
 messages from `mine_history.py` too), its newest base commit is read from the mirror, every
@@ -10,6 +10,8 @@ function, method and class of its non-test Python files is embedded as the index
 counts when all its gold functions exist at that commit (the same queries for every model).
 Reported: file@1/@5 (the files of the gold functions, files ranked by their best entity) and
 function@5/@10 (all of the first k gold functions in the top k), per repository and overall.
+A static model's stream is scored as nsccn reads it: its first `semantic.RERANK_DEPTH` entities
+ordered again by its second stage (`StaticModel.second_stage`); `--one-stage` scores cosine alone.
 One commit per repository keeps it to one embedding of each corpus per model; a query of an
 older base commit sees a slightly newer tree than it was written against, alike for every model.
 
@@ -35,6 +37,7 @@ from nsccn.vectors.embed import BUNDLED_MODELS, _BundledOnnx, embedding_text, re
 from nsccn.languages.python import PythonExtractor  # noqa: E402
 from nsccn.vectors.static_embed import STATIC_MAX_CHARS, STATIC_MODEL, STATIC_MODEL_FILE, StaticModel  # noqa: E402
 from nsccn.reading.testpaths import is_test_path  # noqa: E402
+from nsccn.vectors.semantic import RERANK_DEPTH  # noqa: E402
 
 KEYS = ("file@1", "file@5", "function@5", "function@10")
 KINDS = ("func", "method", "class")
@@ -131,8 +134,10 @@ def scores(ids: list[str], sims: np.ndarray, gold: list[str]) -> dict[str, int]:
     return out
 
 
-def evaluate(records: list[dict], mirrors: Path, models: list[str], threads: int) -> dict[str, dict[str, dict]]:
-    """model -> repository (and "all") -> metric -> percentage, with "n"."""
+def evaluate(records: list[dict], mirrors: Path, models: list[str], threads: int,
+             one_stage: bool = False) -> dict[str, dict[str, dict]]:
+    """model -> repository (and "all") -> metric -> percentage, with "n". A static model's stream
+    is scored with its second stage (`semantic.RERANK_DEPTH`), as nsccn reads it, unless `one_stage`."""
     by_repo: dict[str, list[dict]] = defaultdict(list)
     for r in records:
         by_repo[r["repo"]].append(r)
@@ -151,7 +156,13 @@ def evaluate(records: list[dict], mirrors: Path, models: list[str], threads: int
             # A static model weighs a query's tokens with its query weights, as `nsccn` does.
             qs = backend.embed(texts, query=True) if isinstance(backend, StaticModel) else backend.embed(texts)
             for r, q in zip(queries, qs):
-                hits[m][repo].append(scores(ids, docs @ q, list(dict.fromkeys(r["gold_functions"]))))
+                sims = docs @ q
+                if isinstance(backend, StaticModel) and not one_stage:  # the stream as nsccn reads it
+                    top = np.argsort(-sims, kind="stable")[:RERANK_DEPTH]
+                    sims = sims - 10.0  # below every second-stage score: the rest keep their order after
+                    sims[top] = backend.second_stage(r["problem_statement"], [text_of(parts[ids[j]], max_chars)
+                                                                            for j in top], sims[top] + 10.0)
+                hits[m][repo].append(scores(ids, sims, list(dict.fromkeys(r["gold_functions"]))))
             print(f"{repo} @ {commit[:8]}: {len(ids)} entities, {len(queries)}/{len(rs)} queries, {m}: "
                   f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     out: dict[str, dict[str, dict]] = {}
@@ -181,13 +192,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repo", action="append", help="only these repositories (repeatable)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", type=Path, help="write the table (and OUT.json the numbers) here")
+    ap.add_argument("--one-stage", action="store_true",
+                    help="a static model's stream by cosine alone (without its second stage)")
     args = ap.parse_args(argv)
     records = [json.loads(line) for line in args.dataset.read_text().splitlines() if line.strip()]
     if args.repo:
         records = [r for r in records if r["repo"] in args.repo]
     if not records:
         ap.error("no records")
-    result = evaluate(records, args.mirrors, args.models, args.threads)
+    result = evaluate(records, args.mirrors, args.models, args.threads, one_stage=args.one_stage)
     text = table(result)
     print(text)
     if args.out:

@@ -88,6 +88,59 @@ def test_an_empty_text_is_a_zero_vector_and_an_unknown_name_still_counts():
     assert float(name @ same) > float(name @ other) + 0.3
 
 
+def test_late_interaction_asks_whether_a_text_says_each_query_token():
+    """A query token said by the text scores its full weight (a rare name exactly: its bank rows),
+    an empty text nothing, and a text saying every word of the query beats one saying some."""
+    model = load_static_model(STATIC_MODEL_FILE)
+    exact, other, empty = model.late_interaction("qqqzzzxxy", ["call qqqzzzxxy here", "call wwwvvvkkj here", ""])
+    assert abs(float(exact) - 1) < 1e-5 and float(other) < 0.5 and float(empty) == 0.0
+    all_words, some = model.late_interaction("parse the charset of a content type header",
+                                             ["def parse_content_type(header): charset", "def parse(value)"])
+    assert float(all_words) > float(some) + 0.2
+    assert not model.late_interaction("", ["def f(): pass"]).any()
+
+
+def _diluted_repo(tmp_path: Path) -> Path:
+    """One function says every word of the query among many others (its mean vector is diluted);
+    another says two of them and little else."""
+    words = ("width height margin padding border layout cell column table grid render paint canvas pixel "
+             "colour font glyph stroke fill shadow").split()
+    body = "\n".join(f"    {words[i % 20]}_{words[i * 7 % 20]} = {words[i * 3 % 20]}({words[i * 11 % 20]})"
+                     for i in range(20))
+    repo = tmp_path / "repo"
+    (repo / "web").mkdir(parents=True)
+    (repo / "web" / "http.py").write_text(
+        f'def split_value(value):\n    """Parse a content type header and its charset."""\n{body}\n    return value\n')
+    (repo / "web" / "codecs.py").write_text(
+        'def header_charset(header):\n    """The charset of a header."""\n    return header.charset\n')
+    return repo
+
+
+def test_the_static_stream_s_second_stage_puts_the_text_saying_the_whole_query_first(tmp_path):
+    """By cosine alone the short function saying two of the query's words comes first; the second
+    stage (cosine + late interaction over the stream's top entities) puts the one saying them all
+    first, in the stream every answer reads."""
+    from nsccn.query.streams import vector_stream
+    from nsccn.store import Store
+    from nsccn.vectors import semantic
+
+    repo = _diluted_repo(tmp_path)
+    assert _run(["index"], repo).returncode == 0
+    query = "the charset of a content type header is parsed wrong"
+    with Store(repo / ".nsccn" / "index.db", readonly=True) as store:
+        def first() -> str:
+            rowid = vector_stream(store, query)[0]
+            return store.conn.execute("SELECT qualname FROM entities WHERE rowid = ?", (rowid,)).fetchone()[0]
+
+        assert first() == "split_value"
+        depth = semantic.RERANK_DEPTH
+        semantic.RERANK_DEPTH = 0
+        try:
+            assert first() == "header_charset"
+        finally:
+            semantic.RERANK_DEPTH = depth
+
+
 def test_a_model_file_of_another_format_version_is_refused_in_one_line(tmp_path):
     model = StaticModel(["alpha", "beta"], np.eye(2, 4, dtype=np.float32))
     path = tmp_path / "m.npz"

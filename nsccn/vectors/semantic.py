@@ -22,11 +22,9 @@ from nsccn.vectors.static_embed import STATIC_MAX_CHARS
 
 # Texts per embed_documents call of `embed_index` (vectors are written after each).
 EMBED_CHUNK = 256
-# The static model's second stage: its stream's first RERANK_DEPTH entities ordered again by
-# cosine + LATE_WEIGHT x late interaction (`StaticModel.late_interaction`). Both chosen on the
-# validation set of the model's own choices, not on any set reported (docs/semantic-search.md).
+# The static model's stream: its first RERANK_DEPTH entities ordered again by its second stage
+# (`StaticModel.second_stage`); chosen with the stage's weight on a validation set (docs/semantic-search.md).
 RERANK_DEPTH = 100
-LATE_WEIGHT = 2.0
 
 
 _query_embeddings = 0
@@ -205,14 +203,13 @@ def nearest_rowids(store: Store, query: str, limit: int, embedder=None,
 
 
 def _second_stage(store: Store, model, query: str, hits: list[tuple[str, float]]) -> list[str]:
-    """Entity ids of `hits` (id, cosine; best first), the first `RERANK_DEPTH` ordered again by
-    cosine + `LATE_WEIGHT` x the static model's late interaction of the query with their texts."""
+    """Entity ids of `hits` (id, cosine; best first), the first `RERANK_DEPTH` ordered again by the
+    static model's second stage (cosine + its late interaction of the query with their texts)."""
     head = hits[:RERANK_DEPTH]
     ids = [eid for eid, _ in head]
     texts = texts_of_rows(store.conn.execute(
         f"SELECT {TEXT_COLUMNS} FROM entities WHERE id IN ({','.join('?' * len(ids))})", ids
     ).fetchall(), STATIC_MAX_CHARS) if ids else {}
-    late = model.late_interaction(query, [texts.get(eid, "") for eid in ids])
-    scores = np.array([cos for _, cos in head], dtype=np.float32) + LATE_WEIGHT * late
+    scores = model.second_stage(query, [texts.get(eid, "") for eid in ids], [cos for _, cos in head])
     order = sorted(range(len(ids)), key=lambda j: -scores[j])  # stable: ties keep the cosine's order
     return [ids[j] for j in order] + [eid for eid, _ in hits[RERANK_DEPTH:]]

@@ -38,6 +38,9 @@ _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 _MAX_NUMBER_DIGITS = 4  # 404, 2038, 1e9's parts; longer digit runs are ids and hashes
 _BANK_SCALE = np.float32(1 / 127.0)  # the bank's rows are random unit-scale values, stored as int8
 _CACHE_ENTRIES = 1 << 16  # identifiers (and tokens) whose rows are remembered: bounded, as nsccn.text's
+# The second stage's score is cosine + LATE_WEIGHT x late interaction: chosen on the validation set
+# of the model's own choices (docs/semantic-search.md, "A second stage"), not on any set reported.
+LATE_WEIGHT = 2.0
 
 
 class ModelUnavailable(RuntimeError):
@@ -247,6 +250,11 @@ class StaticModel:
             out[rows] = np.add.reduceat(gathered, starts, axis=0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
+
+    def second_stage(self, query: str, texts: list[str], cosines) -> np.ndarray:
+        """Scores that order the vector stream's first candidates (`texts`, whose vectors' cosines
+        to the query are `cosines`) again: cosine + `LATE_WEIGHT` x `late_interaction`."""
+        return np.asarray(cosines, dtype=np.float32) + LATE_WEIGHT * self.late_interaction(query, texts)
 
     def late_interaction(self, query: str, texts: list[str]) -> np.ndarray:
         """How well each text's tokens cover the query's, in [-1, 1]: each row of the query (as
