@@ -49,6 +49,7 @@ import statistics
 import subprocess
 import sys
 import time
+from contextlib import contextmanager, nullcontext
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
@@ -469,13 +470,25 @@ MODEL: Path | None = None  # --model: the `default` configuration's model instea
 CANDIDATE_MODEL: Path | None = None  # --candidate-model: the `candidate` configurations' model
 
 
+@contextmanager
+def one_stage():
+    """The static vector stream without its second stage (`semantic.RERANK_DEPTH` 0), for a while."""
+    from nsccn.vectors import semantic
+
+    depth = semantic.RERANK_DEPTH
+    semantic.RERANK_DEPTH = 0
+    try:
+        yield
+    finally:
+        semantic.RERANK_DEPTH = depth
+
+
 def default_localize(db: Path, query: str, limit: int = TOP_N, signals: frozenset[str] | None = None) -> Any:
     """Localize as `nsccn localize` does (`signals` "learned": the active ranker; else the fusion)."""
     from nsccn import ranking
     from nsccn.query import search
     from nsccn.query.fusion import localize
     from nsccn.store import Store
-    from nsccn.vectors import semantic
 
     if signals is not None and "learned" not in signals:
         return localize(db, query, limit=limit, signals=signals)
@@ -484,14 +497,9 @@ def default_localize(db: Path, query: str, limit: int = TOP_N, signals: frozense
             ranker = ranking.load_ranker(CANDIDATE_MODEL)
         else:
             ranker = ranking.load_ranker(MODEL) if MODEL else ranking.active_ranker()[0]
-        depth = semantic.RERANK_DEPTH
-        if signals is not None and "one-stage" in signals:
-            semantic.RERANK_DEPTH = 0
-        try:
+        with one_stage() if signals is not None and "one-stage" in signals else nullcontext():
             return search.localize(store, query, limit, ranker,
                                    use_vectors=signals is None or "no-vectors" not in signals)
-        finally:
-            semantic.RERANK_DEPTH = depth
 
 
 def dump_features(db: Path, inst: dict, fh, expand: tuple[int, int] | None = None) -> None:
@@ -535,7 +543,7 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
                   localize_fn: Callable[..., Any] | None = None, workers: int = 1,
                   embed_test_files: bool | None = None, features: Path | None = None,
                   history: bool = True, features_expand: tuple[int, int] | None = None,
-                  embedding_model: str | None = None) -> dict[str, Any]:
+                  embedding_model: str | None = None, features_one_stage: Path | None = None) -> dict[str, Any]:
     """Run every instance under every configuration; write rankings.jsonl and metrics.json.
 
     `index_fn` / `localize_fn` default to `nsccn.indexing.indexer.index_repository` (with `workers` parser
@@ -564,6 +572,8 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
     if features:
         Path(features).parent.mkdir(parents=True, exist_ok=True)
     feature_fh = open(features, "w") if features else None
+    # The same candidates and features with the static stream read by cosine alone, from the same index.
+    one_stage_fh = open(features_one_stage, "w") if features and features_one_stage else None
     mirrors, out, workdir = Path(mirrors), Path(out), Path(workdir)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -628,6 +638,9 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
                 if feature_fh is not None:
                     try:
                         dump_features(db, inst, feature_fh, features_expand)
+                        if one_stage_fh is not None:
+                            with one_stage():
+                                dump_features(db, inst, one_stage_fh, features_expand)
                     except Exception as exc:  # reported; the instance is simply not in the training data
                         _progress(f"  features of {inst['instance_id']} failed: {type(exc).__name__}: {exc}")
                 if not warmed:  # model loading and first-open costs stay out of the query times
@@ -670,8 +683,9 @@ def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[st
                           + " | file@1,@5/func@10 "
                           + " ".join(hits))
 
-    if feature_fh is not None:
-        feature_fh.close()
+    for fh in (feature_fh, one_stage_fh):
+        if fh is not None:
+            fh.close()
     repos = list(groups)
     results: dict[str, dict[str, Any]] = {}
     for cfg in configs:
@@ -853,6 +867,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--features", type=Path,
                     help="also write every instance's ranking candidates, features and labels here (JSONL): "
                          "the learned ranker's training data (benchmarks/train_ranker.py)")
+    ap.add_argument("--features-one-stage", type=Path,
+                    help="with --features: the same records with the static vector stream read by cosine alone "
+                         "(no second stage) here, from the same indexes")
     ap.add_argument("--features-expand", metavar="FILES:PER_FILE",
                     type=lambda v: tuple(int(x) for x in v.split(":", 1)),
                     help="with --features: the functions of the fusion's best FILES files (PER_FILE each) join "
@@ -912,7 +929,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                             embed_test_files=None if args.embed_test_files is None else args.embed_test_files == "yes",
                             features=args.features,
                             history=not args.no_history, features_expand=args.features_expand,
-                            embedding_model=embedding_model)
+                            embedding_model=embedding_model, features_one_stage=args.features_one_stage)
     table = markdown_table(metrics)
     (args.out / "metrics.md").write_text(table)
     print(table)
