@@ -1,0 +1,56 @@
+#!/usr/bin/env python
+"""What the static vector stream's second stage costs a query: the stream with it and without it,
+alternated query by query on one index.
+
+    python benchmarks/static_stage_cost.py --db INDEX --reports ../shared/bench/swebench-dev.jsonl --repo sympy/sympy [--n 40]
+
+The stream is read as the learned ranker's features read it (`ranking.vector_ranks`: 400 deep, test
+files left out); without the stage is `semantic.RERANK_DEPTH` 0 (cosine alone). The first report is
+read once untimed (model load, vector matrix). Prints the median and mean milliseconds of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from nsccn.ranking import vector_ranks  # noqa: E402
+from nsccn.store import Store  # noqa: E402
+from nsccn.vectors import semantic  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--db", type=Path, required=True)
+    ap.add_argument("--reports", type=Path, required=True)
+    ap.add_argument("--repo", required=True)
+    ap.add_argument("--n", type=int, default=40)
+    args = ap.parse_args()
+    reports = [json.loads(line) for line in args.reports.read_text().splitlines() if line.strip()]
+    queries = [r["problem_statement"] for r in reports if r["repo"] == args.repo][: args.n]
+    if not queries:
+        ap.error(f"no report of {args.repo} in {args.reports}")
+    depth = semantic.RERANK_DEPTH
+    times: dict[int, list[float]] = {depth: [], 0: []}
+    with Store(args.db, readonly=True) as store:
+        vector_ranks(store, queries[0])
+        for i, query in enumerate(queries):
+            for d in (depth, 0) if i % 2 else (0, depth):  # alternated: neither always goes first
+                semantic.RERANK_DEPTH = d
+                t0 = time.perf_counter()
+                vector_ranks(store, query)
+                times[d].append(time.perf_counter() - t0)
+    semantic.RERANK_DEPTH = depth
+    for d, ts in times.items():
+        print(f"{'with the second stage' if d else 'cosine alone':>22}: p50 {1000 * statistics.median(ts):.1f} ms, "
+              f"mean {1000 * statistics.mean(ts):.1f} ms ({len(ts)} queries)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
