@@ -57,12 +57,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {name} | " + " | ".join(f"{m[k]:.1f}" for k in KEYS) + " |")
     first = models[0][0]
     for name, _ in models[1:]:
-        cells = []
-        for key in KEYS:
-            _, _, better, worse, p = compare(scores[first], scores[name], ids, key)
-            cells.append(f"{key} +{better}/-{worse} p {p:.2g}")
-        print(f"\n{first} -> {name}: " + "; ".join(cells))
+        print(f"\n{first} -> {name}: " + paired(scores[first], scores[name], ids))
     return 0
+
+
+def paired(before: dict[str, dict], after: dict[str, dict], ids: list[str]) -> str:
+    """Per metric, how many of `ids` `after` ranks better and worse than `before`, and the sign test's p."""
+    cells = []
+    for key in KEYS:
+        _, _, better, worse, p = compare(before, after, ids, key)
+        cells.append(f"{key} +{better}/-{worse} p {p:.2g}")
+    return "; ".join(cells)
 
 
 if __name__ == "__main__":

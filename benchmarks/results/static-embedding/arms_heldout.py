@@ -16,9 +16,9 @@ _HERE = Path(__file__).resolve()
 sys.path.insert(0, str(_HERE.parents[2]))
 sys.path.insert(0, str(_HERE.parents[1] / "ranker-tuned-vectors"))
 sys.path.insert(0, str(_HERE.parents[3]))
-from heldout_models import ranked  # noqa: E402
+from heldout_models import paired, ranked  # noqa: E402
 from localize import aggregate  # noqa: E402
-from paired_sign import KEYS, compare  # noqa: E402
+from paired_sign import KEYS  # noqa: E402
 from nsccn.ranking.train import load_records  # noqa: E402
 
 
@@ -51,11 +51,7 @@ def main() -> int:
             a = (first, seed) if (first, seed) in scores else (first, None)
             b = (name, seed) if (name, seed) in scores else (name, None)
             ids = sorted(set(scores[a]) & set(scores[b]))
-            cells = []
-            for key in KEYS:
-                _, _, better, worse, p = compare(scores[a], scores[b], ids, key)
-                cells.append(f"{key} +{better}/-{worse} p {p:.2g}")
-            print(f"{first} -> {name} (seed {seed}): " + "; ".join(cells))
+            print(f"{first} -> {name} (seed {seed}): " + paired(scores[a], scores[b], ids))
     return 0
 
 
