@@ -83,6 +83,9 @@ CONFIGS: dict[str, frozenset[str]] = {
     # The same ranker reading the static stream without its second stage (`semantic.RERANK_DEPTH`
     # 0): what the late interaction adds, in one run.
     "default-one-stage": frozenset({"bm25", "query_analysis", "graph", "prior", "learned", "one-stage"}),
+    # The same ranker reading the static stream with a report's first line counted once, as the rest
+    # (`static_embed.TITLE_REPEAT` 0): what the title's weight adds, in one run.
+    "default-no-title": frozenset({"bm25", "query_analysis", "graph", "prior", "learned", "no-title"}),
     # The same two with --candidate-model's ranker instead of the shipped one: a new model beside
     # the shipped one on the same indexes, in one run.
     "candidate": frozenset({"bm25", "query_analysis", "graph", "prior", "learned", "candidate"}),
@@ -483,6 +486,22 @@ def one_stage():
         semantic.RERANK_DEPTH = depth
 
 
+@contextmanager
+def no_title():
+    """The static vector stream reading a query's first line once, as the rest (`TITLE_REPEAT` 0),
+    for a while; query vectors remembered across the switch are forgotten."""
+    from nsccn.vectors import embed, static_embed
+
+    repeat = static_embed.TITLE_REPEAT
+    static_embed.TITLE_REPEAT = 0
+    embed._QUERY_VECTORS.clear()
+    try:
+        yield
+    finally:
+        static_embed.TITLE_REPEAT = repeat
+        embed._QUERY_VECTORS.clear()
+
+
 def default_localize(db: Path, query: str, limit: int = TOP_N, signals: frozenset[str] | None = None) -> Any:
     """Localize as `nsccn localize` does (`signals` "learned": the active ranker; else the fusion)."""
     from nsccn import ranking
@@ -497,7 +516,8 @@ def default_localize(db: Path, query: str, limit: int = TOP_N, signals: frozense
             ranker = ranking.load_ranker(CANDIDATE_MODEL)
         else:
             ranker = ranking.load_ranker(MODEL) if MODEL else ranking.active_ranker()[0]
-        with one_stage() if signals is not None and "one-stage" in signals else nullcontext():
+        with one_stage() if signals is not None and "one-stage" in signals else nullcontext(), \
+                no_title() if signals is not None and "no-title" in signals else nullcontext():
             return search.localize(store, query, limit, ranker,
                                    use_vectors=signals is None or "no-vectors" not in signals)
 
