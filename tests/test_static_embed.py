@@ -141,6 +141,49 @@ def test_the_static_stream_s_second_stage_puts_the_text_saying_the_whole_query_f
             semantic.RERANK_DEPTH = depth
 
 
+def test_a_query_of_several_lines_reads_its_first_line_more():
+    """A report's title (its first line, when more lines follow) is read `TITLE_REPEAT` more times;
+    a one-line query, or one whose first line is blank, is read as it is."""
+    from nsccn.vectors.static_embed import TITLE_REPEAT, as_query
+
+    assert TITLE_REPEAT == 2
+    assert as_query("Title here\nthe body") == "Title here\nTitle here\nTitle here\nthe body"
+    for text in ("one line only", "a title\n   \n", "\nbody after a blank line", ""):
+        assert as_query(text) == text
+
+
+def test_a_report_s_title_outweighs_a_body_about_something_else(tmp_path):
+    """The title says the printed bill comes out empty; the body speaks of the customer and an
+    email. Reading the title more puts the invoice's function first in the vector stream every
+    answer reads; read once, as the rest (`TITLE_REPEAT` 0), the body's email function wins."""
+    from nsccn.query.streams import vector_stream
+    from nsccn.store import Store
+    from nsccn.vectors import embed, static_embed
+
+    repo = tmp_path / "repo"
+    (repo / "shop").mkdir(parents=True)
+    (repo / "shop" / "invoice.py").write_text(
+        'def render_pdf(invoice):\n    """Produce a printable document of the bill."""\n    return invoice.total\n\n\n'
+        'def send_reminder(customer):\n    """Email the customer that a payment is due."""\n    return customer.email\n')
+    assert _run(["index"], repo).returncode == 0
+    query = ("Printed bill comes out empty\n"
+             "The customer got the reminder email. The customer opened the email. Every customer is emailed.")
+    with Store(repo / ".nsccn" / "index.db", readonly=True) as store:
+        def first() -> str:
+            embed._QUERY_VECTORS.clear()  # query vectors are remembered by the query's text
+            rowid = vector_stream(store, query)[0]
+            return store.conn.execute("SELECT qualname FROM entities WHERE rowid = ?", (rowid,)).fetchone()[0]
+
+        assert first() == "render_pdf"
+        repeat = static_embed.TITLE_REPEAT
+        static_embed.TITLE_REPEAT = 0
+        try:
+            assert first() == "send_reminder"
+        finally:
+            static_embed.TITLE_REPEAT = repeat
+            embed._QUERY_VECTORS.clear()
+
+
 def test_a_model_file_of_another_format_version_is_refused_in_one_line(tmp_path):
     model = StaticModel(["alpha", "beta"], np.eye(2, 4, dtype=np.float32))
     path = tmp_path / "m.npz"
