@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The vector stream alone, per embedding model, on repositories at one commit each.
 
-    python benchmarks/embedder_eval.py --dataset D.jsonl --mirrors MIRRORS --models nsccn/all-MiniLM-L6-v2-onnx-int8 nsccn/minilm-code-v1 [--repo R] [--out OUT.md] [--one-stage]
+    python benchmarks/embedder_eval.py --dataset D.jsonl --mirrors MIRRORS --models nsccn/all-MiniLM-L6-v2-onnx-int8 nsccn/minilm-code-v1 [--repo R] [--out OUT.md] [--one-stage] [--title-repeat N]
 
 For each repository of the dataset (the format of ../shared/bench/swebench-dev.jsonl; commit
 messages from `mine_history.py` too), its newest base commit is read from the mirror, every
@@ -12,6 +12,8 @@ Reported: file@1/@5 (the files of the gold functions, files ranked by their best
 function@5/@10 (all of the first k gold functions in the top k), per repository and overall.
 A static model's stream is scored as nsccn reads it: its first `semantic.RERANK_DEPTH` entities
 ordered again by its second stage (`StaticModel.second_stage`); `--one-stage` scores cosine alone.
+A static model reads a query's first line `static_embed.TITLE_REPEAT` more times when more lines
+follow (`--title-repeat N` another number; 0: once, as the rest).
 One commit per repository keeps it to one embedding of each corpus per model; a query of an
 older base commit sees a slightly newer tree than it was written against, alike for every model.
 
@@ -35,6 +37,7 @@ _HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(_HERE.parent))
 from nsccn.vectors.embed import BUNDLED_MODELS, _BundledOnnx, embedding_text, register_onnx_model  # noqa: E402
 from nsccn.languages.python import PythonExtractor  # noqa: E402
+from nsccn.vectors import static_embed  # noqa: E402
 from nsccn.vectors.static_embed import STATIC_MAX_CHARS, STATIC_MODEL, STATIC_MODEL_FILE, StaticModel  # noqa: E402
 from nsccn.reading.testpaths import is_test_path  # noqa: E402
 from nsccn.vectors.semantic import RERANK_DEPTH  # noqa: E402
@@ -194,7 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="write the table (and OUT.json the numbers) here")
     ap.add_argument("--one-stage", action="store_true",
                     help="a static model's stream by cosine alone (without its second stage)")
+    ap.add_argument("--title-repeat", type=int,
+                    help=f"a static model reads a query's first line this many more times (default {static_embed.TITLE_REPEAT})")
     args = ap.parse_args(argv)
+    if args.title_repeat is not None:
+        static_embed.TITLE_REPEAT = args.title_repeat
     records = [json.loads(line) for line in args.dataset.read_text().splitlines() if line.strip()]
     if args.repo:
         records = [r for r in records if r["repo"] in args.repo]
