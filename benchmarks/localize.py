@@ -86,6 +86,11 @@ CONFIGS: dict[str, frozenset[str]] = {
     # The same ranker reading the static stream with a report's first line counted once, as the rest
     # (`static_embed.TITLE_REPEAT` 0): what the title's weight adds, in one run.
     "default-no-title": frozenset({"bm25", "query_analysis", "graph", "prior", "learned", "no-title"}),
+    # The same ranker reading the static stream whose first TRANSFORMER_RERANK entities (after its
+    # second stage) the bundled transformer orders again (`transformer_rerank`): what a transformer
+    # re-ranker of the stream's top would give users, in one run.
+    "default-transformer-rerank": frozenset({"bm25", "query_analysis", "graph", "prior", "learned",
+                                             "transformer-rerank"}),
     # The same two with --candidate-model's ranker instead of the shipped one: a new model beside
     # the shipped one on the same indexes, in one run.
     "candidate": frozenset({"bm25", "query_analysis", "graph", "prior", "learned", "candidate"}),
@@ -502,6 +507,51 @@ def no_title():
         embed._QUERY_VECTORS.clear()
 
 
+TRANSFORMER_RERANK = (10, 0.5)  # (entities, weight of the transformer's cosine): chosen on the dev set
+
+
+@contextmanager
+def transformer_rerank():
+    """The static stream's first `TRANSFORMER_RERANK[0]` entities (after its second stage) ordered
+    again by their second-stage score + `TRANSFORMER_RERANK[1]` x the cosine of minilm-code-v1's
+    vectors of the query and of their texts (embedded at query time), for a while."""
+    from nsccn.vectors import semantic
+    from nsccn.vectors.embed import FALLBACK_MODEL, KNOWN_MODELS, load_bundled_query_embedder
+
+    global _TRANSFORMER
+    if _TRANSFORMER is None:
+        _TRANSFORMER = load_bundled_query_embedder(optimize=True, model_id=FALLBACK_MODEL)
+    transformer, (depth, weight) = _TRANSFORMER, TRANSFORMER_RERANK
+    max_chars = KNOWN_MODELS[FALLBACK_MODEL].max_chars
+    stage = semantic._second_stage
+
+    def reranked(store, model, query, hits):
+        ids = stage(store, model, query, hits)
+        head = ids[:depth]
+        if not head:
+            return ids
+        cos = dict(hits)
+        rows = store.conn.execute(
+            f"SELECT {semantic.TEXT_COLUMNS} FROM entities WHERE id IN ({','.join('?' * len(head))})", head).fetchall()
+        static_texts = semantic.texts_of_rows(rows, semantic.STATIC_MAX_CHARS)
+        texts = semantic.texts_of_rows(rows, max_chars)
+        scores = model.second_stage(query, [static_texts.get(e, "") for e in head], [cos[e] for e in head])
+        tq = transformer.embed_query(query)
+        tv = transformer.embed_documents([texts.get(e, "") for e in head])
+        scores = scores + weight * (tv @ tq)
+        order = sorted(range(len(head)), key=lambda j: -scores[j])
+        return [head[j] for j in order] + ids[depth:]
+
+    semantic._second_stage = reranked
+    try:
+        yield
+    finally:
+        semantic._second_stage = stage
+
+
+_TRANSFORMER = None
+
+
 def default_localize(db: Path, query: str, limit: int = TOP_N, signals: frozenset[str] | None = None) -> Any:
     """Localize as `nsccn localize` does (`signals` "learned": the active ranker; else the fusion)."""
     from nsccn import ranking
@@ -517,7 +567,8 @@ def default_localize(db: Path, query: str, limit: int = TOP_N, signals: frozense
         else:
             ranker = ranking.load_ranker(MODEL) if MODEL else ranking.active_ranker()[0]
         with one_stage() if signals is not None and "one-stage" in signals else nullcontext(), \
-                no_title() if signals is not None and "no-title" in signals else nullcontext():
+                no_title() if signals is not None and "no-title" in signals else nullcontext(), \
+                transformer_rerank() if signals is not None and "transformer-rerank" in signals else nullcontext():
             return search.localize(store, query, limit, ranker,
                                    use_vectors=signals is None or "no-vectors" not in signals)
 
