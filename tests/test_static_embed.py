@@ -152,7 +152,7 @@ def test_a_query_of_several_lines_reads_its_first_line_more():
         assert as_query(text) == text
 
 
-def test_a_report_s_title_outweighs_a_body_about_something_else(tmp_path):
+def test_a_report_s_title_outweighs_a_body_about_something_else(tmp_path, monkeypatch):
     """The title says the printed bill comes out empty; the body speaks of the customer and an
     email. Reading the title more puts the invoice's function first in the vector stream every
     answer reads; read once, as the rest (`TITLE_REPEAT` 0), the body's email function wins."""
@@ -175,13 +175,9 @@ def test_a_report_s_title_outweighs_a_body_about_something_else(tmp_path):
             return store.conn.execute("SELECT qualname FROM entities WHERE rowid = ?", (rowid,)).fetchone()[0]
 
         assert first() == "render_pdf"
-        repeat = static_embed.TITLE_REPEAT
-        static_embed.TITLE_REPEAT = 0
-        try:
-            assert first() == "send_reminder"
-        finally:
-            static_embed.TITLE_REPEAT = repeat
-            embed._QUERY_VECTORS.clear()
+        monkeypatch.setattr(static_embed, "TITLE_REPEAT", 0)
+        assert first() == "send_reminder"
+    embed._QUERY_VECTORS.clear()
 
 
 def test_a_model_file_of_another_format_version_is_refused_in_one_line(tmp_path):
