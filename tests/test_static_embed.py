@@ -148,7 +148,7 @@ def test_a_query_of_several_lines_reads_its_first_line_more():
 
     assert TITLE_REPEAT == 2
     assert as_query("Title here\nthe body") == "Title here\nTitle here\nTitle here\nthe body"
-    for text in ("one line only", "a title\n   \n", "\nbody after a blank line", ""):
+    for text in ("one line only", "a title\n   \n", "\nbody after a blank line", "", "x" * 301 + "\nthe body"):
         assert as_query(text) == text
 
 
