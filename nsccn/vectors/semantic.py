@@ -72,6 +72,15 @@ def texts_of_rows(rows, max_chars: int, include_tests: bool = True) -> dict[str,
     }
 
 
+def texts_of_ids(store: Store, ids: list[str], max_chars: int) -> dict[str, str]:
+    """Entity id -> the text the index embeds for it, for those of `ids` that exist."""
+    if not ids:
+        return {}
+    rows = store.conn.execute(
+        f"SELECT {TEXT_COLUMNS} FROM entities WHERE id IN ({','.join('?' * len(ids))})", ids).fetchall()
+    return texts_of_rows(rows, max_chars)
+
+
 def wanted_texts(store: Store, max_chars: int, include_tests: bool = True) -> dict[str, str]:
     """entity id -> the text to embed for it; without `include_tests`, entities of test and
     documentation files (`testpaths.is_test_path`) get no vector."""
@@ -207,9 +216,7 @@ def _second_stage(store: Store, model, query: str, hits: list[tuple[str, float]]
     static model's second stage (cosine + its late interaction of the query with their texts)."""
     head = hits[:RERANK_DEPTH]
     ids = [eid for eid, _ in head]
-    texts = texts_of_rows(store.conn.execute(
-        f"SELECT {TEXT_COLUMNS} FROM entities WHERE id IN ({','.join('?' * len(ids))})", ids
-    ).fetchall(), STATIC_MAX_CHARS) if ids else {}
+    texts = texts_of_ids(store, ids, STATIC_MAX_CHARS)
     scores = model.second_stage(query, [texts.get(eid, "") for eid in ids], [cos for _, cos in head])
     order = sorted(range(len(ids)), key=lambda j: -scores[j])  # stable: ties keep the cosine's order
     return [ids[j] for j in order] + [eid for eid, _ in hits[RERANK_DEPTH:]]
