@@ -15,6 +15,11 @@
         --texts texts.jsonl.gz --teacher teacher/teacher.npz --regress-epochs 10 --regress-lr 5e-3 --query-lr 1e-2 --work WORK \
         --out nsccn/models/static-code-v2/model.npz
 
+Every repository is read at the commit `benchmarks/pins.json` names (`mine_history.py` mines from it,
+`corpus` reads the extra eight there; the 18 at their newest mined commit), so a newer fetch of a
+mirror changes neither the pairs nor the corpus; `corpus` writes the commit of each repository beside
+its texts (`TEXTS.sources.json`) and `build` copies them into the model's header (`sources`).
+
 numpy and scipy (installed with NSCCN) for everything but the teacher's vectors: ONNX Runtime runs
 the bundled transformer on the CPU (about an hour for 220,000 texts on 2 cores; `--parts DIR --stop-after S`
 keeps its work in parts a later run resumes, across sessions), or PyTorch on a GPU where
@@ -79,7 +84,7 @@ from scipy import sparse
 _HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(_HERE))
 sys.path.insert(0, str(_HERE.parent))
-from mine_history import HELD_OUT_REPOSITORIES  # noqa: E402
+from mine_history import HELD_OUT_REPOSITORIES, PINS_FILE, load_pins, pinned_ref  # noqa: E402
 
 from nsccn.vectors.static_embed import STATIC_MODEL, StaticModel, tokens  # noqa: E402
 from nsccn.text import split_identifier  # noqa: E402
@@ -550,7 +555,7 @@ def cmd_corpus(args) -> int:
     (as the index embeds them for the static model), gzip JSON lines."""
     import gzip
 
-    from embedder_eval import corpus, mirror_of, newest_commit, text_of
+    from embedder_eval import corpus, mirror_of, text_of
 
     from nsccn.vectors.static_embed import STATIC_MAX_CHARS
 
@@ -565,12 +570,15 @@ def cmd_corpus(args) -> int:
     bad = sorted(set(args.extra_repos) & banned)
     if bad:
         raise SystemExit(f"--extra-repos names evaluation repositories {bad}")
+    sources = {}
     for repo in [*sorted(by_repo), *args.extra_repos]:
         gitdir = mirror_of(args.mirrors, repo)
-        head = newest_commit(gitdir, by_repo[repo]) if repo in by_repo else "HEAD"
+        head = corpus_commit(gitdir, repo, by_repo, args)
         parts = corpus(gitdir, head)
+        messages = commit_messages(gitdir, head, args.messages)
         texts.update(dict.fromkeys(text_of(p, STATIC_MAX_CHARS) for p in parts.values()))
-        texts.update(dict.fromkeys(commit_messages(gitdir, head, args.messages)))
+        texts.update(dict.fromkeys(messages))
+        sources[repo] = {"commit": git_sha(gitdir, head), "entities": len(parts), "messages": len(messages)}
         print(f"{repo}: {len(parts)} entities, {len(texts)} texts in all", file=sys.stderr, flush=True)
     ordered = list(texts)
     random.Random(args.seed).shuffle(ordered)
@@ -578,14 +586,37 @@ def cmd_corpus(args) -> int:
     with gzip.open(args.out, "wt", encoding="utf-8") as f:
         for t in ordered:
             f.write(json.dumps(t) + "\n")
+    # Which commit of each repository the texts come from: `build` writes it into the model's header.
+    sources_file(args.out).write_text(json.dumps(sources, indent=1) + "\n")
     print(f"wrote {len(ordered)} texts to {args.out} ({args.out.stat().st_size / 1e6:.1f} MB)", file=sys.stderr)
     return 0
+
+
+def sources_file(texts: Path) -> Path:
+    return texts.with_name(texts.name + ".sources.json")
+
+
+def git_sha(gitdir: Path, ref: str) -> str:
+    import subprocess
+
+    return subprocess.run(["git", "--git-dir", str(gitdir), "rev-parse", ref], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def corpus_commit(gitdir: Path, repo: str, by_repo: dict[str, set[str]], args) -> str:
+    """A mined repository's newest mined commit; an extra repository's pin (`benchmarks/pins.json`),
+    or its mirror's HEAD with `--at-head`: a newer fetch must not change the corpus."""
+    from embedder_eval import newest_commit
+
+    if repo in by_repo:
+        return newest_commit(gitdir, by_repo[repo])
+    return pinned_ref(gitdir, repo, None if args.at_head else load_pins(args.pins))
 
 
 def cmd_groups(args) -> int:
     """Which texts of the corpus (by position) are which repository's entities and commit messages,
     found as `corpus` found them: what the ranking step (`build --rank-epochs`) reads."""
-    from embedder_eval import corpus, mirror_of, newest_commit, text_of
+    from embedder_eval import corpus, mirror_of, text_of
     from static_teacher import read_texts
 
     from nsccn.vectors.static_embed import STATIC_MAX_CHARS
@@ -597,7 +628,7 @@ def cmd_groups(args) -> int:
     out = {}
     for repo in [*sorted(by_repo), *args.extra_repos]:
         gitdir = mirror_of(args.mirrors, repo)
-        head = newest_commit(gitdir, by_repo[repo]) if repo in by_repo else "HEAD"
+        head = corpus_commit(gitdir, repo, by_repo, args)
         ents = sorted({where[t] for t in (text_of(p, STATIC_MAX_CHARS) for p in corpus(gitdir, head).values()) if t in where})
         msgs = sorted({where[m] for m in commit_messages(gitdir, head, args.messages) if m in where})
         out[repo] = {"entities": ents, "messages": msgs}
@@ -710,6 +741,8 @@ def cmd_build(args) -> int:
               "min_count": args.min_count, "rank_epochs": args.rank_epochs, "rank_lr": args.rank_lr,
               "rank_scale": args.rank_scale, "rank_teacher_scale": args.rank_teacher_scale, "rank_pool": args.rank_pool,
               "rank_top": args.rank_top}
+    if sources_file(args.texts).exists():  # the commit each repository's texts came from (`corpus`)
+        header["sources"] = {repo: src["commit"] for repo, src in json.loads(sources_file(args.texts).read_text()).items()}
     model.save(args.out, header)
     print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB, {len(vocab)} x {args.dim})", file=sys.stderr)
     return 0
@@ -723,6 +756,9 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--mined", type=Path, required=True, help="mine_history.py's output (the commits of each repository)")
     c.add_argument("--mirrors", type=Path, required=True)
     c.add_argument("--out", type=Path, required=True)
+    c.add_argument("--pins", type=Path, default=PINS_FILE,
+                   help="the commit each extra repository is read at (default: %(default)s)")
+    c.add_argument("--at-head", action="store_true", help="read the extra repositories at their HEAD")
     c.add_argument("--max-texts", type=int, default=150000)
     c.add_argument("--extra-repos", nargs="*", default=[],
                    help="more repositories (in MIRRORS, at HEAD) whose code and messages the teacher embeds: "
@@ -737,6 +773,9 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--extra-repos", nargs="*", default=[])
     g.add_argument("--messages", type=int, default=3000)
     g.add_argument("--out", type=Path, required=True)
+    g.add_argument("--pins", type=Path, default=PINS_FILE,
+                   help="the commit each extra repository is read at (default: %(default)s)")
+    g.add_argument("--at-head", action="store_true", help="read the extra repositories at their HEAD")
     g.set_defaults(run=cmd_groups)
     b = sub.add_parser("build", help="pairs -> vocabulary -> distilled table -> trained table -> model file")
     b.add_argument("--pairs", type=Path, required=True, help="train_embedder.py pairs --max-chars 2000")

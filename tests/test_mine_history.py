@@ -80,3 +80,36 @@ def test_the_held_out_repositories_are_in_no_training_data():
     assert len(held_out) == len(mh.HELD_OUT_REPOSITORIES) == 12
     assert not held_out & {r.lower() for r in mh.REPOSITORIES}
     assert not held_out & {r.lower() for r in dev}
+
+
+def test_mining_reads_each_repository_at_its_pin(tmp_path):
+    """A newer fetch of a mirror changes no mined instance: the pins file names the commit each
+    repository is read at; `--at-head` reads HEAD; a mirror without the pinned commit is refused."""
+    import json
+
+    import pytest
+
+    root = tmp_path / "mirrors" / "acme+cache" / "repo"
+    root.mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    v1 = "def get(data, key):\n    return data[key]\n\n\ndef put(data, key, value):\n    data[key] = value\n"
+    commit(root, {"pkg/cache.py": v1}, "Initial import of the cache", 1_600_000_000)
+    v2 = v1.replace("return data[key]", "return data.get(key)")
+    first = commit(root, {"pkg/cache.py": v2}, "Fix KeyError in get for missing keys", 1_600_086_400)
+    pins = tmp_path / "pins.json"
+    assert mh.main(["--mirrors", str(tmp_path / "mirrors"), "--repos", "acme/cache", "--pin", "--pins", str(pins)]) == 0
+    assert mh.load_pins(pins) == {"acme/cache": first}
+    commit(root, {"pkg/cache.py": v2.replace("data[key] = value", "data[key] = value or None")},
+           "Store None for falsy values in put", 1_600_172_800)  # fetched later
+    out = tmp_path / "mined.jsonl"
+
+    def mined(*extra: str) -> list[str]:
+        assert mh.main(["--mirrors", str(tmp_path / "mirrors"), "--repos", "acme/cache", "--pins", str(pins),
+                        "--out", str(out), *extra]) == 0
+        return [json.loads(line)["commit"] for line in out.read_text().splitlines()]
+
+    assert mined() == [first]
+    assert len(mined("--at-head")) == 2
+    pins.write_text(json.dumps({"repositories": {"acme/cache": {"commit": "0" * 40, "date": "2020-01-01"}}}))
+    with pytest.raises(SystemExit, match="lacks the pinned commit"):
+        mined()
