@@ -599,12 +599,18 @@ def dump_features(db: Path, inst: dict, fh, expand: tuple[int, int] | None = Non
 
 
 def update_history(db: Path, gitdir: Path, commit: str) -> Any:
-    """The index's git history, as of `commit` (only commits it descends from are seen)."""
+    """The index's git history, as of `commit` (only commits it descends from are seen), and, in an
+    index with vectors, its messages' vectors: what `nsccn index` in a git work tree holds."""
     from nsccn.reading import history
     from nsccn.store import Store
+    from nsccn.vectors.commit_vectors import embed_commits
+    from nsccn.vectors.semantic import has_vectors
 
     with Store(db) as store:
-        return history.update_history(store, gitdir, commit)
+        summary = history.update_history(store, gitdir, commit)
+        if has_vectors(store):
+            embed_commits(store)
+        return summary
 
 
 def run_benchmark(instances: Sequence[dict], mirrors: Path, configs: Sequence[str], out: Path,

@@ -219,3 +219,45 @@ def test_history_read_early_is_read_again_when_the_stored_history_moved_meanwhil
         summary = finish(store)
         assert summary.head == shas[-1]
         assert {sha for (sha,) in store.conn.execute("SELECT sha FROM commits")} == set(shas)  # not the branch's
+
+
+def test_commit_messages_get_vectors_and_say_which_files_past_fixes_like_a_query_changed(history_repo, tmp_path):
+    """Semantic similar past fixes: the static model's vectors of the history's messages (made with
+    the entities' vectors, only new commits on a later run; none with --no-embed), and per file
+    the best similarity of a commit that changed it, the best three's mean and BugLocator's sum."""
+    import math
+
+    from nsccn.ranking.features import FILE_FEATURES, FUNCTION_FEATURES, candidates
+    from nsccn.ranking import featurize
+    from nsccn.vectors.commit_vectors import commits_embedded, semantic_evidence
+
+    root, shas = history_repo
+    db = tmp_path / "i.db"
+    index_repository(root, db)
+    paths = ["app/config.py", "app/util.py", "app/absent.py"]
+    query = "The configuration file's handle stays open after it is parsed, and leaks"
+    with Store(db) as store:
+        assert store.conn.execute("SELECT count(*) FROM vec_commits").fetchone()[0] == 3 and commits_embedded(store)
+        sem = semantic_evidence(store, query, paths)
+        assert set(sem) == {"app/config.py", "app/util.py"}  # a file no commit changed: no evidence
+        # the leak fix changed config.py only: its message is the nearest to the query
+        assert sem["app/config.py"][0] > sem["app/util.py"][0] and sem["app/config.py"][2] > sem["app/util.py"][2]
+        # as of the second commit only the first counts (training on a repository's own history)
+        first = store.conn.execute("SELECT time FROM commits WHERE sha=?", (shas[1],)).fetchone()[0]
+        early = semantic_evidence(store, query, paths, before=first)
+        assert early["app/config.py"] == early["app/util.py"]
+        cands = candidates(store, query, *featurize(store, query))
+        row = dict(zip(FILE_FEATURES, cands.file_rows[cands.files.index("app/config.py")]))
+        assert row["hist_sem_max"] == pytest.approx(sem["app/config.py"][0], abs=1e-6)
+        fn = dict(zip(FUNCTION_FEATURES, cands.function_rows[0]))
+        assert not math.isnan(fn["hist_file_sem_max"])
+    commit(root, {"app/util.py": "def helper():\n    return 2\n"}, "Fix helper returning the wrong value", 1_600_259_200)
+    index_repository(root, db)
+    with Store(db) as store:
+        assert store.conn.execute("SELECT count(*) FROM vec_commits").fetchone()[0] == 4
+    bare = tmp_path / "bare.db"
+    index_repository(root, bare, embed=False)
+    with Store(bare) as store:
+        assert semantic_evidence(store, query, paths) is None
+        cands = candidates(store, query, *featurize(store, query))
+        assert all(math.isnan(r[FILE_FEATURES.index("hist_sem_max")]) for r in cands.file_rows)

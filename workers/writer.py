@@ -484,6 +484,10 @@ class Writer(Actor):
                 finish(self.store)
             else:
                 update_for_root(self.store, Path(self.spec.root), max_commits=config.history_max_commits)
+            if self.spec.embed:  # the messages' vectors: microseconds each, in this process
+                from nsccn.vectors.commit_vectors import embed_commits
+
+                embed_commits(self.store)
 
     def _phase(self) -> str:
         if self.disk_full is not None:

@@ -220,8 +220,11 @@ def _vectors_current(store: Store, config: Config) -> bool:
     loads, so its vectors are always looked at."""
     if not uses_static_model(config):
         return False
+    from nsccn.vectors.commit_vectors import commits_embedded
+
     return (store.get_meta(VECTORS_COMPLETE) == STATIC_MODEL
-            and store.get_meta("embedding_skips_tests", "0") == ("0" if config.embed_test_files else "1"))
+            and store.get_meta("embedding_skips_tests", "0") == ("0" if config.embed_test_files else "1")
+            and commits_embedded(store))
 
 
 def _parse_all(root: Path, todo: list[FileInfo], config: Config, known: dict, workers: int) -> Iterator[FileResult]:

@@ -37,8 +37,9 @@ from nsccn.query.streams import (BM25_WEIGHTS, FILE_WEIGHTS, column_bm25, file_b
                            outermost_functions)
 from nsccn.reading.testpaths import is_test_path
 from nsccn.text import split_identifier
+from nsccn.vectors.commit_vectors import semantic_evidence
 
-FEATURE_VERSION = 3  # bump with any change to what a feature means; models record it
+FEATURE_VERSION = 4  # bump with any change to what a feature means; models record it
 FILE_CANDIDATES = 60  # the fusion's best files re-ranked
 FUNCTION_CANDIDATES = 120  # the fusion's best functions re-ranked
 STREAMS = ("bm25", "vector", "exact", "graph", "prior")
@@ -75,6 +76,7 @@ FILE_FEATURES = QUERY_FEATURES + [
     "hist_commits", "hist_fixes", "hist_age_days_log", "hist_similar",
     "file_bm25_rel", "file_coverage", "title_file_bm25_rel", "title_file_coverage", "title_file_rank",
     "code_file_bm25_rel", "code_file_coverage", "code_file_rank", "hist_title_similar", "raises_named",
+    "hist_sem_max", "hist_sem_top3", "hist_sem_similar",
 ]
 FUNCTION_FEATURES = QUERY_FEATURES + [
     "fusion_rank", "fusion_score_rel", *(f"{s}_rank" for s in STREAMS), "in_file_rank", "n_hits",
@@ -91,6 +93,7 @@ FUNCTION_FEATURES = QUERY_FEATURES + [
     "file_coverage", "title_file_bm25_rel",
     "code_bm25_rel", "code_coverage", "code_rank", "code_file_bm25_rel",
     "hist_fn_title_similar", "hist_file_title_similar", "raises_named", "file_raises_named",
+    "hist_file_sem_max", "hist_file_sem_top3", "hist_file_sem_similar",
 ]
 # Groups for ablations: removing a group sets its features to NaN at training and at query time.
 GROUPS = {
@@ -118,6 +121,10 @@ GROUPS = {
     "errors": ["raises_named", "file_raises_named"],
     # Similar past fixes by the title alone (also part of "history").
     "title-history": ["hist_title_similar", "hist_fn_title_similar", "hist_file_title_similar"],
+    # Past commits whose messages mean what the query says (the static model's vectors of both;
+    # also part of "history"): the best, the best three's mean, BugLocator's sum, per file.
+    "semantic-history": ["hist_sem_max", "hist_sem_top3", "hist_sem_similar", "hist_file_sem_max",
+                         "hist_file_sem_top3", "hist_file_sem_similar"],
 }
 
 
@@ -403,6 +410,14 @@ class Evidence:
     title_similar: tuple[dict, dict]  # (per file, per (path, name)): past fixes like the title
     raises_fn: dict[str, float]
     raises_file: dict[str, float]
+    semantic: dict[str, tuple[float, float, float]] | None = None  # per file: `history.semantic_fixes`
+
+    def sem(self, path: str, i: int) -> float:
+        """A semantic history value of a file: missing without commit vectors, or for a file no
+        commit of the history changed."""
+        if self.semantic is None or path not in self.semantic:
+            return NAN
+        return self.semantic[path][i]
 
     def hist(self, d: dict, key, log: bool = False) -> float:
         """A history count (log1p'd with `log`); missing without history."""
@@ -412,11 +427,12 @@ class Evidence:
         return math.log1p(v) if log else float(v)
 
 
-def evidence_of(store: Store, fusion: Fusion, q: QueryFacts, file_list: list[str],
+def evidence_of(store: Store, query: str, fusion: Fusion, q: QueryFacts, file_list: list[str],
                 history_before: int | None) -> Evidence:
     ev = history.evidence(store, fusion.terms, file_list, before=history_before)
     title_similar = history.similar_fixes(store, q.title_terms, file_list, history_before) if ev.present else ({}, {})
-    return Evidence(ev, title_similar, *_raises_named(store, q.words))
+    semantic = semantic_evidence(store, query, file_list, history_before) if ev.present else None
+    return Evidence(ev, title_similar, *_raises_named(store, q.words), semantic=semantic)
 
 
 def file_features(store: Store, q: QueryFacts, fusion: Fusion, vector: list[int] | None, vec: VectorRanks,
@@ -528,6 +544,9 @@ def file_features(store: Store, q: QueryFacts, fusion: Fusion, vector: list[int]
             "code_file_rank": code_file_lexical[p][2],
             "hist_title_similar": hist(evidence.title_similar[0], p),
             "raises_named": evidence.raises_file.get(p, 0.0),
+            "hist_sem_max": evidence.sem(p, 0),
+            "hist_sem_top3": evidence.sem(p, 1),
+            "hist_sem_similar": evidence.sem(p, 2),
         }
     return out
 
@@ -676,6 +695,9 @@ def function_features(store: Store, q: QueryFacts, fusion: Fusion, vector: list[
             "hist_file_title_similar": ff.get("hist_title_similar", NAN),
             "raises_named": evidence.raises_fn.get(fid, 0.0),
             "file_raises_named": ff.get("raises_named", 0.0),
+            "hist_file_sem_max": ff.get("hist_sem_max", NAN),
+            "hist_file_sem_top3": ff.get("hist_sem_top3", NAN),
+            "hist_file_sem_similar": ff.get("hist_sem_similar", NAN),
         }
     return out
 
@@ -693,7 +715,7 @@ def candidates(store: Store, query: str, fusion: Fusion, vector: list[int] | Non
     vec = vector_ranks_of(store, vector)
     fn_ids, expanded = candidate_functions(store, fusion, vec, expand, per_file)
     file_list = candidate_files(fusion, q, fn_ids)
-    evidence = evidence_of(store, fusion, q, file_list, history_before)
+    evidence = evidence_of(store, query, fusion, q, file_list, history_before)
     files = file_features(store, q, fusion, vector, vec, file_list, evidence)
     functions = function_features(store, q, fusion, vector, vec, fn_ids, files, evidence)
     return Candidates(

@@ -517,6 +517,39 @@ def evidence(store: Store, terms: list[str], paths: list[str], before: int | Non
     return ev
 
 
+def semantic_fixes(store: Store, sims: dict[int, float], n_files: dict[int, int], paths: list[str]
+                   ) -> dict[str, tuple[float, float, float]]:
+    """What past commits whose messages read like a query say of the files `paths`, given each
+    commit's similarity to the query (`sims`: commits.rowid -> cosine of the messages' and the
+    query's vectors, `nsccn.vectors.commit_vectors`): per file that one of them changed, the best
+    similarity, the mean of its best three, and BugLocator's score with these similarities (the
+    SIMILAR_COMMITS most similar commits each sharing its similarity among the files it changed)."""
+    if not sims or not paths:
+        return {}
+    marks = ",".join("?" * len(paths))
+    touched: dict[str, list[float]] = defaultdict(list)
+    for commit_id, path in store.conn.execute(
+        f"SELECT commit_id, path FROM commit_changes WHERE name = '' AND path IN ({marks})", paths
+    ):
+        if commit_id in sims:
+            touched[path].append(sims[commit_id])
+    top = set(sorted(sims, key=lambda k: -sims[k])[:SIMILAR_COMMITS])
+    shared: dict[str, float] = defaultdict(float)
+    if top:
+        tmarks = ",".join("?" * len(top))
+        pset = set(paths)
+        for commit_id, path in store.conn.execute(
+            f"SELECT commit_id, path FROM commit_changes WHERE name = '' AND commit_id IN ({tmarks})", list(top)
+        ):
+            if path in pset:
+                shared[path] += max(sims[commit_id], 0.0) / math.sqrt(max(n_files.get(commit_id, 1), 1))
+    out = {}
+    for path, values in touched.items():
+        values.sort(reverse=True)
+        out[path] = (values[0], sum(values[:3]) / len(values[:3]), shared.get(path, 0.0))
+    return out
+
+
 def similar_fixes(store: Store, terms: list[str], paths: list[str], before: int | None = None
                   ) -> tuple[dict[str, float], dict[tuple[str, str], float]]:
     """BugLocator's similar-past-fixes score of the files `paths` and of each function name in

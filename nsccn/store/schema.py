@@ -224,6 +224,14 @@ VECTOR_TABLES = """
                     used INTEGER NOT NULL,  -- unix time of the last store or hit, for pruning
                     UNIQUE (model_id, dim, text_hash)
                 );
+                -- The static model's vector of each stored commit's message, by the commit's sha
+                -- (nsccn.vectors.commit_vectors): the ranker's semantic "similar past fixes".
+                CREATE TABLE IF NOT EXISTS vec_commits (
+                    rowid INTEGER PRIMARY KEY,
+                    sha TEXT NOT NULL UNIQUE,
+                    model_id TEXT NOT NULL,
+                    vector BLOB NOT NULL  -- float16, L2-normalized
+                );
 """
 
 

@@ -127,6 +127,9 @@ def embed_index(
         done += len(ids)
         if progress:
             progress(done, len(todo))
+    from nsccn.vectors.commit_vectors import embed_commits
+
+    commits = embed_commits(store)  # the history's messages, for the ranker's semantic history
     store.set_meta("embedding_model", embedder.model_id)
     store.set_meta("embedding_skips_tests", "0" if include_tests else "1")
     store.set_meta(VECTORS_COMPLETE, embedder.model_id)
@@ -134,7 +137,7 @@ def embed_index(
     if info.get("fallback"):
         store.set_meta("embedding_fallback", str(info.get("fallback_reason", "")))
     out = {"embedded": done, "from_cache": len(wanted) - len(todo) - given, "removed": len(gone), "remodeled": remodel,
-           "model": embedder.model_id}
+           "model": embedder.model_id, "commits_embedded": commits}
     if precomputed is not None:
         out["from_nodes"] = given
     return out
