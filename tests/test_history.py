@@ -181,6 +181,7 @@ def test_the_pipeline_reads_the_history_too(history_repo):
                             capture_output=True, text=True, timeout=120)
     out = json.loads(status.stdout)
     assert out["history_commits"] == 3 and "learned ranker" in out["ranking"]
+    assert out["history_commit_vectors"] == 3  # the writer embeds the messages too
     with Store(root / ".nsccn" / "index.db", readonly=True) as store:
         assert store.get_meta("history_head") == shas[-1]
 

@@ -577,6 +577,10 @@ class Navigator:
         from nsccn.reading import history
 
         out["history_commits"] = history.commit_count(store)
+        from nsccn.vectors.commit_vectors import commit_vector_count
+
+        # messages with the static model's vectors: the ranker's semantic similar past fixes
+        out["history_commit_vectors"] = commit_vector_count(store)
         out["ranking"] = ranking.active_ranker(self.db_path.parent)[1]
         out["configuration"] = self.configuration()
         return out
