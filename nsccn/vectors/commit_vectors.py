@@ -8,8 +8,6 @@ second; a query reads at most `history.MAX_COMMITS` vectors (float16) and does o
 
 from __future__ import annotations
 
-import numpy as np
-
 from nsccn.reading import history
 from nsccn.store import Store
 from nsccn.store.schema import VECTOR_TABLES
@@ -30,6 +28,8 @@ def embed_commits(store: Store, model=None) -> int:
             model = load_static_model()
         except ModelUnavailable:
             return 0
+    import numpy as np  # (here: `nsccn index` with nothing to do asks `commits_embedded` only)
+
     c = store.conn
     with c:
         c.execute(VECTOR_TABLES)
@@ -73,6 +73,8 @@ def semantic_evidence(store: Store, query: str, paths: list[str], before: int | 
     when the index has none (the features are then missing, never zero)."""
     if not paths or not commit_vector_count(store):
         return None
+    import numpy as np
+
     from nsccn.vectors.static_embed import load_static_model
 
     cutoff = (1 << 62) if before is None else before
