@@ -238,7 +238,7 @@ def test_commit_messages_get_vectors_and_say_which_files_past_fixes_like_a_query
     paths = ["app/config.py", "app/util.py", "app/absent.py"]
     query = "The configuration file's handle stays open after it is parsed, and leaks"
     with Store(db) as store:
-        assert store.conn.execute("SELECT count(*) FROM vec_commits").fetchone()[0] == 3 and commits_embedded(store)
+        assert store.conn.execute("SELECT count(*) FROM commit_vectors").fetchone()[0] == 3 and commits_embedded(store)
         sem = semantic_evidence(store, query, paths)
         assert set(sem) == {"app/config.py", "app/util.py"}  # a file no commit changed: no evidence
         # the leak fix changed config.py only: its message is the nearest to the query
@@ -255,7 +255,7 @@ def test_commit_messages_get_vectors_and_say_which_files_past_fixes_like_a_query
     commit(root, {"app/util.py": "def helper():\n    return 2\n"}, "Fix helper returning the wrong value", 1_600_259_200)
     index_repository(root, db)
     with Store(db) as store:
-        assert store.conn.execute("SELECT count(*) FROM vec_commits").fetchone()[0] == 4
+        assert store.conn.execute("SELECT count(*) FROM commit_vectors").fetchone()[0] == 4
     bare = tmp_path / "bare.db"
     index_repository(root, bare, embed=False)
     with Store(bare) as store:

@@ -135,7 +135,7 @@ class Writer(Actor):
         if self.to_embedder is not None:
             self.send(self.to_embedder, self.hello())
         if spec.embed_in_writer:
-            self._load_local_model()
+            self._guarded(self._load_local_model)  # a full disk cannot hold the vector tables yet: later
         self.tick("running")
         try:
             self._loop(inbox)
@@ -227,6 +227,8 @@ class Writer(Actor):
         )
 
     def _idle_work(self, now: float) -> None:
+        if self.local_model is not None and self.model is None:  # its tables did not fit on the disk before
+            self._use_local_model()
         if self.session.needs_resolve and not self.bulk_active:
             self._resolve()
         if self.ranks_due is not None and now >= self.ranks_due and self.ranks_job is None:
@@ -544,8 +546,11 @@ class Writer(Actor):
                 self.last_error = f"no vectors: {exc}"
                 self.log.error("no vectors: %s", exc)
                 return
+        self.stats["model"] = self.local_model.model_id
+        self._use_local_model()
+
+    def _use_local_model(self) -> None:
         m = self.local_model
-        self.stats["model"] = m.model_id
         self._set_model(ModelInfo(model_id=m.model_id, dim=m.dim, max_chars=m.max_chars, pid=os.getpid(),
                                   info={"source": m.source}))
 

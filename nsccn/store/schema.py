@@ -128,6 +128,18 @@ INDEX_SCHEMA = """
     );
 """
 
+# The static model's vector of each stored commit's message, by the commit's sha
+# (nsccn.vectors.commit_vectors): the ranker's semantic "similar past fixes". Part of the history's
+# schema (every index has it, with or without entity vectors); made by an index run that embeds.
+COMMIT_VECTORS_SCHEMA = """
+    CREATE TABLE IF NOT EXISTS commit_vectors(
+        rowid INTEGER PRIMARY KEY,
+        sha TEXT NOT NULL UNIQUE,
+        model_id TEXT NOT NULL,
+        vector BLOB NOT NULL            -- float16, L2-normalized
+    );
+"""
+
 # The repository's git history (nsccn/reading/history.py): commits, the files and functions each changed,
 # and its message for BM25 against a query. Kept when an older index is rebuilt.
 HISTORY_SCHEMA = """
@@ -149,7 +161,7 @@ HISTORY_SCHEMA = """
     CREATE VIRTUAL TABLE IF NOT EXISTS commits_fts USING fts5(
         message, content='', contentless_delete=1, tokenize="unicode61 tokenchars '_'"
     );
-"""
+""" + COMMIT_VECTORS_SCHEMA
 
 # The refs' own indexes, which only re-resolving an edit reads (`Store.refs(names=...)`): a first
 # build writes its refs without them and makes them once, one sort each (`Store.ref_indexes`).
@@ -223,14 +235,6 @@ VECTOR_TABLES = """
                     vector BLOB NOT NULL,
                     used INTEGER NOT NULL,  -- unix time of the last store or hit, for pruning
                     UNIQUE (model_id, dim, text_hash)
-                );
-                -- The static model's vector of each stored commit's message, by the commit's sha
-                -- (nsccn.vectors.commit_vectors): the ranker's semantic "similar past fixes".
-                CREATE TABLE IF NOT EXISTS vec_commits (
-                    rowid INTEGER PRIMARY KEY,
-                    sha TEXT NOT NULL UNIQUE,
-                    model_id TEXT NOT NULL,
-                    vector BLOB NOT NULL  -- float16, L2-normalized
                 );
 """
 

@@ -1,8 +1,8 @@
-"""The static model's vectors of the history's commit messages (table `vec_commits`), and what they
+"""The static model's vectors of the history's commit messages (table `commit_vectors`), and what they
 say about a query: how like it the past commits that changed each candidate file read
 (`history.semantic_fixes`). BugLocator's similar-past-fixes compares words (BM25); this compares
-meanings, so "crash when the cache dir is gone" finds the fix titled "Handle a missing cache
-directory". A message costs what an entity's text does (~0.2 ms), 3,000 of them well under a
+what the static model makes of them, so a report and a past fix that say the same thing in other
+words still meet. A message costs what an entity's text does (~0.2 ms), 3,000 of them well under a
 second; a query reads at most `history.MAX_COMMITS` vectors (float16) and does one product.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from nsccn.reading import history
 from nsccn.store import Store
-from nsccn.store.schema import VECTOR_TABLES
+from nsccn.store.schema import COMMIT_VECTORS_SCHEMA
 from nsccn.vectors.static_file import STATIC_MODEL
 
 EMBED_CHUNK = 512
@@ -32,17 +32,17 @@ def embed_commits(store: Store, model=None) -> int:
 
     c = store.conn
     with c:
-        c.execute(VECTOR_TABLES)
+        c.execute(COMMIT_VECTORS_SCHEMA)  # an index made before the table
         if not history.has_history(store):
-            c.execute("DELETE FROM vec_commits")
+            c.execute("DELETE FROM commit_vectors")
             return 0
-        c.execute("DELETE FROM vec_commits WHERE model_id != ? OR sha NOT IN (SELECT sha FROM commits)",
+        c.execute("DELETE FROM commit_vectors WHERE model_id != ? OR sha NOT IN (SELECT sha FROM commits)",
                   (model.model_id,))
-        todo = c.execute("SELECT sha, message FROM commits WHERE sha NOT IN (SELECT sha FROM vec_commits)").fetchall()
+        todo = c.execute("SELECT sha, message FROM commits WHERE sha NOT IN (SELECT sha FROM commit_vectors)").fetchall()
         for i in range(0, len(todo), EMBED_CHUNK):
             chunk = todo[i : i + EMBED_CHUNK]
             vectors = model.embed([message for _, message in chunk], query=True).astype(np.float16)
-            c.executemany("INSERT INTO vec_commits(sha, model_id, vector) VALUES(?,?,?)",
+            c.executemany("INSERT INTO commit_vectors(sha, model_id, vector) VALUES(?,?,?)",
                           [(sha, model.model_id, v.tobytes()) for (sha, _), v in zip(chunk, vectors)])
     return len(todo)
 
@@ -54,14 +54,14 @@ def commits_embedded(store: Store) -> bool:
     try:
         return store.conn.execute(
             "SELECT NOT EXISTS (SELECT 1 FROM commits WHERE sha NOT IN "
-            "(SELECT sha FROM vec_commits WHERE model_id = ?))", (STATIC_MODEL,)).fetchone()[0] == 1
-    except Exception:  # no vec_commits table yet
+            "(SELECT sha FROM commit_vectors WHERE model_id = ?))", (STATIC_MODEL,)).fetchone()[0] == 1
+    except Exception:  # no commit_vectors table yet
         return False
 
 
 def commit_vector_count(store: Store) -> int:
     try:
-        return store.conn.execute("SELECT count(*) FROM vec_commits WHERE model_id=?", (STATIC_MODEL,)).fetchone()[0]
+        return store.conn.execute("SELECT count(*) FROM commit_vectors WHERE model_id=?", (STATIC_MODEL,)).fetchone()[0]
     except Exception:  # an index from before the table, opened read-only
         return 0
 
@@ -75,17 +75,20 @@ def semantic_evidence(store: Store, query: str, paths: list[str], before: int | 
         return None
     import numpy as np
 
-    from nsccn.vectors.static_embed import load_static_model
+    from nsccn.vectors.static_embed import ModelUnavailable, load_static_model
 
+    try:
+        model = load_static_model()
+    except ModelUnavailable:  # said where the entities' vectors are refused: missing here too
+        return None
     cutoff = (1 << 62) if before is None else before
     rows = store.conn.execute(
-        "SELECT cm.rowid, cm.n_files, v.vector FROM commits cm JOIN vec_commits v ON v.sha = cm.sha "
+        "SELECT cm.rowid, cm.n_files, v.vector FROM commits cm JOIN commit_vectors v ON v.sha = cm.sha "
         "WHERE v.model_id = ? AND cm.time < ? ORDER BY cm.time DESC, cm.rowid DESC LIMIT ?",
         (STATIC_MODEL, cutoff, history.MAX_COMMITS),
     ).fetchall()
     if not rows:
         return None
-    model = load_static_model()
     q = model.embed([query], query=True)[0]
     matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float16).reshape(len(rows), -1)
     sims = matrix.astype(np.float32) @ q
