@@ -517,13 +517,14 @@ def evidence(store: Store, terms: list[str], paths: list[str], before: int | Non
     return ev
 
 
-def semantic_fixes(store: Store, sims: dict[int, float], n_files: dict[int, int], paths: list[str]
-                   ) -> dict[str, tuple[float, float, float]]:
+def semantic_fixes(store: Store, sims: dict[int, float], n_files: dict[int, int], paths: list[str],
+                   top: list[int] | None = None) -> dict[str, tuple[float, float, float]]:
     """What past commits whose messages read like a query say of the files `paths`, given each
     commit's similarity to the query (`sims`: commits.rowid -> cosine of the messages' and the
     query's vectors, `nsccn.vectors.commit_vectors`): per file that one of them changed, the best
     similarity, the mean of its best three, and BugLocator's score with these similarities (the
-    SIMILAR_COMMITS most similar commits each sharing its similarity among the files it changed)."""
+    SIMILAR_COMMITS most similar commits, `top` where the caller found them, each sharing its
+    similarity among the files it changed)."""
     if not sims or not paths:
         return {}
     marks = ",".join("?" * len(paths))
@@ -533,7 +534,7 @@ def semantic_fixes(store: Store, sims: dict[int, float], n_files: dict[int, int]
     ):
         if commit_id in sims:
             touched[path].append(sims[commit_id])
-    top = set(sorted(sims, key=lambda k: -sims[k])[:SIMILAR_COMMITS])
+    top = set(sorted(sims, key=lambda k: -sims[k])[:SIMILAR_COMMITS] if top is None else top)
     shared: dict[str, float] = defaultdict(float)
     if top:
         tmarks = ",".join("?" * len(top))
