@@ -15,7 +15,7 @@ from nsccn.store import Store
 from nsccn.store.schema import COMMIT_VECTORS_SCHEMA
 from nsccn.vectors.static_file import STATIC_MODEL
 
-EMBED_CHUNK = 512
+EMBED_CHUNK = 128  # messages a call: a long history is never one large matrix of token rows
 
 
 def embed_commits(store: Store, model=None) -> int:
