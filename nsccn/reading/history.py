@@ -242,10 +242,12 @@ def read_commits(gitdir: Path, head: str, since: str | None = None, max_commits:
     with tempfile.NamedTemporaryFile("w", suffix=".gitattributes", delete=False) as fh:
         fh.write("".join(f"*.{ext} diff={driver}\n" for ext, driver in _DIFF_DRIVERS.items()))
     try:
-        # A small delta cache: git's own memory halves (sympy: 182 -> 93 MB) for the same CPU.
+        # A small delta cache and small windows of the packs mapped: git's own memory (sympy: 182 ->
+        # 93 MB, then 62 with the windows) for the same CPU; it runs beside the parse (`start_update`).
         return list(read_log(_git_blocks(
             gitdir, "log", f"-n{max_commits}", "--no-merges", "--no-renames", "-p", "-U0", LOG_FORMAT, revs,
-            config=("core.deltaBaseCacheLimit=16m", f"core.attributesFile={fh.name}"),
+            config=("core.deltaBaseCacheLimit=16m", "core.packedGitLimit=16m", "core.packedGitWindowSize=1m",
+                    f"core.attributesFile={fh.name}"),
         )))
     except RuntimeError:
         # A clone missing some blobs (partial or damaged) cannot show diffs: the files each commit
