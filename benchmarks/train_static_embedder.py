@@ -84,7 +84,7 @@ from scipy import sparse
 _HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(_HERE))
 sys.path.insert(0, str(_HERE.parent))
-from mine_history import HELD_OUT_REPOSITORIES, PINS_FILE, load_pins, pinned_ref  # noqa: E402
+from mine_history import HELD_OUT_REPOSITORIES, PINS_FILE, _git, load_pins, pinned_ref  # noqa: E402
 
 from nsccn.vectors.static_embed import STATIC_MODEL, StaticModel, tokens  # noqa: E402
 from nsccn.text import split_identifier  # noqa: E402
@@ -578,7 +578,7 @@ def cmd_corpus(args) -> int:
         messages = commit_messages(gitdir, head, args.messages)
         texts.update(dict.fromkeys(text_of(p, STATIC_MAX_CHARS) for p in parts.values()))
         texts.update(dict.fromkeys(messages))
-        sources[repo] = {"commit": git_sha(gitdir, head), "entities": len(parts), "messages": len(messages)}
+        sources[repo] = {"commit": _git(gitdir, "rev-parse", head).strip(), "entities": len(parts), "messages": len(messages)}
         print(f"{repo}: {len(parts)} entities, {len(texts)} texts in all", file=sys.stderr, flush=True)
     ordered = list(texts)
     random.Random(args.seed).shuffle(ordered)
@@ -594,13 +594,6 @@ def cmd_corpus(args) -> int:
 
 def sources_file(texts: Path) -> Path:
     return texts.with_name(texts.name + ".sources.json")
-
-
-def git_sha(gitdir: Path, ref: str) -> str:
-    import subprocess
-
-    return subprocess.run(["git", "--git-dir", str(gitdir), "rev-parse", ref], capture_output=True, text=True,
-                          check=True).stdout.strip()
 
 
 def corpus_commit(gitdir: Path, repo: str, by_repo: dict[str, set[str]], args) -> str:

@@ -520,13 +520,12 @@ def evidence(store: Store, terms: list[str], paths: list[str], before: int | Non
 
 
 def semantic_fixes(store: Store, sims: dict[int, float], n_files: dict[int, int], paths: list[str],
-                   top: list[int] | None = None) -> dict[str, tuple[float, float, float]]:
+                   top: list[int]) -> dict[str, tuple[float, float, float]]:
     """What past commits whose messages read like a query say of the files `paths`, given each
     commit's similarity to the query (`sims`: commits.rowid -> cosine of the messages' and the
     query's vectors, `nsccn.vectors.commit_vectors`): per file that one of them changed, the best
-    similarity, the mean of its best three, and BugLocator's score with these similarities (the
-    SIMILAR_COMMITS most similar commits, `top` where the caller found them, each sharing its
-    similarity among the files it changed)."""
+    similarity, the mean of its best three, and BugLocator's score with these similarities (`top`:
+    the SIMILAR_COMMITS most similar commits, each sharing its similarity among the files it changed)."""
     if not sims or not paths:
         return {}
     marks = ",".join("?" * len(paths))
@@ -536,13 +535,12 @@ def semantic_fixes(store: Store, sims: dict[int, float], n_files: dict[int, int]
     ):
         if commit_id in sims:
             touched[path].append(sims[commit_id])
-    top = set(sorted(sims, key=lambda k: -sims[k])[:SIMILAR_COMMITS] if top is None else top)
     shared: dict[str, float] = defaultdict(float)
     if top:
         tmarks = ",".join("?" * len(top))
         pset = set(paths)
         for commit_id, path in store.conn.execute(
-            f"SELECT commit_id, path FROM commit_changes WHERE name = '' AND commit_id IN ({tmarks})", list(top)
+            f"SELECT commit_id, path FROM commit_changes WHERE name = '' AND commit_id IN ({tmarks})", top
         ):
             if path in pset:
                 shared[path] += max(sims[commit_id], 0.0) / math.sqrt(max(n_files.get(commit_id, 1), 1))

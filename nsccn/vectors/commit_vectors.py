@@ -57,14 +57,14 @@ def commits_embedded(store: Store) -> bool:
         return store.conn.execute(
             "SELECT NOT EXISTS (SELECT 1 FROM commits WHERE sha NOT IN "
             "(SELECT sha FROM commit_vectors WHERE model_id = ?))", (STATIC_MODEL,)).fetchone()[0] == 1
-    except Exception:  # no commit_vectors table yet
+    except apsw.SQLError:  # an index from before the table, opened read-only
         return False
 
 
 def commit_vector_count(store: Store) -> int:
     try:
         return store.conn.execute("SELECT count(*) FROM commit_vectors WHERE model_id=?", (STATIC_MODEL,)).fetchone()[0]
-    except Exception:  # an index from before the table, opened read-only
+    except apsw.SQLError:  # an index from before the table, opened read-only
         return 0
 
 
@@ -121,11 +121,8 @@ def semantic_evidence(store: Store, query: str, paths: list[str], before: int | 
     if arrays is None:
         return None
     ids, times, n_files, matrix = arrays
-    if before is not None:
-        keep = np.flatnonzero(times < before)[: history.MAX_COMMITS]
-        ids, n_files, matrix = ids[keep], n_files[keep], matrix[keep]
-    else:
-        ids, n_files, matrix = ids[: history.MAX_COMMITS], n_files[: history.MAX_COMMITS], matrix[: history.MAX_COMMITS]
+    keep = np.flatnonzero(times < ((1 << 62) if before is None else before))[: history.MAX_COMMITS]
+    ids, n_files, matrix = ids[keep], n_files[keep], matrix[keep]
     if not len(ids):
         return None
     sims = matrix @ model.embed([query], query=True)[0]
