@@ -100,6 +100,24 @@ def test_late_interaction_asks_whether_a_text_says_each_query_token():
     assert not model.late_interaction("", ["def f(): pass"]).any()
 
 
+def test_the_late_interaction_the_other_way_asks_how_much_of_a_text_is_the_query_s():
+    """Both texts say every word of the query (the same late interaction), but one says little
+    else: the query covers it better, and with equal cosines the second stage puts it first."""
+    from nsccn.vectors.static_embed import COVER_WEIGHT
+
+    model = load_static_model(STATIC_MODEL_FILE)
+    query = "parse the charset of a content type header"
+    focused = "def parse_charset(content_type_header): parse the charset"
+    diluted = focused + " width height margin padding border layout cell column table grid render paint canvas"
+    covers, covered = model.late_interaction(query, [focused, diluted], both=True)
+    assert abs(float(covers[0]) - float(covers[1])) < 1e-6
+    assert float(covered[0]) > float(covered[1]) + 0.1
+    assert np.array_equal(covers, model.late_interaction(query, [focused, diluted]))
+    assert COVER_WEIGHT > 0
+    first, second = model.second_stage(query, [focused, diluted], [0.5, 0.5])
+    assert float(first) > float(second)
+
+
 def _diluted_repo(tmp_path: Path) -> Path:
     """One function says every word of the query among many others (its mean vector is diluted);
     another says two of them and little else."""

@@ -41,6 +41,10 @@ _CACHE_ENTRIES = 1 << 16  # identifiers (and tokens) whose rows are remembered: 
 # The second stage's score is cosine + LATE_WEIGHT x late interaction: chosen on the validation set
 # of the model's own choices (docs/semantic-search.md, "A second stage"), not on any set reported.
 LATE_WEIGHT = 2.0
+# ... plus COVER_WEIGHT x how well the query covers the text (the late interaction the other way):
+# chosen on the cross-fitted validation set of the training repositories' commits (stop 63,
+# docs/semantic-search.md, "The late interaction both ways").
+COVER_WEIGHT = 0.5
 # A query of several lines (a bug report's title then its body, a commit's subject then its message)
 # reads its first line TITLE_REPEAT more times: the title says in a few words what the body says at
 # length, and a long body's words would drown it in the mean. Chosen on the dev set's reports and
@@ -270,20 +274,27 @@ class StaticModel:
 
     def second_stage(self, query: str, texts: list[str], cosines) -> np.ndarray:
         """Scores that order the vector stream's first candidates (`texts`, whose vectors' cosines
-        to the query are `cosines`) again: cosine + `LATE_WEIGHT` x `late_interaction`."""
-        return np.asarray(cosines, dtype=np.float32) + LATE_WEIGHT * self.late_interaction(query, texts)
+        to the query are `cosines`) again: cosine + `LATE_WEIGHT` x how well each text covers the
+        query's tokens + `COVER_WEIGHT` x how well the query covers the text's (`late_interaction`)."""
+        covers, covered = self.late_interaction(query, texts, both=True)
+        return np.asarray(cosines, dtype=np.float32) + LATE_WEIGHT * covers + COVER_WEIGHT * covered
 
-    def late_interaction(self, query: str, texts: list[str]) -> np.ndarray:
+    def late_interaction(self, query: str, texts: list[str], both: bool = False):
         """How well each text's tokens cover the query's, in [-1, 1]: each row of the query (read
         and weighed as `embed(query=True)` does) takes its best cosine with any distinct row of the text,
         averaged by those weights. A mean vector blurs a long text's tokens together; this asks
         of every query token whether the text says it or something close (a rare name of the
         query is found exactly: its bank rows). For the vector stream's top candidates only
-        (docs/semantic-search.md, "A second stage")."""
+        (docs/semantic-search.md, "A second stage"). `both`: also the other way, how well the
+        query's tokens cover each text's (each row of the text, weighed as the text's vector weighs
+        it, takes its best cosine with any row of the query): a text that says little besides the
+        query's words, over one that says them among many others (BERTScore's precision beside
+        its recall); returns the two arrays."""
         out = np.zeros(len(texts), dtype=np.float32)
+        other = np.zeros(len(texts), dtype=np.float32)
         found, w = self.bag(as_query(query))
         if not len(found) or not texts:
-            return out
+            return (out, other) if both else out
         if self.query_weight is not None:
             known = found < len(self.vocab)
             w[known] *= self.query_weight[found[known]]
@@ -292,20 +303,33 @@ class StaticModel:
         w = np.abs(w) * norms  # a row's norm is how much its token weighs in a vector
         total = float(w.sum())
         if total <= 0:
-            return out
-        bags = [np.unique(self.bag(t)[0]) for t in texts]
-        rows, where = np.unique(np.concatenate(bags), return_inverse=True)  # each row once for all texts
+            return (out, other) if both else out
+        bags = [self._weighed_rows(t) for t in texts]
+        rows, where = np.unique(np.concatenate([b[0] for b in bags]), return_inverse=True)  # each row once
         if not len(rows):
-            return out
+            return (out, other) if both else out
         d = self.rows(rows)
-        d /= np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-12)
+        d_norms = np.linalg.norm(d, axis=1)
+        d /= np.maximum(d_norms, 1e-12)[:, None]
         sims = (q / np.maximum(norms, 1e-12)[:, None]) @ d.T
         start = 0
-        for j, bag in enumerate(bags):
+        for j, (bag, tw) in enumerate(bags):
             if len(bag):
-                out[j] = float(w @ sims[:, where[start:start + len(bag)]].max(axis=1)) / total
+                block = sims[:, where[start:start + len(bag)]]
+                out[j] = float(w @ block.max(axis=1)) / total
+                if both:
+                    tw = tw * d_norms[where[start:start + len(bag)]]
+                    other[j] = float(tw @ block.max(axis=0)) / max(float(tw.sum()), 1e-12)
             start += len(bag)
-        return out
+        return (out, other) if both else out
+
+    def _weighed_rows(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """A text's distinct rows and each one's weight in its vector, less the row's norm."""
+        ids, w = self.bag(text)
+        if not len(ids):
+            return ids, w
+        rows, at = np.unique(ids, return_inverse=True)
+        return rows, np.bincount(at, weights=np.abs(w), minlength=len(rows)).astype(np.float32)
 
 
 @lru_cache(maxsize=1 << 16)
