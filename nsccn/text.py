@@ -17,12 +17,16 @@ _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _IDENT_CACHE = 1 << 16
 
 
-@lru_cache(maxsize=_IDENT_CACHE)
-def _split(ident: str) -> tuple[str, ...]:
+def split_parts(ident: str) -> tuple[str, ...]:
+    """`split_identifier` without its cache: for a caller that remembers each identifier's
+    result itself (the static model), where the cache would hold a second copy of every one."""
     parts: list[str] = []
     for chunk in ident.split("_"):
         parts.extend(p.lower() for p in _CAMEL.findall(chunk))
     return tuple(parts)
+
+
+_split = lru_cache(maxsize=_IDENT_CACHE)(split_parts)
 
 
 def split_identifier(ident: str) -> list[str]:

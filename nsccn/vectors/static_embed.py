@@ -11,7 +11,9 @@ one query loads the model in milliseconds.
 The model file (``model.npz``, uncompressed) holds the vocabulary (one token a line), the table as
 int8 with one float scale per row, and a JSON header naming its format and model id; one of another
 format is refused (`ModelUnavailable`) with one line saying why. It is rebuilt from mined data by
-``benchmarks/train_static_embedder.py`` (docs/semantic-search.md).
+``benchmarks/train_static_embedder.py`` (docs/semantic-search.md). A loaded model keeps what it
+reads small (the writer embeds beside the parsers): its int8 rows stay in the file until a text uses
+them (`nsccn.vectors.file_rows`), its vocabulary is a `TokenIndex`, not a dict of str.
 """
 
 from __future__ import annotations
@@ -19,16 +21,20 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
+import sys
 import threading
+import zipfile
 from collections.abc import Iterable
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from nsccn.vectors.static_file import FORMAT, FORMAT_VERSION, STATIC_MODEL, STATIC_MODEL_FILE, model_file
-from nsccn.text import split_identifier
+from nsccn.text import split_identifier, split_parts
+from nsccn.vectors.file_rows import FileRows
+from nsccn.vectors.token_index import TokenIndex
 # The static model reads the whole text the index stores for an entity (name, path, signature,
 # docstring, body head) at a cost linear in its length, so it gets more of it than a transformer.
 STATIC_MAX_CHARS = 2000
@@ -68,17 +74,19 @@ class ModelUnavailable(RuntimeError):
     """The model file is missing, unreadable, or of another format or version."""
 
 
-def tokens(text: str, compounds: frozenset[str] | set[str] | dict | None = None) -> list[str]:
+def tokens(text: str, compounds: frozenset[str] | set[str] | dict | TokenIndex | None = None,
+           split=split_identifier) -> list[str]:
     """The tokens of `text`, in order: each identifier's parts in lower case, preceded by the whole
     identifier (lower case, underscores kept) when it has several parts and `compounds` holds it:
-    `set_default` as `set_default`, and `setDefault` as `setdefault`, the token `setdefault` is."""
+    `set_default` as `set_default`, and `setDefault` as `setdefault`, the token `setdefault` is.
+    `split`: how an identifier is split (`split_parts` for a caller that remembers the tokens itself)."""
     out: list[str] = []
     for ident in _TOKEN.findall(text):
         if ident[0].isdigit():
             if len(ident) <= _MAX_NUMBER_DIGITS:
                 out.append(ident)
             continue
-        parts = split_identifier(ident)
+        parts = split(ident)
         if len(parts) > 1 and compounds is not None:
             whole = ident.lower()
             if whole in compounds:
@@ -90,19 +98,23 @@ def tokens(text: str, compounds: frozenset[str] | set[str] | dict | None = None)
 class StaticModel:
     """A loaded token table: `embed(texts)` -> (n, dim) float32, rows L2-normalized."""
 
-    def __init__(self, vocab: list[str], table: np.ndarray | None, model_id: str = STATIC_MODEL, source: str = "",
+    def __init__(self, vocab: list[str] | TokenIndex, table: np.ndarray | None, model_id: str = STATIC_MODEL, source: str = "",
                  header: dict | None = None, bank: np.ndarray | None = None,
                  quantized: tuple[np.ndarray, np.ndarray] | None = None, query_weight: np.ndarray | None = None):
         """`table`: the vocabulary's float rows (training), or None with `quantized` = (int8 rows of
         the vocabulary, a float scale per row) and `bank` its int8 rows (scale 1/127), as loaded from
-        a model file: rows are
+        a model file (`FileRows`: read from it row by row as texts use them): rows are
         turned back into floats only when gathered, so a process that embeds one query loads the
         model in milliseconds. Embedding tries every identifier of several parts whole against the
         whole vocabulary, as the vocabulary was counted (`setDefault` is the token `setdefault`).
         `query_weight`: how much each known token weighs in a query (a bug report's words are not a
-        function's), learned with the table; None weighs a query's tokens as an entity's."""
-        self.vocab = vocab
-        n = len(vocab)
+        function's), learned with the table; None weighs a query's tokens as an entity's. `vocab`:
+        the tokens, or their `TokenIndex` (as loaded: no list of them is made unless `vocab` is read)."""
+        if isinstance(vocab, TokenIndex):
+            self.index, self._vocab = vocab, None
+        else:
+            self.index, self._vocab = TokenIndex("\n".join(vocab)), list(vocab)
+        self.n_vocab = n = len(self.index)
         if quantized is not None:
             # Kept apart, as read: joining them would hold a second copy while it is made.
             self._q, self._scale = quantized
@@ -127,7 +139,6 @@ class StaticModel:
             self._table = np.ascontiguousarray(np.vstack([table, bank]), dtype=np.float32)
             self._q = None
             self.bank_rows = len(bank)
-        self.index = {t: i for i, t in enumerate(vocab)}
         self.model_id = model_id
         self.source = source
         self.header = header or {}
@@ -138,27 +149,42 @@ class StaticModel:
         self._token_rows: dict[str, tuple[tuple[int, float], ...]] = {}
 
     @property
+    def vocab(self) -> list[str]:
+        """The tokens, in row order (made when first read: embedding needs only `index`)."""
+        if self._vocab is None:
+            self._vocab = self.index.tokens()
+        return self._vocab
+
+    @property
     def table(self) -> np.ndarray:
         """Every row (the vocabulary's, then the bank's) as float32."""
         if self._table is None:
-            self._table = np.vstack([self._q.astype(np.float32) * self._scale[:, None],
-                                     self._bank_q.astype(np.float32) * _BANK_SCALE])
+            self._table = np.vstack([np.asarray(self._q).astype(np.float32) * self._scale[:, None],
+                                     np.asarray(self._bank_q).astype(np.float32) * _BANK_SCALE])
         return self._table
 
     @property
     def bank(self) -> np.ndarray:
-        return self.table[len(self.vocab):]
+        return self.table[self.n_vocab:]
 
     def rows(self, ids: np.ndarray) -> np.ndarray:
         if self._table is not None:
             return self._table[ids]
         n = len(self._q)
+        # In place where it can: the same products, one array of floats held at a time, not three.
         if not self.bank_rows or ids.size == 0 or ids.max() < n:
-            return self._q[ids].astype(np.float32) * self._scale[ids, None]
+            out = self._q[ids].astype(np.float32)
+            out *= self._scale[ids, None]
+            return out
         out = np.empty((len(ids), self.dim), np.float32)
         known = ids < n
-        out[known] = self._q[ids[known]].astype(np.float32) * self._scale[ids[known], None]
-        out[~known] = self._bank_q[ids[~known] - n].astype(np.float32) * _BANK_SCALE
+        part = self._q[ids[known]].astype(np.float32)
+        part *= self._scale[ids[known], None]
+        out[known] = part
+        del part
+        part = self._bank_q[ids[~known] - n].astype(np.float32)
+        part *= _BANK_SCALE
+        out[~known] = part
         return out
 
     @classmethod
@@ -173,34 +199,39 @@ class StaticModel:
                     raise ModelUnavailable(
                         f"{path} is not a static embedding model of format {FORMAT} v{FORMAT_VERSION} "
                         f"(it says {header.get('format')!r} v{header.get('format_version')!r})")
-                vocab = bytes(npz["vocab"]).decode("utf-8").split("\n")
-                q, scale = npz["table"], npz["scale"].astype(np.float32)
-                bank = npz["bank"] if "bank" in npz.files else None
+                vocab = TokenIndex(bytes(npz["vocab"]).decode("utf-8"))
+                # The int8 rows stay in the file, each read when a text first needs it (`FileRows`).
+                q, scale = FileRows.of_npz(path, "table") or npz["table"], npz["scale"].astype(np.float32)
+                bank = (FileRows.of_npz(path, "bank") or npz["bank"]) if "bank" in npz.files else None
                 query_weight = npz["query_weight"].astype(np.float32) if "query_weight" in npz.files else None
         except ModelUnavailable:
             raise
-        except (OSError, KeyError, ValueError, UnicodeDecodeError) as exc:
+        except (OSError, KeyError, ValueError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
             raise ModelUnavailable(f"the static embedding model {path} cannot be read: {exc}") from None
         return cls(vocab, None, header.get("model_id", STATIC_MODEL), str(path.resolve()), header,
                    quantized=(q, scale), bank=bank, query_weight=query_weight)
 
     def save(self, path: str | Path, header: dict | None = None) -> None:
         """Write the table as int8 with a float32 scale per row (the shipped form)."""
-        rows = self.table[: len(self.vocab)]
+        rows = self.table[: self.n_vocab]
         scale = np.abs(rows).max(axis=1) / 127.0
         scale[scale == 0] = 1.0
         q = np.clip(np.rint(rows / scale[:, None]), -127, 127).astype(np.int8)
         bank = {"bank": np.clip(np.rint(self.bank / _BANK_SCALE), -127, 127).astype(np.int8)} if self.bank_rows else {}
         head = {**self.header, "format": FORMAT, "format_version": FORMAT_VERSION, "model_id": self.model_id,
-                "dim": self.dim, "tokens": len(self.vocab), "tf": self.tf, "oov_weight": self.oov_weight,
+                "dim": self.dim, "tokens": self.n_vocab, "tf": self.tf, "oov_weight": self.oov_weight,
                 "bank_rows": self.bank_rows, **(header or {})}
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "wb") as f:
+        # A new file put in place, never the old one rewritten: a loaded model reads its rows from
+        # the file it opened as texts need them (`FileRows`).
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "wb") as f:
             np.savez(f, header=np.frombuffer(json.dumps(head, sort_keys=True).encode(), dtype=np.uint8),
                      vocab=np.frombuffer("\n".join(self.vocab).encode("utf-8"), dtype=np.uint8),
                      table=q, scale=scale.astype(np.float32), **bank,
                      **({} if self.query_weight is None else {"query_weight": self.query_weight.astype(np.float16)}))
+        os.replace(tmp, path)
 
     def bag(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """Row ids of `text` (its known tokens, and two bank rows per unknown one) and their
@@ -214,7 +245,9 @@ class StaticModel:
             if toks is None:
                 if len(idents) >= _CACHE_ENTRIES:
                     idents.clear()
-                toks = idents[ident] = tuple(tokens(ident, self.index))
+                # Interned: the identifiers' tokens repeat (sympy's 41k identifiers hold 81k tokens, 14k
+                # distinct), and one string each is what the cache holds (3.5 MB less there).
+                toks = idents[ident] = tuple([sys.intern(t) for t in tokens(ident, self.index, split_parts)])
             for t in toks:
                 counts[t] = counts.get(t, 0) + 1
         ids: list[int] = []
@@ -241,14 +274,14 @@ class StaticModel:
         return tuple((row, sign * self.oov_weight) for row, sign in self._bank_rows(token))
 
     def _bank_rows(self, token: str) -> tuple[tuple[int, float], tuple[int, float]]:
-        return _bank_rows(token, len(self.vocab), self.bank_rows)
+        return _bank_rows(token, self.n_vocab, self.bank_rows)
 
     def embed(self, texts: Iterable[str], batch_size: int = 0, query: bool = False) -> np.ndarray:
         """(n, dim) float32, rows L2-normalized; `query`: the texts are queries (read by `as_query`,
         their known tokens weighed by `query_weight`). `batch_size`: the other backends' signature."""
         texts = [as_query(t) for t in texts] if query else list(texts)
         qw = self.query_weight if query else None
-        n = len(self.vocab)
+        n = self.n_vocab
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         ids: list[np.ndarray] = []
         weights: list[np.ndarray] = []
@@ -267,7 +300,8 @@ class StaticModel:
                 weights.append(w)
                 size += len(found)
         if size:  # the weighted rows of each text summed in one pass over the gathered rows
-            gathered = self.rows(np.concatenate(ids)) * np.concatenate(weights)[:, None]
+            gathered = self.rows(np.concatenate(ids))
+            gathered *= np.concatenate(weights)[:, None]
             out[rows] = np.add.reduceat(gathered, starts, axis=0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
@@ -296,7 +330,7 @@ class StaticModel:
         if not len(found) or not texts:
             return (out, other) if both else out
         if self.query_weight is not None:
-            known = found < len(self.vocab)
+            known = found < self.n_vocab
             w[known] *= self.query_weight[found[known]]
         q = self.rows(found)
         norms = np.linalg.norm(q, axis=1)
@@ -332,9 +366,10 @@ class StaticModel:
         return rows, np.bincount(at, weights=np.abs(w), minlength=len(rows)).astype(np.float32)
 
 
-@lru_cache(maxsize=1 << 16)
 def _bank_rows(token: str, offset: int, size: int) -> tuple[tuple[int, float], tuple[int, float]]:
-    """Two signed rows of the bank for `token`, from a stable hash (Python's `hash` is salted)."""
+    """Two signed rows of the bank for `token`, from a stable hash (Python's `hash` is salted).
+    Not cached here: a model's `_token_rows` remembers each token's rows (a cache here held a
+    second copy of them and was never hit)."""
     h = int.from_bytes(hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest(), "little")
     a, b = h & 0xFFFFFF, (h >> 24) & 0xFFFFFF
     scale = 1.0 / math.sqrt(2.0)
