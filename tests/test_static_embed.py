@@ -109,7 +109,7 @@ def test_the_late_interaction_the_other_way_asks_how_much_of_a_text_is_the_query
     query = "parse the charset of a content type header"
     focused = "def parse_charset(content_type_header): parse the charset"
     diluted = focused + " width height margin padding border layout cell column table grid render paint canvas"
-    covers, covered = model.late_interaction(query, [focused, diluted], both=True)
+    covers, covered = model.interactions(query, [focused, diluted])
     assert abs(float(covers[0]) - float(covers[1])) < 1e-6
     assert float(covered[0]) > float(covered[1]) + 0.1
     assert np.array_equal(covers, model.late_interaction(query, [focused, diluted]))

@@ -309,26 +309,30 @@ class StaticModel:
     def second_stage(self, query: str, texts: list[str], cosines) -> np.ndarray:
         """Scores that order the vector stream's first candidates (`texts`, whose vectors' cosines
         to the query are `cosines`) again: cosine + `LATE_WEIGHT` x how well each text covers the
-        query's tokens + `COVER_WEIGHT` x how well the query covers the text's (`late_interaction`)."""
-        covers, covered = self.late_interaction(query, texts, both=True)
+        query's tokens + `COVER_WEIGHT` x how well the query covers the text's (`interactions`)."""
+        covers, covered = self.interactions(query, texts)
         return np.asarray(cosines, dtype=np.float32) + LATE_WEIGHT * covers + COVER_WEIGHT * covered
 
-    def late_interaction(self, query: str, texts: list[str], both: bool = False):
-        """How well each text's tokens cover the query's, in [-1, 1]: each row of the query (read
-        and weighed as `embed(query=True)` does) takes its best cosine with any distinct row of the text,
-        averaged by those weights. A mean vector blurs a long text's tokens together; this asks
-        of every query token whether the text says it or something close (a rare name of the
-        query is found exactly: its bank rows). For the vector stream's top candidates only
-        (docs/semantic-search.md, "A second stage"). `both`: also the other way, how well the
-        query's tokens cover each text's (each row of the text, weighed as the text's vector weighs
-        it, takes its best cosine with any row of the query): a text that says little besides the
-        query's words, over one that says them among many others (BERTScore's precision beside
-        its recall); returns the two arrays."""
-        out = np.zeros(len(texts), dtype=np.float32)
-        other = np.zeros(len(texts), dtype=np.float32)
+    def late_interaction(self, query: str, texts: list[str]) -> np.ndarray:
+        """How well each text's tokens cover the query's (the first of `interactions`)."""
+        return self.interactions(query, texts)[0]
+
+    def interactions(self, query: str, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Two late interactions of the query with each text, in [-1, 1]. First, how well the text
+        covers the query: each row of the query (read and weighed as `embed(query=True)` does) takes
+        its best cosine with any distinct row of the text, averaged by those weights. A mean vector
+        blurs a long text's tokens together; this asks of every query token whether the text says it
+        or something close (a rare name of the query is found exactly: its bank rows). Second, the
+        other way, how well the query covers the text: each row of the text, weighed as the text's
+        vector weighs it, takes its best cosine with any row of the query (a text that says little
+        besides the query's words, over one that says them among many others: BERTScore's precision
+        beside its recall). For the vector stream's top candidates only (docs/semantic-search.md,
+        "A second stage", "The late interaction both ways")."""
+        covers = np.zeros(len(texts), dtype=np.float32)
+        covered = np.zeros(len(texts), dtype=np.float32)
         found, w = self.bag(as_query(query))
         if not len(found) or not texts:
-            return (out, other) if both else out
+            return covers, covered
         if self.query_weight is not None:
             known = found < self.n_vocab
             w[known] *= self.query_weight[found[known]]
@@ -336,12 +340,10 @@ class StaticModel:
         norms = np.linalg.norm(q, axis=1)
         w = np.abs(w) * norms  # a row's norm is how much its token weighs in a vector
         total = float(w.sum())
-        if total <= 0:
-            return (out, other) if both else out
         bags = [self._weighed_rows(t) for t in texts]
         rows, where = np.unique(np.concatenate([b[0] for b in bags]), return_inverse=True)  # each row once
-        if not len(rows):
-            return (out, other) if both else out
+        if total <= 0 or not len(rows):
+            return covers, covered
         d = self.rows(rows)
         d_norms = np.linalg.norm(d, axis=1)
         d /= np.maximum(d_norms, 1e-12)[:, None]
@@ -349,13 +351,13 @@ class StaticModel:
         start = 0
         for j, (bag, tw) in enumerate(bags):
             if len(bag):
-                block = sims[:, where[start:start + len(bag)]]
-                out[j] = float(w @ block.max(axis=1)) / total
-                if both:
-                    tw = tw * d_norms[where[start:start + len(bag)]]
-                    other[j] = float(tw @ block.max(axis=0)) / max(float(tw.sum()), 1e-12)
+                cols = where[start:start + len(bag)]
+                block = sims[:, cols]
+                covers[j] = float(w @ block.max(axis=1)) / total
+                tw = tw * d_norms[cols]
+                covered[j] = float(tw @ block.max(axis=0)) / max(float(tw.sum()), 1e-12)
             start += len(bag)
-        return (out, other) if both else out
+        return covers, covered
 
     def _weighed_rows(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """A text's distinct rows and each one's weight in its vector, less the row's norm."""

@@ -3,7 +3,7 @@
 
     python benchmarks/results/static-embedding/stream_variants.py --dataset D.jsonl --mirrors MIRRORS
         (--model M.npz | --fold-models F0.npz F1.npz F2.npz) [--per-repo N] [--max-chars C]
-        [--variants shipped prf bidi late3 filemix depth-all ...]
+        [--variants shipped prf one-way late3 filemix depth-all ...]
 
 Each repository of the dataset at its newest base commit, every non-test Python entity (`embedder_eval.corpus`);
 each query ranks them with every variant. `--fold-models`: a mined dataset's repository is scored by the fold model
@@ -15,9 +15,11 @@ worse than `shipped` (the stream as nsccn reads it: cosine, then its first `sema
 `StaticModel.second_stage`).
 
 Variants: `prf` (the query vector plus 0.5 x the mean of its 10 nearest entities, then the second stage: Rocchio
-feedback), `bidi` (the second stage plus how well the query covers each entity's tokens, the late interaction the
-other way), `late3` (late-interaction weight 3 instead of 2), `filemix` (each entity's vector plus 0.3 x its file's
-mean vector), `depth-all` (the second stage over every entity, not the first 100).
+feedback), `one-way` (the second stage without the late interaction the other way: cosine + 2 x how well each entity
+covers the query), `late3` (that interaction at weight 3 instead of 2), `filemix` (each entity's vector plus 0.3 x its
+file's mean vector), `depth-all` (the second stage over every entity, not the first 100; slow: every text is read
+again for every query). The results of stop 63 (`s63/variants-*.txt`) were made at efe0980, whose second stage was
+one-way: there `shipped` is today's `one-way` and `bidi` today's `shipped`.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import mine_history  # noqa: E402
 from embedder_eval import KEYS, corpus, mirror_of, newest_commit, scores, text_of  # noqa: E402
 
 from nsccn.vectors.semantic import RERANK_DEPTH  # noqa: E402
-from nsccn.vectors.static_embed import LATE_WEIGHT, STATIC_MAX_CHARS, StaticModel, as_query  # noqa: E402
+from nsccn.vectors.static_embed import LATE_WEIGHT, STATIC_MAX_CHARS, StaticModel  # noqa: E402
 
 LONG = 300  # characters: a query longer than this is "long" (a message with a body, a report)
 
@@ -49,7 +51,6 @@ class Repo:
         self.texts = [text_of(parts[i], max_chars) for i in self.ids]
         self.docs = model.embed(self.texts)
         self._filemix = None
-        self._bags = None
 
     def filemix(self, weight: float) -> np.ndarray:
         if self._filemix is None:
@@ -63,55 +64,14 @@ class Repo:
             self._filemix = mixed / np.linalg.norm(mixed, axis=1, keepdims=True)
         return self._filemix
 
-    def late_all(self, query: str) -> np.ndarray:
-        """`StaticModel.late_interaction` of the query with every entity, in chunks."""
-        m = self.m
-        if self._bags is None:
-            bags = [np.unique(m.bag(t)[0]) for t in self.texts]
-            bags = [b if len(b) else np.zeros(1, np.intp) for b in bags]
-            rows, where = np.unique(np.concatenate(bags), return_inverse=True)
-            d = m.rows(rows)
-            d /= np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-12)
-            self._bags = (d, where, np.cumsum([0] + [len(b) for b in bags[:-1]]))
-        d, where, starts = self._bags
-        found, w = m.bag(as_query(query))
-        if m.query_weight is not None:
-            known = found < len(m.vocab)
-            w[known] *= m.query_weight[found[known]]
-        q = m.rows(found)
-        norms = np.linalg.norm(q, axis=1)
-        w = np.abs(w) * norms
-        sims = (q / np.maximum(norms, 1e-12)[:, None]) @ d.T
-        out = np.empty(len(starts), np.float32)
-        for a in range(0, len(starts), 2000):
-            b = min(a + 2000, len(starts))
-            s0, s1 = starts[a], (starts[b] if b < len(starts) else len(where))
-            out[a:b] = (w @ np.maximum.reduceat(sims[:, where[s0:s1]], starts[a:b] - s0, axis=1)) / max(w.sum(), 1e-12)
-        return out
 
-
-def two_stage(r: Repo, query: str, qv: np.ndarray, docs: np.ndarray | None = None, extra=None) -> np.ndarray:
+def two_stage(r: Repo, query: str, qv: np.ndarray, docs: np.ndarray | None = None, stage=None) -> np.ndarray:
+    """Cosine, then the first `RERANK_DEPTH` ordered again by `stage(texts, cosines)` (the model's second stage)."""
     cos = (r.docs if docs is None else docs) @ qv
     top = np.argsort(-cos, kind="stable")[:RERANK_DEPTH]
     out = cos - 10.0  # below every second-stage score: the rest keep their order
     texts = [r.texts[j] for j in top]
-    out[top] = r.m.second_stage(query, texts, cos[top]) + (0 if extra is None else extra(texts))
-    return out
-
-
-def coverage_of_entity(m: StaticModel, query: str, texts: list[str]) -> np.ndarray:
-    """Each text's rows' best cosine with any query row, averaged by the text's own weights."""
-    found, _ = m.bag(as_query(query))
-    q = m.rows(found)
-    q /= np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)
-    out = np.zeros(len(texts), np.float32)
-    for j, t in enumerate(texts):
-        ids, tw = m.bag(t)
-        if len(ids) and len(found):
-            d = m.rows(ids)
-            dn = np.linalg.norm(d, axis=1)
-            tw = np.abs(tw) * dn
-            out[j] = float(tw @ ((d / np.maximum(dn, 1e-12)[:, None]) @ q.T).max(1)) / max(float(tw.sum()), 1e-12)
+    out[top] = (stage or (lambda t, c: r.m.second_stage(query, t, c)))(texts, cos[top])
     return out
 
 
@@ -124,14 +84,14 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
         near = np.argsort(-(r.docs @ qv))[:10]
         q2 = qv + 0.5 * r.docs[near].mean(0)
         return two_stage(r, query, q2 / np.linalg.norm(q2))
-    if name == "bidi":
-        return two_stage(r, query, qv, extra=lambda texts: 0.5 * coverage_of_entity(m, query, texts))
-    if name == "late3":
-        return two_stage(r, query, qv, extra=lambda texts: (3.0 - LATE_WEIGHT) * m.late_interaction(query, texts))
+    if name in ("one-way", "late3"):
+        weight = LATE_WEIGHT if name == "one-way" else 3.0
+        return two_stage(r, query, qv, stage=lambda texts, cos: cos + weight * m.late_interaction(query, texts))
     if name == "filemix":
         return two_stage(r, query, qv, docs=r.filemix(0.3))
     if name == "depth-all":
-        return r.docs @ qv + LATE_WEIGHT * r.late_all(query)
+        cos = r.docs @ qv
+        return m.second_stage(query, r.texts, cos)
     raise SystemExit(f"unknown variant {name}")
 
 
@@ -156,7 +116,7 @@ def main() -> int:
     ap.add_argument("--fold-models", type=Path, nargs=3)
     ap.add_argument("--per-repo", type=int, default=0)
     ap.add_argument("--max-chars", type=int, default=STATIC_MAX_CHARS)
-    ap.add_argument("--variants", nargs="+", default=["shipped", "prf", "bidi", "late3", "filemix", "depth-all"])
+    ap.add_argument("--variants", nargs="+", default=["shipped", "prf", "one-way", "late3", "filemix", "depth-all"])
     args = ap.parse_args()
     if bool(args.model) == bool(args.fold_models):
         ap.error("one of --model and --fold-models")
