@@ -176,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--device", default="cpu", help="cpu: ONNX Runtime as shipped; cuda: PyTorch on a GPU")
     ap.add_argument("--dim", type=int, default=256)
+    ap.add_argument("--basis", type=Path,
+                    help="reduce with this teacher file's PCA (mean, basis) instead of fitting one: for a corpus "
+                         "that extends that one (train_static_embedder.py build --texts A B --teacher TA TB)")
     ap.add_argument("--check", type=int, default=0, help="compare the first N texts of both ways")
     ap.add_argument("--parts", type=Path, help="CPU: keep the vectors in parts here and resume from them")
     ap.add_argument("--part-rows", type=int, default=4096)
@@ -201,7 +204,11 @@ def main(argv: list[str] | None = None) -> int:
                   f"mean {cos.mean():.5f}", flush=True)
         vectors = teacher.embed(texts)
     print(f"{len(texts)} texts embedded in {time.perf_counter() - t0:.0f} s on {args.device}", flush=True)
-    mean, basis = pca(vectors, args.dim)
+    if args.basis:  # a corpus that extends another: its vectors in the other's reduced space
+        with np.load(args.basis) as head:
+            mean, basis = head["mean"], head["basis"]
+    else:
+        mean, basis = pca(vectors, args.dim)
     reduced = (vectors - mean) @ basis.T
     kept = float(np.sum(reduced * reduced) / np.sum((vectors - mean) ** 2))
     scale = np.abs(reduced).max(axis=1, keepdims=True) / 127.0

@@ -90,6 +90,9 @@ from nsccn.vectors.static_embed import STATIC_MODEL, StaticModel, tokens  # noqa
 from nsccn.text import split_identifier  # noqa: E402
 
 DEV_REPOSITORIES = ("sympy/sympy", "pytest-dev/pytest", "psf/requests", "pallets/flask")
+# SWE-bench's other repositories: a held-out set of bug reports may come from any of them, so none is trained on.
+SWE_BENCH_REPOSITORIES = ("django/django", "astropy/astropy", "matplotlib/matplotlib", "scikit-learn/scikit-learn",
+                          "pydata/xarray", "sphinx-doc/sphinx", "pylint-dev/pylint", "mwaskom/seaborn")
 SIF = 1e-3
 
 
@@ -98,7 +101,7 @@ def read_pairs(path: Path) -> list[dict]:
 
 
 def check_no_evaluation_data(pairs: list[dict]) -> None:
-    banned = set(DEV_REPOSITORIES) | set(HELD_OUT_REPOSITORIES)
+    banned = set(DEV_REPOSITORIES) | set(HELD_OUT_REPOSITORIES) | set(SWE_BENCH_REPOSITORIES)
     bad = sorted({p["repo"] for p in pairs} & banned)
     if bad:
         raise SystemExit(f"the pairs hold evaluation repositories {bad}: leave them out of training")
@@ -559,14 +562,20 @@ def cmd_corpus(args) -> int:
 
     from nsccn.vectors.static_embed import STATIC_MAX_CHARS
 
-    pairs = read_pairs(args.pairs)
+    from static_teacher import read_texts
+
+    if (args.pairs is None) != (args.mined is None):
+        raise SystemExit("--pairs and --mined go together (neither: a corpus of --extra-repos alone)")
+    pairs = read_pairs(args.pairs) if args.pairs else []
     check_no_evaluation_data(pairs)
+    # `--exclude`: texts another corpus holds already (a corpus that extends it repeats none of them).
+    known = {t for path in args.exclude for t in read_texts(path)}
     texts = dict.fromkeys(t for p in pairs for t in texts_of(p))
     print(f"{len(texts)} texts of {len(pairs)} pairs", file=sys.stderr)
     by_repo: dict[str, set[str]] = defaultdict(set)
-    for r in (json.loads(line) for line in args.mined.read_text().splitlines() if line.strip()):
+    for r in (json.loads(line) for line in args.mined.read_text().splitlines() if line.strip()) if args.mined else ():
         by_repo[r["repo"]].add(r["base_commit"])
-    banned = set(DEV_REPOSITORIES) | set(HELD_OUT_REPOSITORIES)
+    banned = set(DEV_REPOSITORIES) | set(HELD_OUT_REPOSITORIES) | set(SWE_BENCH_REPOSITORIES)
     bad = sorted(set(args.extra_repos) & banned)
     if bad:
         raise SystemExit(f"--extra-repos names evaluation repositories {bad}")
@@ -576,11 +585,11 @@ def cmd_corpus(args) -> int:
         head = corpus_commit(gitdir, repo, by_repo, args)
         parts = corpus(gitdir, head)
         messages = commit_messages(gitdir, head, args.messages)
-        texts.update(dict.fromkeys(text_of(p, STATIC_MAX_CHARS) for p in parts.values()))
-        texts.update(dict.fromkeys(messages))
+        texts.update(dict.fromkeys(t for t in (text_of(p, STATIC_MAX_CHARS) for p in parts.values()) if t not in known))
+        texts.update(dict.fromkeys(m for m in messages if m not in known))
         sources[repo] = {"commit": _git(gitdir, "rev-parse", head).strip(), "entities": len(parts), "messages": len(messages)}
         print(f"{repo}: {len(parts)} entities, {len(texts)} texts in all", file=sys.stderr, flush=True)
-    ordered = list(texts)
+    ordered = [t for t in texts if t not in known]
     random.Random(args.seed).shuffle(ordered)
     ordered = ordered[: args.max_texts]
     with gzip.open(args.out, "wt", encoding="utf-8") as f:
@@ -672,10 +681,17 @@ def cmd_build(args) -> int:
     held_out = set(args.hold_out)
     train = [p for p in pairs if p["repo"] not in valid_repos | held_out]
     valid = [p for p in pairs if p["repo"] in valid_repos]
-    texts = all_texts = read_texts(args.texts)
-    targets = load_teacher(args.teacher)
-    if len(texts) != len(targets):
-        raise SystemExit(f"{args.teacher} holds {len(targets)} vectors for {len(texts)} texts of {args.texts}")
+    if len(args.texts) != len(args.teacher):
+        raise SystemExit(f"{len(args.texts)} --texts but {len(args.teacher)} --teacher: one teacher file for each corpus")
+    texts, targets = [], []
+    for texts_path, teacher_path in zip(args.texts, args.teacher):
+        part, vectors = read_texts(texts_path), load_teacher(teacher_path)
+        if len(part) != len(vectors):
+            raise SystemExit(f"{teacher_path} holds {len(vectors)} vectors for {len(part)} texts of {texts_path}")
+        texts += part
+        targets.append(vectors)
+    targets = np.concatenate(targets)
+    all_texts = texts
     if held_out:
         texts, targets = without_texts_of(texts, targets, held_out, pairs, args)
     key = hashlib.blake2b(json.dumps([sorted(valid_repos), args.min_repos, args.min_count, args.max_tokens,
@@ -734,8 +750,10 @@ def cmd_build(args) -> int:
               "min_count": args.min_count, "rank_epochs": args.rank_epochs, "rank_lr": args.rank_lr,
               "rank_scale": args.rank_scale, "rank_teacher_scale": args.rank_teacher_scale, "rank_pool": args.rank_pool,
               "rank_top": args.rank_top}
-    if sources_file(args.texts).exists():  # the commit each repository's texts came from (`corpus`)
-        header["sources"] = {repo: src["commit"] for repo, src in json.loads(sources_file(args.texts).read_text()).items()}
+    for texts_path in args.texts:  # the commit each repository's texts came from (`corpus`)
+        if sources_file(texts_path).exists():
+            header.setdefault("sources", {}).update(
+                {repo: src["commit"] for repo, src in json.loads(sources_file(texts_path).read_text()).items()})
     model.save(args.out, header)
     print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB, {len(vocab)} x {args.dim})", file=sys.stderr)
     return 0
@@ -745,8 +763,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("corpus", help="pairs + training repositories' entities -> texts for the teacher")
-    c.add_argument("--pairs", type=Path, required=True)
-    c.add_argument("--mined", type=Path, required=True, help="mine_history.py's output (the commits of each repository)")
+    c.add_argument("--pairs", type=Path, help="the pairs whose texts open the corpus (with --mined; neither: "
+                   "a corpus of --extra-repos alone)")
+    c.add_argument("--mined", type=Path, help="mine_history.py's output (the commits of each repository)")
+    c.add_argument("--exclude", type=Path, nargs="*", default=[],
+                   help="corpora (texts.jsonl.gz) whose texts this one leaves out: a corpus that extends them")
     c.add_argument("--mirrors", type=Path, required=True)
     c.add_argument("--out", type=Path, required=True)
     c.add_argument("--pins", type=Path, default=PINS_FILE,
@@ -772,8 +793,10 @@ def main(argv: list[str] | None = None) -> int:
     g.set_defaults(run=cmd_groups)
     b = sub.add_parser("build", help="pairs -> vocabulary -> distilled table -> trained table -> model file")
     b.add_argument("--pairs", type=Path, required=True, help="train_embedder.py pairs --max-chars 2000")
-    b.add_argument("--texts", type=Path, required=True, help="the corpus command's texts")
-    b.add_argument("--teacher", type=Path, required=True, help="static_teacher.py's vectors of those texts")
+    b.add_argument("--texts", type=Path, nargs="+", required=True, help="the corpus command's texts (one or more corpora)")
+    b.add_argument("--teacher", type=Path, nargs="+", required=True,
+                   help="static_teacher.py's vectors of those texts, one file for each corpus, in their order "
+                        "(a later corpus's reduced with the first's basis: static_teacher.py --basis)")
     b.add_argument("--min-count", type=int, default=5, help="texts a corpus token must occur in")
     b.add_argument("--regress-epochs", type=int, default=6)
     b.add_argument("--regress-lr", type=float, default=3e-3)

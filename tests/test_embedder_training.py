@@ -120,3 +120,12 @@ def test_the_teachers_vectors_resume_from_the_parts_an_earlier_run_left(tmp_path
     assert int(np.load(tmp_path / "t.npz")["texts"]) == 5
     with pytest.raises(SystemExit, match="parts of other texts"):
         static_teacher.embed_in_parts(texts[:3], parts, 2, 0)
+    # a corpus that extends this one is reduced with its basis, so the two concatenate (build --texts A B)
+    more = tmp_path / "more.jsonl.gz"
+    with gzip.open(more, "wt") as f:
+        f.writelines(json.dumps(t) + "\n" for t in texts[3:])
+    assert static_teacher.main(["--texts", str(more), "--dim", "3", "--basis", str(tmp_path / "t.npz"),
+                                "--out", str(tmp_path / "more.npz")]) == 0
+    first, extended = static_teacher.load_teacher(tmp_path / "t.npz"), static_teacher.load_teacher(tmp_path / "more.npz")
+    assert np.allclose(extended, first[3:], atol=0.02 * np.abs(first).max())
+    assert np.array_equal(np.load(tmp_path / "more.npz")["basis"], np.load(tmp_path / "t.npz")["basis"])
