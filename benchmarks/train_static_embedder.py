@@ -645,7 +645,9 @@ def without_texts_of(texts: list[str], targets: np.ndarray, repos: set[str], pai
     and changed functions) and their commit messages (as `corpus` added them). Their code stays: it
     carries no message -> function label. Used to cross-fit models whose vectors feature training
     records of repositories they never trained on."""
-    from embedder_eval import mirror_of, newest_commit
+    from embedder_eval import corpus, mirror_of, newest_commit, text_of
+
+    from nsccn.vectors.static_embed import STATIC_MAX_CHARS
 
     if not (args.mined and args.mirrors):
         raise SystemExit("--hold-out needs --mined and --mirrors (to find the held-out repositories' messages)")
@@ -655,7 +657,10 @@ def without_texts_of(texts: list[str], targets: np.ndarray, repos: set[str], pai
         by_repo[r["repo"]].add(r["base_commit"])
     for repo in sorted(repos):
         gitdir = mirror_of(args.mirrors, repo)
-        drop.update(commit_messages(gitdir, newest_commit(gitdir, by_repo[repo]), args.messages))
+        head = newest_commit(gitdir, by_repo[repo])
+        drop.update(commit_messages(gitdir, head, args.messages))
+        if args.hold_out_code:  # their code too: the model meets it as it meets a user's, never seen
+            drop.update(text_of(p, STATIC_MAX_CHARS) for p in corpus(gitdir, head).values())
     keep = [i for i, t in enumerate(texts) if t not in drop]
     print(f"held out {sorted(repos)}: {len(texts) - len(keep)} of {len(texts)} corpus texts dropped", file=sys.stderr)
     return [texts[i] for i in keep], targets[keep]
@@ -805,6 +810,9 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--valid-repos", nargs="*", default=[], help="repositories left out of training and scored")
     b.add_argument("--hold-out", nargs="*", default=[],
                    help="repositories left out of training and of the corpus's messages (cross-fitted models)")
+    b.add_argument("--hold-out-code", action="store_true",
+                   help="with --hold-out: their code's texts out of the corpus too (by default it stays: it carries "
+                        "no message -> function label), so the held-out repositories are unseen code")
     b.add_argument("--mined", type=Path, help="mine_history.py's output (for --hold-out)")
     b.add_argument("--mirrors", type=Path, help="bare clones (for --hold-out)")
     b.add_argument("--messages", type=int, default=3000, help="the corpus's --messages (for --hold-out)")
