@@ -117,7 +117,7 @@ def corpus(gitdir: Path, commit: str) -> dict[str, tuple[str, str, str, str, str
 
 
 def load_model(model: str, threads: int):
-    """A bundled model by id, the static model (`nsccn/static-code-v3`) or a static model file
+    """A bundled model by id, the static model (`nsccn/static-code-v2`) or a static model file
     (`.npz`) by path, or an ONNX file of MiniLM's shape by path (the bundled tokenizer). Returns
     (backend with `embed(texts)`, characters of entity text it reads)."""
     if model == STATIC_MODEL or model.endswith(".npz"):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Build the static code embedding (`nsccn/models/static-code-v3/model.npz`) from mined data.
+"""Build the static code embedding (`nsccn/models/static-code-v2/model.npz`) from mined data.
 
     python benchmarks/mine_history.py --mirrors MIRRORS --per-repo 800 --out mined.jsonl
     python benchmarks/train_embedder.py pairs --dataset mined.jsonl --mirrors MIRRORS --max-chars 2000 --out pairs.jsonl
@@ -10,16 +10,15 @@
     python benchmarks/mine_history.py --mirrors MIRRORS --per-repo 800 --out mined_extra.jsonl \
         --repos numpy/numpy,ansible/ansible,fastapi/fastapi,buildbot/buildbot,twisted/twisted,mitmproxy/mitmproxy,spotify/luigi,nltk/nltk
     python benchmarks/train_embedder.py pairs --dataset mined_extra.jsonl --mirrors MIRRORS --max-chars 2000 --out pairs_extra.jsonl
-    python benchmarks/mine_history.py --mirrors MIRRORS --per-repo 800 --more --out mined_more.jsonl
-    python benchmarks/train_embedder.py pairs --dataset mined_more.jsonl --mirrors MIRRORS --max-chars 2000 --out pairs_more.jsonl
-    cat pairs.jsonl pairs_extra.jsonl pairs_more.jsonl > pairs_all.jsonl
+    cat pairs.jsonl pairs_extra.jsonl > pairs_all.jsonl
     python benchmarks/train_static_embedder.py build --pairs pairs_all.jsonl --vocab-pairs pairs.jsonl \
         --texts texts.jsonl.gz --teacher teacher/teacher.npz --regress-epochs 10 --regress-lr 5e-3 --query-lr 1e-2 --work WORK \
-        --out nsccn/models/static-code-v3/model.npz
+        --out nsccn/models/static-code-v2/model.npz
 
-v3 (stop 64) is v2's recipe with the pairs of `mine_history.MORE_REPOSITORIES` (`--more`); their code in the
-corpus (`corpus --extra-repos ... --exclude texts.jsonl.gz`, `static_teacher.py --basis`, `build --texts A B
---teacher TA TB`) was tried and not kept (docs/semantic-search.md).
+Tried in stop 64 and not shipped (docs/semantic-search.md): the pairs of `mine_history.MORE_REPOSITORIES` too
+(`mine_history.py --more`, their pairs appended to pairs_all.jsonl: "v3"), and their code in the corpus
+(`corpus --extra-repos ... --exclude texts.jsonl.gz`, `static_teacher.py --basis teacher/teacher.npz`, `build
+--texts A B --teacher TA TB`).
 
 Every repository is read at the commit `benchmarks/pins.json` names (`mine_history.py` mines from it,
 `corpus` reads the extra eight there; the 18 at their newest mined commit), so a newer fetch of a

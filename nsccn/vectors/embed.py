@@ -1,6 +1,6 @@
 """Text embedding backends: which model makes the vectors, and the text each entity gets.
 
-The default is the static code embedding (`nsccn.vectors.static_embed`, ``nsccn/static-code-v3``): a token
+The default is the static code embedding (`nsccn.vectors.static_embed`, ``nsccn/static-code-v2``): a token
 table trained for localization, well under a millisecond of CPU per entity, so every index has
 vectors. The transformers stay available as a user setting (``"embedding_model"``), two sources,
 both ONNX Runtime on the CPU:

@@ -10,11 +10,10 @@ from pathlib import Path
 
 # The default embedding model (nsccn.vectors.static_embed) and the names that ask for it (lowercased).
 # Here, not in nsccn.config, so the model loads without the configuration's dependencies.
-STATIC_MODEL = "nsccn/static-code-v3"
-# Earlier static models' names (v1, replaced in stop 50; v2, in stop 64) ask for the current one; an index
-# whose vectors one of them made is embedded again by the next `nsccn index`.
-STATIC_ALIASES = frozenset({STATIC_MODEL, "static", "static-code", "static-code-v3", "nsccn/static-code-v2",
-                            "static-code-v2", "nsccn/static-code-v1", "static-code-v1"})
+STATIC_MODEL = "nsccn/static-code-v2"
+# The first static model's names (v1, replaced in stop 50) ask for the current one.
+STATIC_ALIASES = frozenset({STATIC_MODEL, "static", "static-code", "static-code-v2", "nsccn/static-code-v1",
+                            "static-code-v1"})
 
 
 def is_static_model(name: str) -> bool:
@@ -29,7 +28,7 @@ def retired_static_model(model_id: str | None) -> bool:
 
 FORMAT = "nsccn-static-embedding"
 FORMAT_VERSION = 1
-STATIC_MODEL_FILE = Path(__file__).resolve().parent.parent / "models" / "static-code-v3" / "model.npz"
+STATIC_MODEL_FILE = Path(__file__).resolve().parent.parent / "models" / "static-code-v2" / "model.npz"
 
 
 def model_file() -> Path:
