@@ -590,8 +590,8 @@ def cmd_corpus(args) -> int:
         head = corpus_commit(gitdir, repo, by_repo, args)
         parts = corpus(gitdir, head)
         messages = commit_messages(gitdir, head, args.messages)
-        texts.update(dict.fromkeys(t for t in (text_of(p, STATIC_MAX_CHARS) for p in parts.values()) if t not in known))
-        texts.update(dict.fromkeys(m for m in messages if m not in known))
+        texts.update(dict.fromkeys(text_of(p, STATIC_MAX_CHARS) for p in parts.values()))
+        texts.update(dict.fromkeys(messages))
         sources[repo] = {"commit": _git(gitdir, "rev-parse", head).strip(), "entities": len(parts), "messages": len(messages)}
         print(f"{repo}: {len(parts)} entities, {len(texts)} texts in all", file=sys.stderr, flush=True)
     ordered = [t for t in texts if t not in known]
@@ -647,8 +647,9 @@ def cmd_groups(args) -> int:
 def without_texts_of(texts: list[str], targets: np.ndarray, repos: set[str], pairs: list[dict],
                      args) -> tuple[list[str], np.ndarray]:
     """The corpus less what would tell the model about `repos`' commits: their pairs' texts (messages
-    and changed functions) and their commit messages (as `corpus` added them). Their code stays: it
-    carries no message -> function label. Used to cross-fit models whose vectors feature training
+    and changed functions) and their commit messages (as `corpus` added them). Their code stays (it
+    carries no message -> function label) unless `--hold-out-code`: then the held-out repositories are
+    code the model never saw, as a user's is. Used to cross-fit models whose vectors feature training
     records of repositories they never trained on."""
     from embedder_eval import corpus, mirror_of, newest_commit, text_of
 
