@@ -159,6 +159,15 @@ def pca(x: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
     return mean.astype(np.float32), basis.astype(np.float32)
 
 
+def reduced_parts(parts: Path, basis: Path, n: int) -> np.ndarray:
+    """The first `n` texts' vectors from `--parts` DIR, reduced with the PCA of the teacher file `basis`
+    and normalized: a corpus's teacher vectors in another corpus's space, as `--basis` reduces them."""
+    raw = np.concatenate([np.load(p).astype(np.float32) for p in sorted(parts.glob("part-*.npy"))])[:n]
+    with np.load(basis) as head:
+        y = (raw - head["mean"]) @ head["basis"].T
+    return y / np.linalg.norm(y, axis=1, keepdims=True)
+
+
 def load_teacher(path: Path) -> np.ndarray:
     """The reduced teacher vectors (float32, one row per text, in the order of the texts)."""
     with np.load(path) as head:

@@ -98,6 +98,7 @@ DEV_REPOSITORIES = ("sympy/sympy", "pytest-dev/pytest", "psf/requests", "pallets
 # SWE-bench's other repositories: a held-out set of bug reports may come from any of them, so none is trained on.
 SWE_BENCH_REPOSITORIES = ("django/django", "astropy/astropy", "matplotlib/matplotlib", "scikit-learn/scikit-learn",
                           "pydata/xarray", "sphinx-doc/sphinx", "pylint-dev/pylint", "mwaskom/seaborn")
+EVALUATION_REPOSITORIES = frozenset(DEV_REPOSITORIES) | frozenset(HELD_OUT_REPOSITORIES) | frozenset(SWE_BENCH_REPOSITORIES)
 SIF = 1e-3
 
 
@@ -106,8 +107,7 @@ def read_pairs(path: Path) -> list[dict]:
 
 
 def check_no_evaluation_data(pairs: list[dict]) -> None:
-    banned = set(DEV_REPOSITORIES) | set(HELD_OUT_REPOSITORIES) | set(SWE_BENCH_REPOSITORIES)
-    bad = sorted({p["repo"] for p in pairs} & banned)
+    bad = sorted({p["repo"] for p in pairs} & EVALUATION_REPOSITORIES)
     if bad:
         raise SystemExit(f"the pairs hold evaluation repositories {bad}: leave them out of training")
 
@@ -580,8 +580,7 @@ def cmd_corpus(args) -> int:
     by_repo: dict[str, set[str]] = defaultdict(set)
     for r in (json.loads(line) for line in args.mined.read_text().splitlines() if line.strip()) if args.mined else ():
         by_repo[r["repo"]].add(r["base_commit"])
-    banned = set(DEV_REPOSITORIES) | set(HELD_OUT_REPOSITORIES) | set(SWE_BENCH_REPOSITORIES)
-    bad = sorted(set(args.extra_repos) & banned)
+    bad = sorted(set(args.extra_repos) & EVALUATION_REPOSITORIES)
     if bad:
         raise SystemExit(f"--extra-repos names evaluation repositories {bad}")
     sources = {}

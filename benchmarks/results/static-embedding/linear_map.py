@@ -14,14 +14,15 @@ into its int8 range; a common scale changes no cosine). Prints the mean cosine w
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+from pool_fit import cos, load  # noqa: E402
+
 from nsccn.vectors.static_embed import StaticModel  # noqa: E402
 
 
@@ -35,20 +36,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     m = StaticModel.load(args.model)
-    with np.load(args.basis) as head:
-        mean, basis = head["mean"], head["basis"]
-    with gzip.open(args.texts, "rt") as f:
-        texts = [json.loads(line) for line in f][: args.n]
-    raw = np.concatenate([np.load(p).astype(np.float32) for p in sorted(args.parts.glob("part-*.npy"))])[: args.n]
-    y = (raw - mean) @ basis.T
-    y /= np.linalg.norm(y, axis=1, keepdims=True)
-    x = m.embed(texts)
+    x, y = load(m, args.texts, args.parts, args.n, args.basis)
     w, *_ = np.linalg.lstsq(x, y, rcond=None)
-
-    def cos(a: np.ndarray) -> float:
-        return float(np.mean(np.sum(a / np.linalg.norm(a, axis=1, keepdims=True) * y, axis=1)))
-
-    print(f"{args.model.name}: mean cosine with the teacher {cos(x):.4f}, mapped {cos(x @ w):.4f}")
+    print(f"{args.model.name}: mean cosine with the teacher {cos(x, y):.4f}, mapped {cos(x @ w, y):.4f}")
     mapped = m.table @ w
     mapped /= np.abs(mapped[m.n_vocab:]).max()  # the bank's int8 rows hold values in [-1, 1]
     StaticModel(m.vocab, mapped[: m.n_vocab], m.model_id, header=m.header, bank=mapped[m.n_vocab:],

@@ -14,23 +14,21 @@ and are scored on B: mean cosine with the teacher.
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+from static_teacher import read_texts, reduced_parts  # noqa: E402
+
 from nsccn.vectors.static_embed import StaticModel  # noqa: E402
 
 
-def load(model: StaticModel, texts: Path, parts: Path, n: int, mean, basis) -> tuple[np.ndarray, np.ndarray]:
-    with gzip.open(texts, "rt") as f:
-        rows = [json.loads(line) for line in f][:n]
-    raw = np.concatenate([np.load(p).astype(np.float32) for p in sorted(parts.glob("part-*.npy"))])[:n]
-    y = (raw - mean) @ basis.T
-    return model.embed(rows).astype(np.float32), (y / np.linalg.norm(y, axis=1, keepdims=True)).astype(np.float32)
+def load(model: StaticModel, texts: Path, parts: Path, n: int, basis: Path) -> tuple[np.ndarray, np.ndarray]:
+    """The model's vectors of the first `n` texts and the teacher's (reduced with `basis`), float32."""
+    return model.embed(read_texts(texts)[:n]), reduced_parts(parts, basis, n).astype(np.float32)
 
 
 def cos(a: np.ndarray, y: np.ndarray) -> float:
@@ -47,10 +45,8 @@ def main() -> int:
     ap.add_argument("--n-test", type=int, default=20000)
     args = ap.parse_args()
     m = StaticModel.load(args.model)
-    with np.load(args.basis) as head:
-        mean, basis = head["mean"], head["basis"]
-    xa, ya = load(m, *args.train, args.n_train, mean, basis)
-    xb, yb = load(m, *args.test, args.n_test, mean, basis)
+    xa, ya = load(m, *args.train, args.n_train, args.basis)
+    xb, yb = load(m, *args.test, args.n_test, args.basis)
     print(f"the model alone: train {cos(xa, ya):.4f}, test {cos(xb, yb):.4f}")
     w, *_ = np.linalg.lstsq(xa, ya, rcond=None)
     print(f"a linear map: train {cos(xa @ w, ya):.4f}, test {cos(xb @ w, yb):.4f}")
