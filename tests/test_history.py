@@ -262,3 +262,27 @@ def test_commit_messages_get_vectors_and_say_which_files_past_fixes_like_a_query
         assert semantic_evidence(store, query, paths) is None
         cands = candidates(store, query, *featurize(store, query))
         assert all(math.isnan(r[FILE_FEATURES.index("hist_sem_max")]) for r in cands.file_rows)
+
+
+def test_commit_vectors_of_an_earlier_query_reading_are_made_again(history_repo, tmp_path):
+    """A message is read as a query is, and its vector is stored under the model and that reading
+    (`commit_vectors.vectors_key`): vectors of another reading (an index of an earlier nsccn, keyed
+    by the model alone) are not read, and the next index makes them again."""
+    from nsccn.vectors.commit_vectors import SHIPPED_KEY, commit_vector_count, commits_embedded, semantic_evidence
+    from nsccn.vectors.static_file import QUERY_READING, STATIC_MODEL
+
+    root, _ = history_repo
+    db = tmp_path / "i.db"
+    index_repository(root, db)
+    assert SHIPPED_KEY == f"{STATIC_MODEL}+{QUERY_READING}"
+    query = "The configuration file's handle stays open after it is parsed, and leaks"
+    with Store(db) as store:
+        with store.conn:
+            store.conn.execute("UPDATE commit_vectors SET model_id = ?", (STATIC_MODEL,))
+        assert not commits_embedded(store) and commit_vector_count(store) == 0
+        assert semantic_evidence(store, query, ["app/config.py"]) is None
+    index_repository(root, db)
+    with Store(db) as store:
+        assert commits_embedded(store) and commit_vector_count(store) == 3
+        assert {r[0] for r in store.conn.execute("SELECT model_id FROM commit_vectors")} == {SHIPPED_KEY}
+        assert semantic_evidence(store, query, ["app/config.py"])["app/config.py"][0] > 0

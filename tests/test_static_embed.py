@@ -399,3 +399,55 @@ def test_the_pipeline_embeds_with_the_static_model_in_the_writer(tmp_path):
     assert out.returncode == 0 and json.loads(out.stdout)["vectors"]["entities_without_vectors"] == 0
     found = json.loads(_run(["search", "give the customer their money back", "--json"], repo).stdout)
     assert found["vectors"] == STATIC_MODEL
+
+
+def test_a_report_s_code_lines_weigh_less_than_its_prose():
+    """Code lines (fenced, prompts, indented, traceback frames) and prose are told apart; the fences'
+    own lines are in neither, and a pasted megabyte is split in one pass."""
+    from nsccn.vectors.static_embed import prose_and_code
+
+    report = ("Totals are rounded the wrong way\nWhen a discount applies:\n```python\ncart = Cart()\n"
+              "cart.add(item)\n```\n>>> cart.total()\n    Decimal('9.99')\n"
+              '  File "shop/cart.py", line 12, in total\nThanks!')
+    prose, code = prose_and_code(report)
+    assert prose == "Totals are rounded the wrong way\nWhen a discount applies:\nThanks!"
+    assert code == ("cart = Cart()\ncart.add(item)\n>>> cart.total()\n    Decimal('9.99')\n"
+                    '  File "shop/cart.py", line 12, in total')
+    assert prose_and_code("x = 1\n" * 200_000)[0] == "x = 1\n" * 199_999 + "x = 1"
+
+
+def test_the_query_reading_s_key_says_the_title_repeat_and_the_code_weight():
+    """Vectors stored from a query's reading (the history's commit messages) are keyed by it: a
+    change of `TITLE_REPEAT` or `CODE_WEIGHT` must change `QUERY_READING`, so they are made again."""
+    from nsccn.vectors.static_embed import CODE_WEIGHT, TITLE_REPEAT
+    from nsccn.vectors.static_file import QUERY_READING
+
+    assert QUERY_READING == f"title{TITLE_REPEAT}-code{CODE_WEIGHT:g}"
+
+
+def test_a_snippet_s_many_names_do_not_drown_what_the_report_says(tmp_path, monkeypatch):
+    """The report says in two words that a rounding is wrong; its snippet fills a cart. With its code
+    lines weighed `CODE_WEIGHT` the rounding function comes first in the vector stream every answer
+    reads; weighed as the prose, the snippet's cart function does."""
+    from nsccn.query.streams import vector_stream
+    from nsccn.store import Store
+    from nsccn.vectors import embed, static_embed
+
+    repo = tmp_path / "repo"
+    (repo / "shop").mkdir(parents=True)
+    (repo / "shop" / "cart.py").write_text(
+        'def round_discount(price, rate):\n    """Round the discounted price to cents."""\n    return round(price * rate, 2)\n\n\n'
+        'def add_item(cart, item, quantity):\n    """Put an item in the cart."""\n    cart.items.append((item, quantity))\n')
+    assert _run(["index"], repo).returncode == 0
+    query = "Wrong rounding\n```python\ncart = new_cart()\n" + "".join(
+        f"add_item(cart, item{i}, quantity={i})\n" for i in range(4)) + "print(cart.items)\n```"
+    with Store(repo / ".nsccn" / "index.db", readonly=True) as store:
+        def first() -> str:
+            embed._QUERY_VECTORS.clear()  # query vectors are remembered by the query's text
+            rowid = vector_stream(store, query)[0]
+            return store.conn.execute("SELECT qualname FROM entities WHERE rowid = ?", (rowid,)).fetchone()[0]
+
+        assert first() == "round_discount"
+        monkeypatch.setattr(static_embed, "CODE_WEIGHT", 1.0)
+        assert first() == "add_item"
+    embed._QUERY_VECTORS.clear()

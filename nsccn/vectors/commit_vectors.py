@@ -13,7 +13,16 @@ import apsw
 from nsccn.reading import history
 from nsccn.store import Store
 from nsccn.store.schema import COMMIT_VECTORS_SCHEMA
-from nsccn.vectors.static_file import STATIC_MODEL
+from nsccn.vectors.static_file import QUERY_READING, STATIC_MODEL
+
+
+def vectors_key(model_id: str) -> str:
+    """What a commit vector's `model_id` column holds: the model and how it reads a query (a message
+    is read as a query is), so vectors of another model or another reading are made again."""
+    return f"{model_id}+{QUERY_READING}"
+
+
+SHIPPED_KEY = vectors_key(STATIC_MODEL)
 
 EMBED_CHUNK = 128  # messages a call: a long history is never one large matrix of token rows
 
@@ -38,14 +47,14 @@ def embed_commits(store: Store, model=None) -> int:
         if not history.has_history(store):
             c.execute("DELETE FROM commit_vectors")
             return 0
-        c.execute("DELETE FROM commit_vectors WHERE model_id != ? OR sha NOT IN (SELECT sha FROM commits)",
-                  (model.model_id,))
+        key = vectors_key(model.model_id)
+        c.execute("DELETE FROM commit_vectors WHERE model_id != ? OR sha NOT IN (SELECT sha FROM commits)", (key,))
         todo = c.execute("SELECT sha, message FROM commits WHERE sha NOT IN (SELECT sha FROM commit_vectors)").fetchall()
         for i in range(0, len(todo), EMBED_CHUNK):
             chunk = todo[i : i + EMBED_CHUNK]
             vectors = model.embed([message for _, message in chunk], query=True).astype(np.float16)
             c.executemany("INSERT INTO commit_vectors(sha, model_id, vector) VALUES(?,?,?)",
-                          [(sha, model.model_id, v.tobytes()) for (sha, _), v in zip(chunk, vectors)])
+                          [(sha, key, v.tobytes()) for (sha, _), v in zip(chunk, vectors)])
     return len(todo)
 
 
@@ -56,14 +65,14 @@ def commits_embedded(store: Store) -> bool:
     try:
         return store.conn.execute(
             "SELECT NOT EXISTS (SELECT 1 FROM commits WHERE sha NOT IN "
-            "(SELECT sha FROM commit_vectors WHERE model_id = ?))", (STATIC_MODEL,)).fetchone()[0] == 1
+            "(SELECT sha FROM commit_vectors WHERE model_id = ?))", (SHIPPED_KEY,)).fetchone()[0] == 1
     except apsw.SQLError:  # an index from before the table, opened read-only
         return False
 
 
 def commit_vector_count(store: Store) -> int:
     try:
-        return store.conn.execute("SELECT count(*) FROM commit_vectors WHERE model_id=?", (STATIC_MODEL,)).fetchone()[0]
+        return store.conn.execute("SELECT count(*) FROM commit_vectors WHERE model_id=?", (SHIPPED_KEY,)).fetchone()[0]
     except apsw.SQLError:  # an index from before the table, opened read-only
         return 0
 
@@ -81,7 +90,7 @@ def _commit_matrix(store: Store):
 
     c = store.conn
     key = tuple(c.execute("SELECT count(*), max(v.rowid), max(cm.rowid) FROM commit_vectors v "
-                          "JOIN commits cm ON cm.sha = v.sha WHERE v.model_id = ?", (STATIC_MODEL,)).fetchone())
+                          "JOIN commits cm ON cm.sha = v.sha WHERE v.model_id = ?", (SHIPPED_KEY,)).fetchone())
     if not key[0]:
         return None
     path = str(getattr(store, "path", id(store)))
@@ -90,7 +99,7 @@ def _commit_matrix(store: Store):
         return cached[1]
     rows = c.execute(
         "SELECT cm.rowid, cm.time, cm.n_files, v.vector FROM commits cm JOIN commit_vectors v ON v.sha = cm.sha "
-        "WHERE v.model_id = ? ORDER BY cm.time DESC, cm.rowid DESC", (STATIC_MODEL,)).fetchall()
+        "WHERE v.model_id = ? ORDER BY cm.time DESC, cm.rowid DESC", (SHIPPED_KEY,)).fetchall()
     arrays = (np.array([r[0] for r in rows], dtype=np.int64), np.array([r[1] for r in rows], dtype=np.int64),
               np.array([r[2] for r in rows], dtype=np.int64),
               np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float16).reshape(len(rows), -1).astype(np.float32))

@@ -70,6 +70,33 @@ def as_query(text: str) -> str:
     return (first + "\n") * TITLE_REPEAT + text
 
 
+# A query's code lines (a report's snippet or traceback, a message's indented example) weigh CODE_WEIGHT
+# times its prose lines, in its vector and in the second stage: a snippet's many identifiers (its
+# variables, its prints and asserts) would drown the few words that say what is wrong, and the prose
+# is what a function's name and docstring say too. Chosen on report-like queries of repositories in
+# no training or evaluation set (docs/semantic-search.md, "A report's code lines").
+CODE_WEIGHT = 0.5
+# A code line: inside a ``` fence, an interpreter prompt (`>>>`, `...`), indented by a tab or four
+# spaces, or a Python traceback's frame.
+_CODE_LINE = re.compile(r'(?:>>>|\.\.\.|\t| {4})|\s*File "[^"\n]*", line \d')
+
+
+def prose_and_code(text: str) -> tuple[str, str]:
+    """`text`'s prose lines and its code lines (`_CODE_LINE`, or inside a ``` fence; the fences'
+    own lines are in neither), each joined by newlines."""
+    prose: list[str] = []
+    code: list[str] = []
+    fenced = False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif fenced or _CODE_LINE.match(line):
+            code.append(line)
+        else:
+            prose.append(line)
+    return "\n".join(prose), "\n".join(code)
+
+
 class ModelUnavailable(RuntimeError):
     """The model file is missing, unreadable, or of another format or version."""
 
@@ -265,6 +292,20 @@ class StaticModel:
                 weights.append(sign * w)
         return np.asarray(ids, dtype=np.intp), np.asarray(weights, dtype=np.float32)
 
+    def query_bag(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """`bag` of a query: read by `as_query`, its prose lines and its code lines bagged apart and
+        the code's weights times `CODE_WEIGHT`, every known token's weight times its `query_weight`.
+        A token of both kinds has a row of each."""
+        prose, code = prose_and_code(as_query(text))
+        found_prose, w_prose = self.bag(prose)
+        found_code, w_code = self.bag(code)
+        found = np.concatenate([found_prose, found_code])
+        w = np.concatenate([w_prose, np.float32(CODE_WEIGHT) * w_code])
+        if self.query_weight is not None and len(found):
+            known = found < self.n_vocab
+            w[known] *= self.query_weight[found[known]]
+        return found, w
+
     def _rows_of(self, token: str) -> tuple[tuple[int, float], ...]:
         i = self.index.get(token)
         if i is not None:
@@ -277,11 +318,10 @@ class StaticModel:
         return _bank_rows(token, self.n_vocab, self.bank_rows)
 
     def embed(self, texts: Iterable[str], batch_size: int = 0, query: bool = False) -> np.ndarray:
-        """(n, dim) float32, rows L2-normalized; `query`: the texts are queries (read by `as_query`,
-        their known tokens weighed by `query_weight`). `batch_size`: the other backends' signature."""
-        texts = [as_query(t) for t in texts] if query else list(texts)
-        qw = self.query_weight if query else None
-        n = self.n_vocab
+        """(n, dim) float32, rows L2-normalized; `query`: the texts are queries (read by `query_bag`).
+        `batch_size`: the other backends' signature."""
+        texts = list(texts)
+        bag = self.query_bag if query else self.bag
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         ids: list[np.ndarray] = []
         weights: list[np.ndarray] = []
@@ -289,10 +329,7 @@ class StaticModel:
         rows: list[int] = []
         size = 0
         for row, text in enumerate(texts):
-            found, w = self.bag(text)
-            if qw is not None and len(found):  # `bag` makes fresh arrays: weighed in place
-                known = found < n
-                w[known] *= qw[found[known]]
+            found, w = bag(text)
             if len(found):
                 rows.append(row)
                 starts.append(size)
@@ -317,7 +354,8 @@ class StaticModel:
         """How well each text's tokens cover the query's (the first of `interactions`)."""
         return self.interactions(query, texts)[0]
 
-    def interactions(self, query: str, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    def interactions(self, query: str, texts: list[str], query_rows: tuple[np.ndarray, np.ndarray] | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
         """Two late interactions of the query with each text, in [-1, 1]. First, how well the text
         covers the query: each row of the query (read and weighed as `embed(query=True)` does) takes
         its best cosine with any distinct row of the text, averaged by those weights. A mean vector
@@ -327,15 +365,13 @@ class StaticModel:
         vector weighs it, takes its best cosine with any row of the query (a text that says little
         besides the query's words, over one that says them among many others: BERTScore's precision
         beside its recall). For the vector stream's top candidates only (docs/semantic-search.md,
-        "A second stage", "The late interaction both ways")."""
+        "A second stage", "The late interaction both ways"). `query_rows`: the query's rows and weights
+        as `query_bag` gives them, when the caller has read the query otherwise (a benchmark's variant)."""
         covers = np.zeros(len(texts), dtype=np.float32)
         covered = np.zeros(len(texts), dtype=np.float32)
-        found, w = self.bag(as_query(query))
+        found, w = self.query_bag(query) if query_rows is None else (query_rows[0], query_rows[1].copy())
         if not len(found) or not texts:
             return covers, covered
-        if self.query_weight is not None:
-            known = found < self.n_vocab
-            w[known] *= self.query_weight[found[known]]
         q = self.rows(found)
         norms = np.linalg.norm(q, axis=1)
         w = np.abs(w) * norms  # a row's norm is how much its token weighs in a vector

@@ -16,6 +16,12 @@ STATIC_ALIASES = frozenset({STATIC_MODEL, "static", "static-code", "static-code-
                             "static-code-v1"})
 
 
+# How the static model reads a query (`static_embed.TITLE_REPEAT`, `static_embed.CODE_WEIGHT`; a test
+# holds them together): vectors stored from a query's reading (the history's commit messages) are keyed
+# by the model and this, so a new reading makes them again.
+QUERY_READING = "title2-code0.5"
+
+
 def is_static_model(name: str) -> bool:
     return name.lower() in STATIC_ALIASES
 

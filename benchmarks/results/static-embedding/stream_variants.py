@@ -20,25 +20,40 @@ covers the query), `late3` (that interaction at weight 3 instead of 2), `filemix
 file's mean vector), `depth-all` (the second stage over every entity, not the first 100; slow: every text is read
 again for every query). The results of stop 63 (`s63/variants-*.txt`) were made at efe0980, whose second stage was
 one-way: there `shipped` is today's `one-way` and `bidi` today's `shipped`.
+
+Stop 65's (`s65/`; only the code lines' weight kept): `one-bag` (the query read whole, its code lines and prose
+alike: the stream before stop 65), `codewX` (its code lines weighed X: `static_embed.prose_and_code`; `codewAX` /
+`codewBX` in the first stage / the second stage only), `ridfP` (the query's tokens also weighed by their BM25 idf
+among the repository's entities, to the power P), `abttK` (all-but-the-top: the repository's mean vector and its
+first K principal directions taken out of entities and query), `classmixW` (each method's vector plus W x its
+class's), `bigramG` (adjacent token pairs as rare names, two bank rows each, mixed in at G).
+
+Report-like queries of a mined dataset (`--report-like`): each commit that added three lines or more to test files
+becomes the message, then those lines in a fenced block (up to 1,500 characters), as
+`report_pairs.py` makes its training twins: a report's snippet is much like the test that reproduces it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 import mine_history  # noqa: E402
 from embedder_eval import KEYS, corpus, mirror_of, newest_commit, scores, text_of  # noqa: E402
 
+from nsccn.text import split_identifier  # noqa: E402
 from nsccn.vectors.semantic import RERANK_DEPTH  # noqa: E402
-from nsccn.vectors.static_embed import LATE_WEIGHT, STATIC_MAX_CHARS, StaticModel  # noqa: E402
+from nsccn.vectors.static_embed import COVER_WEIGHT, LATE_WEIGHT, STATIC_MAX_CHARS, StaticModel, as_query, prose_and_code  # noqa: E402
 
 LONG = 300  # characters: a query longer than this is "long" (a message with a body, a report)
 
@@ -51,6 +66,50 @@ class Repo:
         self.texts = [text_of(parts[i], max_chars) for i in self.ids]
         self.docs = model.embed(self.texts)
         self._filemix = None
+        self._idf = None
+        self._bigrams = None
+        self._centered = {}
+
+    def classmix(self, weight: float) -> np.ndarray:
+        """Each method's vector plus `weight` x its class's (the class entity's own vector)."""
+        at = {i: k for k, i in enumerate(self.ids)}
+        mixed = self.docs.copy()
+        for k, i in enumerate(self.ids):
+            path, _, qual = i.partition(":")
+            if "." in qual:
+                c = at.get(path + ":" + qual.rsplit(".", 1)[0])
+                if c is not None:
+                    mixed[k] += weight * self.docs[c]
+        return mixed / np.linalg.norm(mixed, axis=1, keepdims=True)
+
+    def bigrams(self) -> np.ndarray:
+        if self._bigrams is None:
+            self._bigrams = bigram_vectors(self.m, self.texts)
+        return self._bigrams
+
+    def idf(self) -> np.ndarray:
+        """Each row's BM25 idf among this repository's entities (a row no entity has: the largest)."""
+        if self._idf is None:
+            df = np.zeros(self.m.n_vocab + self.m.bank_rows, np.float32)
+            for t in self.texts:
+                rows = self.m._weighed_rows(t)[0]
+                df[rows] += 1
+            n = len(self.texts)
+            self._idf = np.log((n - df + 0.5) / (df + 0.5) + 1.0).astype(np.float32)
+        return self._idf
+
+    def centered(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The entities' vectors less their mean and their first `k` principal directions (all-but-the-top),
+        and the projection that removes those directions from a query."""
+        if k not in self._centered:
+            d = self.docs - self.docs.mean(0)
+            if k:
+                top = np.linalg.svd(d[:: max(1, len(d) // 20000)], full_matrices=False)[2][:k]
+                d = d - (d @ top.T) @ top
+            else:
+                top = np.zeros((0, d.shape[1]), np.float32)
+            self._centered[k] = (d / np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-12), top)
+        return self._centered[k]
 
     def filemix(self, weight: float) -> np.ndarray:
         if self._filemix is None:
@@ -92,7 +151,94 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
     if name == "depth-all":
         cos = r.docs @ qv
         return m.second_stage(query, r.texts, cos)
+    if name.startswith("ridf"):  # the query's tokens weighed by their idf in this repository, to the power given
+        found, w = m.query_bag(query)
+        w = w * r.idf()[found] ** float(name[4:])
+        q2 = (m.rows(found) * w[:, None]).sum(0) if len(found) else np.zeros(m.dim, np.float32)
+        q2 /= max(float(np.linalg.norm(q2)), 1e-12)
+
+        def stage(texts, cos):
+            covers, covered = m.interactions(query, texts, query_rows=(found, w))
+            return cos + LATE_WEIGHT * covers + COVER_WEIGHT * covered
+        return two_stage(r, query, q2, stage=stage)
+    if name.startswith("classmix"):
+        return two_stage(r, query, qv, docs=r.classmix(float(name[8:])))
+    if name.startswith("codew") or name == "one-bag":
+        # codewX: the query's code lines weighed X (`static_embed.prose_and_code`; the shipped X is CODE_WEIGHT);
+        # codewAX / codewBX: so in the first stage / the second only; one-bag: the query read whole, code and
+        # prose alike in one bag (the stream before stop 65)
+        where = name[5] if name.startswith("codew") and name[5] in "AB" else ""
+        if name == "one-bag":
+            found, w = m.bag(as_query(query))
+        else:
+            prose, code = prose_and_code(as_query(query))
+            fp, wp = m.bag(prose)
+            fc, wc = m.bag(code)
+            found = np.concatenate([fp, fc])
+            w = np.concatenate([wp, float(name[5 + len(where):]) * wc])
+        if m.query_weight is not None and len(found):
+            known = found < m.n_vocab
+            w[known] *= m.query_weight[found[known]]
+        q2 = (m.rows(found) * w[:, None]).sum(0) if len(found) else np.zeros(m.dim, np.float32)
+        q2 /= max(float(np.linalg.norm(q2)), 1e-12)
+
+        def stage2(texts, cos):
+            covers, covered = m.interactions(query, texts, query_rows=(found, w))
+            return cos + LATE_WEIGHT * covers + COVER_WEIGHT * covered
+        if where == "A":
+            return two_stage(r, query, q2)
+        if where == "B":
+            return two_stage(r, query, qv, stage=stage2)
+        return two_stage(r, query, q2, stage=stage2)
+    if name.startswith("bigram"):  # adjacent tokens' pairs as rare names (two bank rows each), weight g
+        g = float(name[6:])
+        d = r.docs + g * r.bigrams()
+        d /= np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-12)
+        q2 = qv + g * bigram_vectors(m, [as_query(query)])[0]
+        return two_stage(r, query, q2 / max(float(np.linalg.norm(q2)), 1e-12), docs=d)
+    if name.startswith("abtt"):  # all-but-the-top: the repository's mean and first k directions out
+        d, top = r.centered(int(name[4:]))
+        q2 = qv - (qv @ top.T) @ top if len(top) else qv
+        return two_stage(r, query, q2 / max(float(np.linalg.norm(q2)), 1e-12), docs=d)
     raise SystemExit(f"unknown variant {name}")
+
+
+def bigram_vectors(m: StaticModel, texts: list[str]) -> np.ndarray:
+    """Each text's adjacent token pairs, each as two signed rows of the model's bank, 1 + log(count), normalized."""
+    out = np.zeros((len(texts), m.dim), np.float32)
+    for k, text in enumerate(texts):
+        toks = [t for ident in _IDENT.findall(text) for t in split_identifier(ident) if not t.isdigit()]
+        counts: dict[str, int] = {}
+        for a, b in zip(toks, toks[1:]):
+            counts[a + " " + b] = counts.get(a + " " + b, 0) + 1
+        ids, ws = [], []
+        for t, c in counts.items():
+            for row, sign in m._bank_rows(t):
+                ids.append(row)
+                ws.append(sign * (1.0 + np.log(c)))
+        if ids:
+            v = (m.rows(np.asarray(ids, np.intp)) * np.asarray(ws, np.float32)[:, None]).sum(0)
+            out[k] = v / max(float(np.linalg.norm(v)), 1e-12)
+    return out
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def report_like(records: list[dict], mirrors: Path) -> list[dict]:
+    """The records whose commit added three lines or more of test code, each as its message then that code
+    fenced (`report_pairs.added_test_code`), in their order."""
+    from report_pairs import added_test_code
+
+    def twin(rec: dict) -> dict | None:
+        code = added_test_code(mirror_of(mirrors, rec["repo"]), rec["commit"])
+        if code.count("\n") < 2:
+            return None
+        return dict(rec, instance_id=rec["instance_id"] + "-report",
+                    problem_statement=rec["problem_statement"].rstrip() + "\n\n```python\n" + code + "\n```")
+
+    with ThreadPoolExecutor(4) as pool:
+        return [t for t in pool.map(twin, records) if t]
 
 
 def select(records: list[dict], per_repo: int) -> list[dict]:
@@ -115,12 +261,17 @@ def main() -> int:
     ap.add_argument("--model", type=Path)
     ap.add_argument("--fold-models", type=Path, nargs=3)
     ap.add_argument("--per-repo", type=int, default=0)
+    ap.add_argument("--report-like", action="store_true",
+                    help="each mined commit that added test code as a report-like query: the message and that code")
     ap.add_argument("--max-chars", type=int, default=STATIC_MAX_CHARS)
     ap.add_argument("--variants", nargs="+", default=["shipped", "prf", "one-way", "late3", "filemix", "depth-all"])
     args = ap.parse_args()
     if bool(args.model) == bool(args.fold_models):
         ap.error("one of --model and --fold-models")
-    records = select([json.loads(x) for x in args.dataset.read_text().splitlines() if x.strip()], args.per_repo)
+    records = [json.loads(x) for x in args.dataset.read_text().splitlines() if x.strip()]
+    if args.report_like:
+        records = report_like(records, args.mirrors)
+    records = select(records, args.per_repo)
     if args.model:
         one = StaticModel.load(args.model)
         model_of = lambda repo: one  # noqa: E731
