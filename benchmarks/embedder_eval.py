@@ -10,7 +10,8 @@ function, method and class of its non-test Python files is embedded as the index
 counts when all its gold functions exist at that commit (the same queries for every model).
 Reported: file@1/@5 (the files of the gold functions, files ranked by their best entity) and
 function@5/@10 (all of the first k gold functions in the top k), per repository and overall.
-A static model's stream is scored as nsccn reads it: its first `semantic.RERANK_DEPTH` entities
+A static model's stream is scored as nsccn reads it: each entity's vector with its file's
+(`semantic.FileContext`; `--no-file-context` without), its first `semantic.RERANK_DEPTH` entities
 ordered again by its second stage (`StaticModel.second_stage`); `--one-stage` scores cosine alone.
 A static model reads a query's first line `static_embed.TITLE_REPEAT` more times when more lines
 follow (`--title-repeat N` another number; 0: once, as the rest).
@@ -40,7 +41,7 @@ from nsccn.languages.python import PythonExtractor  # noqa: E402
 from nsccn.vectors import static_embed  # noqa: E402
 from nsccn.vectors.static_embed import STATIC_MAX_CHARS, STATIC_MODEL, STATIC_MODEL_FILE, StaticModel  # noqa: E402
 from nsccn.reading.testpaths import is_test_path  # noqa: E402
-from nsccn.vectors.semantic import RERANK_DEPTH  # noqa: E402
+from nsccn.vectors.semantic import RERANK_DEPTH, FileContext  # noqa: E402
 
 KEYS = ("file@1", "file@5", "function@5", "function@10")
 KINDS = ("func", "method", "class")
@@ -138,9 +139,11 @@ def scores(ids: list[str], sims: np.ndarray, gold: list[str]) -> dict[str, int]:
 
 
 def evaluate(records: list[dict], mirrors: Path, models: list[str], threads: int,
-             one_stage: bool = False) -> dict[str, dict[str, dict]]:
+             one_stage: bool = False, file_context: bool = True) -> dict[str, dict[str, dict]]:
     """model -> repository (and "all") -> metric -> percentage, with "n". A static model's stream
-    is scored with its second stage (`semantic.RERANK_DEPTH`), as nsccn reads it, unless `one_stage`."""
+    is scored as nsccn reads it: its entities with their files' context (`semantic.FileContext`,
+    unless not `file_context`), its first `semantic.RERANK_DEPTH` ordered again by its second stage;
+    `one_stage`: by the entities' own cosines alone."""
     by_repo: dict[str, list[dict]] = defaultdict(list)
     for r in records:
         by_repo[r["repo"]].append(r)
@@ -158,8 +161,11 @@ def evaluate(records: list[dict], mirrors: Path, models: list[str], threads: int
             texts = [r["problem_statement"] for r in queries]
             # A static model weighs a query's tokens with its query weights, as `nsccn` does.
             qs = backend.embed(texts, query=True) if isinstance(backend, StaticModel) else backend.embed(texts)
+            # As nsccn reads a static stream: each entity with its file's context, unless asked otherwise.
+            context = (FileContext([i.split(":", 1)[0] for i in ids], docs)
+                       if isinstance(backend, StaticModel) and not one_stage and file_context and ids else None)
             for r, q in zip(queries, qs):
-                sims = docs @ q
+                sims = docs @ q if context is None else context.cosines(docs, q)
                 if isinstance(backend, StaticModel) and not one_stage:  # the stream as nsccn reads it
                     top = np.argsort(-sims, kind="stable")[:RERANK_DEPTH]
                     sims = sims - 10.0  # below every second-stage score: the rest keep their order after
@@ -196,7 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", type=Path, help="write the table (and OUT.json the numbers) here")
     ap.add_argument("--one-stage", action="store_true",
-                    help="a static model's stream by cosine alone (without its second stage)")
+                    help="a static model's stream by cosine alone (without its second stage or its files' context)")
+    ap.add_argument("--no-file-context", action="store_true",
+                    help="a static model's entities by their own vectors, without their files' (`semantic.FILE_CONTEXT`)")
     ap.add_argument("--title-repeat", type=int,
                     help=f"a static model reads a query's first line this many more times (default {static_embed.TITLE_REPEAT})")
     args = ap.parse_args(argv)
@@ -207,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         records = [r for r in records if r["repo"] in args.repo]
     if not records:
         ap.error("no records")
-    result = evaluate(records, args.mirrors, args.models, args.threads, one_stage=args.one_stage)
+    result = evaluate(records, args.mirrors, args.models, args.threads, one_stage=args.one_stage,
+                      file_context=not args.no_file_context)
     text = table(result)
     print(text)
     if args.out:

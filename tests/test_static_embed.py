@@ -426,7 +426,7 @@ def test_the_query_reading_s_key_says_the_title_repeat_and_the_code_weight():
 
 
 def test_a_snippet_s_many_names_do_not_drown_what_the_report_says(tmp_path, monkeypatch):
-    """The report says in two words that a rounding is wrong; its snippet fills a cart. With its code
+    """The report says in a line that a discount is rounded wrong; its snippet fills a cart. With its code
     lines weighed `CODE_WEIGHT` the rounding function comes first in the vector stream every answer
     reads; weighed as the prose, the snippet's cart function does."""
     from nsccn.query.streams import vector_stream
@@ -435,12 +435,13 @@ def test_a_snippet_s_many_names_do_not_drown_what_the_report_says(tmp_path, monk
 
     repo = tmp_path / "repo"
     (repo / "shop").mkdir(parents=True)
+    (repo / "shop" / "pricing.py").write_text(
+        'def round_discount(price, rate):\n    """Round the discounted price to cents."""\n    return round(price * rate, 2)\n')
     (repo / "shop" / "cart.py").write_text(
-        'def round_discount(price, rate):\n    """Round the discounted price to cents."""\n    return round(price * rate, 2)\n\n\n'
         'def add_item(cart, item, quantity):\n    """Put an item in the cart."""\n    cart.items.append((item, quantity))\n')
     assert _run(["index"], repo).returncode == 0
-    query = "Wrong rounding\n```python\ncart = new_cart()\n" + "".join(
-        f"add_item(cart, item{i}, quantity={i})\n" for i in range(4)) + "print(cart.items)\n```"
+    query = "Discount rounded the wrong way\n```python\ncart = new_cart()\n" + "".join(
+        f"add_item(cart, item{i}, quantity={i})\n" for i in range(2)) + "print(cart.items)\n```"
     with Store(repo / ".nsccn" / "index.db", readonly=True) as store:
         def first() -> str:
             embed._QUERY_VECTORS.clear()  # query vectors are remembered by the query's text
@@ -451,3 +452,57 @@ def test_a_snippet_s_many_names_do_not_drown_what_the_report_says(tmp_path, monk
         monkeypatch.setattr(static_embed, "CODE_WEIGHT", 1.0)
         assert first() == "add_item"
     embed._QUERY_VECTORS.clear()
+
+
+def test_the_file_context_s_cosines_are_those_of_the_mixed_vectors():
+    """`FileContext` scores each entity by its vector plus `FILE_CONTEXT` x its file's mean (normalized),
+    normalized, without making those vectors: the same cosines as making them."""
+    from nsccn.vectors.semantic import FILE_CONTEXT, FileContext
+
+    rng = np.random.default_rng(0)
+    matrix = rng.normal(size=(50, 16)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    paths = [f"f{i % 7}.py" for i in range(50)]
+    q = rng.normal(size=16).astype(np.float32)
+    q /= np.linalg.norm(q)
+    means = {p: matrix[[i for i in range(50) if paths[i] == p]].sum(0) for p in set(paths)}
+    mixed = np.stack([matrix[i] + FILE_CONTEXT * means[p] / np.linalg.norm(means[p]) for i, p in enumerate(paths)])
+    mixed /= np.linalg.norm(mixed, axis=1, keepdims=True)
+    assert FILE_CONTEXT == 0.3
+    assert np.allclose(FileContext(paths, matrix).cosines(matrix, q), mixed @ q, atol=1e-5)
+    assert np.allclose(FileContext(paths, matrix, weight=0.0).cosines(matrix, q), matrix @ q, atol=1e-6)
+
+
+def test_of_two_helpers_alike_the_one_in_the_file_about_the_query_comes_first(tmp_path, monkeypatch):
+    """Two files hold the same small helper; one file is about invoices and taxes, the other about
+    drawing a window. Asked about an invoice's tax, the vector stream puts the invoice file's helper
+    first: each entity is read with its file's context (`semantic.FILE_CONTEXT`). Read alone, the two
+    helpers' texts differ only by their paths (`a.py`, `b.py`), and the window file's comes first."""
+    from nsccn.query.streams import vector_stream
+    from nsccn.store import Store
+    from nsccn.vectors import embed, semantic
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    helper = 'def fmt(value):\n    return str(value)\n'
+    (repo / "a.py").write_text(
+        'def invoice_tax(invoice):\n    """The tax due on an invoice."""\n    return invoice.amount * invoice.tax_rate\n\n\n'
+        'def invoice_total(invoice):\n    """An invoice\'s total with its tax."""\n    return invoice.amount + invoice_tax(invoice)\n\n\n'
+        + helper)
+    (repo / "b.py").write_text(
+        'def draw_window(screen):\n    """Draw the main window on the screen."""\n    screen.paint()\n\n\n'
+        'def resize_window(screen, size):\n    """Resize the window."""\n    screen.size = size\n\n\n' + helper)
+    assert _run(["index"], repo).returncode == 0
+    query = "wrong tax on an invoice"
+    with Store(repo / ".nsccn" / "index.db", readonly=True) as store:
+        def helpers() -> list[str]:
+            embed._QUERY_VECTORS.clear()
+            semantic._FILE_CONTEXTS.clear()
+            paths = dict(store.conn.execute("SELECT rowid, path FROM entities WHERE qualname = 'fmt'").fetchall())
+            return [paths[r] for r in vector_stream(store, query) if r in paths]
+
+        assert helpers() == ["a.py", "b.py"]
+        monkeypatch.setattr(semantic, "FILE_CONTEXT", 0.0)
+        assert helpers() == ["b.py", "a.py"]  # alone, the path's letter decides
+    embed._QUERY_VECTORS.clear()
+    semantic._FILE_CONTEXTS.clear()

@@ -25,6 +25,59 @@ EMBED_CHUNK = 256
 # The static model's stream: its first RERANK_DEPTH entities ordered again by its second stage
 # (`StaticModel.second_stage`); chosen with the stage's weight on a validation set (docs/semantic-search.md).
 RERANK_DEPTH = 100
+# The static model's stream reads each entity's vector with its file's: the cosine of the query with
+# normalize(v + FILE_CONTEXT x its file's mean vector, normalized). A function's own text is short;
+# its module says what it is part of. Chosen on repositories in no training or evaluation set
+# (docs/semantic-search.md, "A file's context").
+FILE_CONTEXT = 0.3
+
+
+class FileContext:
+    """Each entity's file, each file's mean vector (normalized) and each entity's norm once mixed
+    with it: the cosines of `FILE_CONTEXT`'s mixed vectors for a query cost one product more over
+    the files, and no second copy of the entities' vectors is held."""
+
+    def __init__(self, paths: list[str], matrix: np.ndarray, weight: float | None = None):
+        index: dict[str, int] = {}
+        self.of = np.fromiter((index.setdefault(p, len(index)) for p in paths), dtype=np.intp, count=len(paths))
+        means = np.zeros((len(index), matrix.shape[1]), dtype=np.float32)
+        np.add.at(means, self.of, matrix)
+        means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
+        self.means, self.weight = means, np.float32(FILE_CONTEXT if weight is None else weight)
+        # |v + w m|^2 = |v|^2 + w^2 |m|^2 + 2 w v.m, row by row
+        own = np.einsum("ij,ij->i", matrix, matrix)
+        mean_sq = np.einsum("ij,ij->i", means, means)[self.of]
+        cross = np.concatenate([np.einsum("ij,ij->i", matrix[i:i + 8192], means[self.of[i:i + 8192]])
+                                for i in range(0, len(matrix), 8192)] or [np.zeros(0, np.float32)])
+        self.norms = np.maximum(np.sqrt(own + self.weight ** 2 * mean_sq + 2 * self.weight * cross), 1e-12)
+
+    def cosines(self, matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """The query's cosine with every entity's mixed vector (`matrix`: the one this was made of)."""
+        return (matrix @ q + self.weight * (self.means @ q)[self.of]) / self.norms
+
+
+_FILE_CONTEXTS: dict[str, tuple[tuple, FileContext]] = {}  # database file -> the vectors' key, their context
+
+
+def _knn_in_file_context(vs: VectorStore, q: np.ndarray, k: int) -> list[tuple[str, float]] | None:
+    """`vs.knn` by the cosines of `FileContext`'s mixed vectors: [(entity id, 1 - cosine)], nearest
+    first; None where the store is not searched exactly (then `knn` reads the vectors alone)."""
+    held = vs.exact_matrix()
+    if held is None:
+        return None
+    key, ids, matrix = held
+    if not ids:
+        return []
+    name = vs.conn.filename
+    cached = _FILE_CONTEXTS.get(name)
+    if cached is None or cached[0] != key:
+        _FILE_CONTEXTS.clear()  # one database's at a time: a server answers for one index
+        cached = _FILE_CONTEXTS[name] = (key, FileContext([split_entity_id(e)[1] for e in ids], matrix))
+    sims = cached[1].cosines(matrix, np.asarray(q, dtype=np.float32).reshape(-1))
+    k = min(k, len(ids))
+    top = np.argpartition(-sims, k - 1)[:k]
+    top = top[np.argsort(-sims[top], kind="stable")]
+    return [(ids[i], float(1.0 - sims[i])) for i in top]
 
 
 _query_embeddings = 0
@@ -203,7 +256,13 @@ def nearest_rowids(store: Store, query: str, limit: int, embedder=None,
         )
     q = embedder.embed_query(query)
     static = getattr(embedder.backend, "model", None) if vs.model_id == STATIC_MODEL else None
-    hits = vs.knn(q, k=max(limit, RERANK_DEPTH) if static is not None else limit)
+    if static is not None:
+        k = max(limit, RERANK_DEPTH)
+        hits = _knn_in_file_context(vs, q, k)
+        if hits is None:  # a store of more vectors than the exact search takes: their own cosines
+            hits = vs.knn(q, k=k)
+    else:
+        hits = vs.knn(q, k=limit)
     hits = [(eid, 1.0 - dist) for eid, dist in hits if skip_path is None or not skip_path(split_entity_id(eid)[1])]
     ids = [eid for eid, _ in hits]
     rows = dict(store.conn.execute(

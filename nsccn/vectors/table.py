@@ -449,10 +449,18 @@ class VectorStore:
             quantized = self.count() >= self.quantize_threshold
         return self._knn_quantized(q, k) if quantized else self._knn_exact(q, k)
 
-    def _matrix(self) -> tuple[list[str], np.ndarray] | None:
-        """(entity ids, (n, dim) float matrix) of every stored vector, kept in memory per database
-        file and brought up to date when the vectors change (only the rows added since, when
-        none was replaced or deleted since); None for an in-memory database."""
+    def exact_matrix(self) -> tuple[tuple, list[str], np.ndarray] | None:
+        """(a key that changes whenever the vectors do, entity ids, (n, dim) matrix) of every stored
+        vector, as the exact search holds them; None where `knn` would not search them exactly (an
+        in-memory database, or a store of `quantize_threshold` vectors or more)."""
+        if not self.conn.filename or self.count() >= self.quantize_threshold:
+            return None
+        return self._matrix()
+
+    def _matrix(self) -> tuple[tuple, list[str], np.ndarray] | None:
+        """(key, entity ids, (n, dim) float matrix) of every stored vector, kept in memory per
+        database file and brought up to date when the vectors change (only the rows added since,
+        when none was replaced or deleted since); None for an in-memory database."""
         name = self.conn.filename
         if not name:
             return None
@@ -464,7 +472,7 @@ class VectorStore:
             key = (self.model_id, self.dim, gen)
             held = _MATRICES.get(name)
             if held is not None and held[0] == key:
-                return held[1], held[2]
+                return key, held[1], held[2]
             grows = (held is not None and held[0][:2] == key[:2] and None not in (gen, rewritten, held[0][2])
                      and rewritten <= held[0][2] < gen)  # only additions since the copy was read
             rows = self.conn.execute(join + (" WHERE i.rowid > ?" if grows else ""),
@@ -480,13 +488,13 @@ class VectorStore:
             _MATRICES[name] = (key, ids, matrix, last)
             while len(_MATRICES) > _MATRICES_KEPT:
                 _MATRICES.pop(next(iter(_MATRICES)))
-        return ids, matrix
+        return key, ids, matrix
 
     def _knn_exact(self, q: np.ndarray, k: int) -> list[tuple[str, float]]:
         held = self._matrix()
         if held is None:
             return self._knn_vec0(q, k)
-        ids, matrix = held
+        _, ids, matrix = held
         if not ids:
             return []
         sims = matrix @ q

@@ -16,17 +16,19 @@ worse than `shipped` (the stream as nsccn reads it: cosine, then its first `sema
 
 Variants: `prf` (the query vector plus 0.5 x the mean of its 10 nearest entities, then the second stage: Rocchio
 feedback), `one-way` (the second stage without the late interaction the other way: cosine + 2 x how well each entity
-covers the query), `late3` (that interaction at weight 3 instead of 2), `filemix` (each entity's vector plus 0.3 x its
+covers the query), `late3` (that interaction at weight 3 instead of 2), `filemix[W]` (each entity's vector plus W (0.3) x its
 file's mean vector), `depth-all` (the second stage over every entity, not the first 100; slow: every text is read
 again for every query). The results of stop 63 (`s63/variants-*.txt`) were made at efe0980, whose second stage was
 one-way: there `shipped` is today's `one-way` and `bidi` today's `shipped`.
 
-Stop 65's (`s65/`; only the code lines' weight kept): `one-bag` (the query read whole, its code lines and prose
+Stop 65's (`s65/`; the code lines' weight and the files' context kept, so `shipped` has both since; the files
+made before have neither or only the first, as each says): `no-file-context` (each entity's own vector), `one-bag` (the query read whole, its code lines and prose
 alike: the stream before stop 65), `codewX` (its code lines weighed X: `static_embed.prose_and_code`; `codewAX` /
 `codewBX` in the first stage / the second stage only), `ridfP` (the query's tokens also weighed by their BM25 idf
 among the repository's entities, to the power P), `abttK` (all-but-the-top: the repository's mean vector and its
 first K principal directions taken out of entities and query), `classmixW` (each method's vector plus W x its
-class's), `bigramG` (adjacent token pairs as rare names, two bank rows each, mixed in at G).
+class's), `bigramG` (adjacent token pairs as rare names, two bank rows each, mixed in at G), `titleN` (the title read N more
+times, `static_embed.TITLE_REPEAT`).
 
 Report-like queries of a mined dataset (`--report-like`): each commit that added three lines or more to test files
 becomes the message, then those lines in a fenced block (up to 1,500 characters), as
@@ -52,7 +54,7 @@ import mine_history  # noqa: E402
 from embedder_eval import KEYS, corpus, mirror_of, newest_commit, scores, text_of  # noqa: E402
 
 from nsccn.text import split_identifier  # noqa: E402
-from nsccn.vectors.semantic import RERANK_DEPTH  # noqa: E402
+from nsccn.vectors.semantic import RERANK_DEPTH, FileContext  # noqa: E402
 from nsccn.vectors.static_embed import COVER_WEIGHT, LATE_WEIGHT, STATIC_MAX_CHARS, StaticModel, as_query, prose_and_code  # noqa: E402
 
 LONG = 300  # characters: a query longer than this is "long" (a message with a body, a report)
@@ -65,6 +67,7 @@ class Repo:
         self.m, self.ids = model, list(parts)
         self.texts = [text_of(parts[i], max_chars) for i in self.ids]
         self.docs = model.embed(self.texts)
+        self.context = FileContext([i.split(":", 1)[0] for i in self.ids], self.docs)
         self._filemix = None
         self._idf = None
         self._bigrams = None
@@ -112,7 +115,7 @@ class Repo:
         return self._centered[k]
 
     def filemix(self, weight: float) -> np.ndarray:
-        if self._filemix is None:
+        if self._filemix is None or self._filemix[0] != weight:
             files = [i.split(":", 1)[0] for i in self.ids]
             index = {f: k for k, f in enumerate(dict.fromkeys(files))}
             of = np.array([index[f] for f in files])
@@ -120,13 +123,13 @@ class Repo:
             np.add.at(means, of, self.docs)
             means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
             mixed = self.docs + weight * means[of]
-            self._filemix = mixed / np.linalg.norm(mixed, axis=1, keepdims=True)
-        return self._filemix
+            self._filemix = (weight, mixed / np.linalg.norm(mixed, axis=1, keepdims=True))
+        return self._filemix[1]
 
 
 def two_stage(r: Repo, query: str, qv: np.ndarray, docs: np.ndarray | None = None, stage=None) -> np.ndarray:
     """Cosine, then the first `RERANK_DEPTH` ordered again by `stage(texts, cosines)` (the model's second stage)."""
-    cos = (r.docs if docs is None else docs) @ qv
+    cos = r.context.cosines(r.docs, qv) if docs is None else docs @ qv  # as nsccn reads it: with the files' context
     top = np.argsort(-cos, kind="stable")[:RERANK_DEPTH]
     out = cos - 10.0  # below every second-stage score: the rest keep their order
     texts = [r.texts[j] for j in top]
@@ -146,11 +149,20 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
     if name in ("one-way", "late3"):
         weight = LATE_WEIGHT if name == "one-way" else 3.0
         return two_stage(r, query, qv, stage=lambda texts, cos: cos + weight * m.late_interaction(query, texts))
-    if name == "filemix":
-        return two_stage(r, query, qv, docs=r.filemix(0.3))
+    if name == "no-file-context":  # each entity's own vector (the stream before stop 65)
+        return two_stage(r, query, qv, docs=r.docs)
+    if name.startswith("filemix"):
+        return two_stage(r, query, qv, docs=r.filemix(float(name[7:] or 0.3)))
     if name == "depth-all":
-        cos = r.docs @ qv
-        return m.second_stage(query, r.texts, cos)
+        return m.second_stage(query, r.texts, r.context.cosines(r.docs, qv))
+    if name.startswith("title"):  # the title read N more times (TITLE_REPEAT), the rest as shipped
+        from nsccn.vectors import static_embed
+
+        kept, static_embed.TITLE_REPEAT = static_embed.TITLE_REPEAT, int(name[5:])
+        try:
+            return two_stage(r, query, m.embed([query], query=True)[0])
+        finally:
+            static_embed.TITLE_REPEAT = kept
     if name.startswith("ridf"):  # the query's tokens weighed by their idf in this repository, to the power given
         found, w = m.query_bag(query)
         w = w * r.idf()[found] ** float(name[4:])
