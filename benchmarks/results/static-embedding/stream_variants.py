@@ -22,7 +22,8 @@ again for every query). The results of stop 63 (`s63/variants-*.txt`) were made 
 one-way: there `shipped` is today's `one-way` and `bidi` today's `shipped`.
 
 Stop 65's (`s65/`; the code lines' weight and the files' context kept, so `shipped` has both since; the files
-made before have neither or only the first, as each says): `no-file-context` (each entity's own vector), `one-bag` (the query read whole, its code lines and prose
+made before have neither or only the first, as each says): `stop64` (neither), `no-file-context` (each entity's own
+vector), `one-bag` (the query read whole, its code lines and prose
 alike: the stream before stop 65), `codewX` (its code lines weighed X: `static_embed.prose_and_code`; `codewAX` /
 `codewBX` in the first stage / the second stage only), `ridfP` (the query's tokens also weighed by their BM25 idf
 among the repository's entities, to the power P), `abttK` (all-but-the-top: the repository's mean vector and its
@@ -175,12 +176,12 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
         return two_stage(r, query, q2, stage=stage)
     if name.startswith("classmix"):
         return two_stage(r, query, qv, docs=r.classmix(float(name[8:])))
-    if name.startswith("codew") or name == "one-bag":
+    if name.startswith("codew") or name in ("one-bag", "stop64"):
         # codewX: the query's code lines weighed X (`static_embed.prose_and_code`; the shipped X is CODE_WEIGHT);
         # codewAX / codewBX: so in the first stage / the second only; one-bag: the query read whole, code and
         # prose alike in one bag (the stream before stop 65)
         where = name[5] if name.startswith("codew") and name[5] in "AB" else ""
-        if name == "one-bag":
+        if name in ("one-bag", "stop64"):
             found, w = m.bag(as_query(query))
         else:
             prose, code = prose_and_code(as_query(query))
@@ -197,6 +198,8 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
         def stage2(texts, cos):
             covers, covered = m.interactions(query, texts, query_rows=(found, w))
             return cos + LATE_WEIGHT * covers + COVER_WEIGHT * covered
+        if name == "stop64":  # the query in one bag, each entity's own vector: the stream before stop 65
+            return two_stage(r, query, q2, docs=r.docs, stage=stage2)
         if where == "A":
             return two_stage(r, query, q2)
         if where == "B":
