@@ -1,12 +1,14 @@
 #!/usr/bin/env python
-"""What the static vector stream's second stage costs a query: the stream with it and without it,
-alternated query by query on one index.
+"""What the static vector stream's second stage and its files' context cost a query: the stream as
+shipped, without the files' context (each entity's own cosine) and without the second stage,
+rotated query by query on one index.
 
     python benchmarks/static_stage_cost.py --db INDEX --reports ../shared/bench/swebench-dev.jsonl --repo sympy/sympy [--n 40]
 
 The stream is read as the learned ranker's features read it (`ranking.vector_ranks`: 400 deep, test
-files left out); without the stage is `semantic.RERANK_DEPTH` 0 (cosine alone). The first report is
-read once untimed (model load, vector matrix). Prints the median and mean milliseconds of each.
+files left out); without the stage is `semantic.RERANK_DEPTH` 0 (cosine alone, files' context kept). The
+first report is read once untimed (model load, vector matrix, the files' context). Prints the median
+and mean milliseconds of each.
 """
 
 from __future__ import annotations
@@ -35,20 +37,26 @@ def main() -> int:
     queries = [r["problem_statement"] for r in reports if r["repo"] == args.repo][: args.n]
     if not queries:
         ap.error(f"no report of {args.repo} in {args.reports}")
-    depth = semantic.RERANK_DEPTH
-    times: dict[int, list[float]] = {depth: [], 0: []}
+    depth, in_context = semantic.RERANK_DEPTH, semantic._knn_in_file_context
+    arms = {  # how each arm sets the stream up
+        "as shipped": lambda: None,
+        "without the files' context": lambda: setattr(semantic, "_knn_in_file_context", lambda *a: None),
+        "cosine alone": lambda: setattr(semantic, "RERANK_DEPTH", 0),
+    }
+    times: dict[str, list[float]] = {arm: [] for arm in arms}
     with Store(args.db, readonly=True) as store:
         vector_ranks(store, queries[0])
         for i, query in enumerate(queries):
-            for d in (depth, 0) if i % 2 else (0, depth):  # alternated: neither always goes first
-                semantic.RERANK_DEPTH = d
+            names = list(arms)
+            for arm in names[i % 3:] + names[: i % 3]:  # rotated: no arm always goes first
+                arms[arm]()
                 t0 = time.perf_counter()
                 vector_ranks(store, query)
-                times[d].append(time.perf_counter() - t0)
-    semantic.RERANK_DEPTH = depth
-    for d, ts in times.items():
-        print(f"{'with the second stage' if d else 'cosine alone':>22}: p50 {1000 * statistics.median(ts):.1f} ms, "
-              f"mean {1000 * statistics.mean(ts):.1f} ms ({len(ts)} queries)")
+                times[arm].append(time.perf_counter() - t0)
+                semantic.RERANK_DEPTH, semantic._knn_in_file_context = depth, in_context
+    for arm, ts in times.items():
+        print(f"{arm:>26}: p50 {1000 * statistics.median(ts):.1f} ms, mean {1000 * statistics.mean(ts):.1f} ms "
+              f"({len(ts)} queries)")
     return 0
 
 

@@ -159,6 +159,17 @@ def test_the_static_stream_s_second_stage_puts_the_text_saying_the_whole_query_f
             semantic.RERANK_DEPTH = depth
 
 
+def _first_in_vector_stream(store, query: str) -> str:
+    """The qualname of the vector stream's first entity for `query`, its vector made afresh."""
+    from nsccn.query.streams import vector_stream
+    from nsccn.vectors import embed, semantic
+
+    embed._QUERY_VECTORS.clear()  # query vectors are remembered by the query's text
+    semantic._FILE_CONTEXTS.clear()
+    rowid = vector_stream(store, query)[0]
+    return store.conn.execute("SELECT qualname FROM entities WHERE rowid = ?", (rowid,)).fetchone()[0]
+
+
 def test_a_query_of_several_lines_reads_its_first_line_more():
     """A report's title (its first line, when more lines follow) is read `TITLE_REPEAT` more times;
     a one-line query, or one whose first line is blank, is read as it is."""
@@ -174,7 +185,6 @@ def test_a_report_s_title_outweighs_a_body_about_something_else(tmp_path, monkey
     """The title says the printed bill comes out empty; the body speaks of the customer and an
     email. Reading the title more puts the invoice's function first in the vector stream every
     answer reads; read once, as the rest (`TITLE_REPEAT` 0), the body's email function wins."""
-    from nsccn.query.streams import vector_stream
     from nsccn.store import Store
     from nsccn.vectors import embed, static_embed
 
@@ -187,11 +197,7 @@ def test_a_report_s_title_outweighs_a_body_about_something_else(tmp_path, monkey
     query = ("Printed bill comes out empty\n"
              "The customer got the reminder email. The customer opened the email. Every customer is emailed.")
     with Store(repo / ".nsccn" / "index.db", readonly=True) as store:
-        def first() -> str:
-            embed._QUERY_VECTORS.clear()  # query vectors are remembered by the query's text
-            rowid = vector_stream(store, query)[0]
-            return store.conn.execute("SELECT qualname FROM entities WHERE rowid = ?", (rowid,)).fetchone()[0]
-
+        first = lambda: _first_in_vector_stream(store, query)  # noqa: E731
         assert first() == "render_pdf"
         monkeypatch.setattr(static_embed, "TITLE_REPEAT", 0)
         assert first() == "send_reminder"
@@ -429,7 +435,6 @@ def test_a_snippet_s_many_names_do_not_drown_what_the_report_says(tmp_path, monk
     """The report says in a line that a discount is rounded wrong; its snippet fills a cart. With its code
     lines weighed `CODE_WEIGHT` the rounding function comes first in the vector stream every answer
     reads; weighed as the prose, the snippet's cart function does."""
-    from nsccn.query.streams import vector_stream
     from nsccn.store import Store
     from nsccn.vectors import embed, static_embed
 
@@ -443,11 +448,7 @@ def test_a_snippet_s_many_names_do_not_drown_what_the_report_says(tmp_path, monk
     query = "Discount rounded the wrong way\n```python\ncart = new_cart()\n" + "".join(
         f"add_item(cart, item{i}, quantity={i})\n" for i in range(2)) + "print(cart.items)\n```"
     with Store(repo / ".nsccn" / "index.db", readonly=True) as store:
-        def first() -> str:
-            embed._QUERY_VECTORS.clear()  # query vectors are remembered by the query's text
-            rowid = vector_stream(store, query)[0]
-            return store.conn.execute("SELECT qualname FROM entities WHERE rowid = ?", (rowid,)).fetchone()[0]
-
+        first = lambda: _first_in_vector_stream(store, query)  # noqa: E731
         assert first() == "round_discount"
         monkeypatch.setattr(static_embed, "CODE_WEIGHT", 1.0)
         assert first() == "add_item"

@@ -29,7 +29,7 @@ alike: the stream before stop 65), `codewX` (its code lines weighed X: `static_e
 among the repository's entities, to the power P), `abttK` (all-but-the-top: the repository's mean vector and its
 first K principal directions taken out of entities and query), `classmixW` (each method's vector plus W x its
 class's), `bigramG` (adjacent token pairs as rare names, two bank rows each, mixed in at G), `titleN` (the title read N more
-times, `static_embed.TITLE_REPEAT`).
+times, `static_embed.TITLE_REPEAT`), `dirmixW` (the shipped file context plus W x the directory's mean vector).
 
 Report-like queries of a mined dataset (`--report-like`): each commit that added three lines or more to test files
 becomes the message, then those lines in a fenced block (up to 1,500 characters), as
@@ -115,15 +115,19 @@ class Repo:
             self._centered[k] = (d / np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-12), top)
         return self._centered[k]
 
+    def group_means(self, group_of) -> np.ndarray:
+        """Each entity's group's mean vector, normalized (`group_of`: entity id -> its group)."""
+        groups = [group_of(i) for i in self.ids]
+        index = {g: k for k, g in enumerate(dict.fromkeys(groups))}
+        of = np.array([index[g] for g in groups])
+        means = np.zeros((len(index), self.docs.shape[1]), np.float32)
+        np.add.at(means, of, self.docs)
+        means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
+        return means[of]
+
     def filemix(self, weight: float) -> np.ndarray:
         if self._filemix is None or self._filemix[0] != weight:
-            files = [i.split(":", 1)[0] for i in self.ids]
-            index = {f: k for k, f in enumerate(dict.fromkeys(files))}
-            of = np.array([index[f] for f in files])
-            means = np.zeros((len(index), self.docs.shape[1]), np.float32)
-            np.add.at(means, of, self.docs)
-            means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
-            mixed = self.docs + weight * means[of]
+            mixed = self.docs + weight * self.group_means(lambda i: i.split(":", 1)[0])
             self._filemix = (weight, mixed / np.linalg.norm(mixed, axis=1, keepdims=True))
         return self._filemix[1]
 
@@ -152,6 +156,13 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
         return two_stage(r, query, qv, stage=lambda texts, cos: cos + weight * m.late_interaction(query, texts))
     if name == "no-file-context":  # each entity's own vector (the stream before stop 65)
         return two_stage(r, query, qv, docs=r.docs)
+    if name.startswith("dirmix"):  # the shipped file context, plus W x the entity's directory's mean vector
+        key = ("dirmix", name)
+        if key not in r._centered:
+            mixed = (r.docs + 0.3 * r.group_means(lambda i: i.split(":", 1)[0])
+                     + float(name[6:]) * r.group_means(lambda i: i.split(":", 1)[0].rpartition("/")[0]))
+            r._centered[key] = mixed / np.maximum(np.linalg.norm(mixed, axis=1, keepdims=True), 1e-12)
+        return two_stage(r, query, qv, docs=r._centered[key])
     if name.startswith("filemix"):
         return two_stage(r, query, qv, docs=r.filemix(float(name[7:] or 0.3)))
     if name == "depth-all":
