@@ -294,3 +294,23 @@ def test_the_held_matrix_reads_only_what_a_bulk_embedding_added(store, conn, tmp
     fill(store, unit(rng.standard_normal((10, 64))), prefix="func:c.py:h")
     assert [reader.knn(q, 15, quantized=False) for q in queries] == [fresh(q) for q in queries]
     reader.conn.close()
+
+
+def test_the_exact_matrix_is_the_exact_search_s_and_changes_its_key_with_the_vectors(conn, store):
+    """`exact_matrix`: the vectors the exact search holds, with a key that moves on every write (what
+    the files' context of the vector stream is cached by); None where the search would not be exact."""
+    rng = np.random.default_rng(5)
+    vecs = unit(rng.standard_normal((30, 64)))
+    ids = fill(store, vecs)
+    key, held_ids, matrix = store.exact_matrix()
+    assert held_ids == ids and np.allclose(matrix, vecs, atol=1e-6)
+    fill(store, unit(rng.standard_normal((2, 64))), prefix="func:b.py:g")
+    key2, held_ids, matrix = store.exact_matrix()
+    assert key2 != key and len(held_ids) == 32 == len(matrix)
+    assert VectorStore(conn, quantize_threshold=32).exact_matrix() is None  # the coarse pass's store
+    memory = apsw.Connection(":memory:")
+    in_memory = VectorStore(memory)
+    in_memory.ensure_model("test-model", 64)
+    fill(in_memory, vecs)
+    assert in_memory.exact_matrix() is None  # vec0 searches it
+    memory.close()
