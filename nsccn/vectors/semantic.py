@@ -41,7 +41,9 @@ class FileContext:
         index: dict[str, int] = {}
         self.of = np.fromiter((index.setdefault(p, len(index)) for p in paths), dtype=np.intp, count=len(paths))
         means = np.zeros((len(index), matrix.shape[1]), dtype=np.float32)
-        np.add.at(means, self.of, matrix)
+        if len(self.of):  # a file's entities are stored together, mostly: summed run by run (np.add.at row by row is 10x slower)
+            runs = np.flatnonzero(np.r_[True, self.of[1:] != self.of[:-1]])
+            np.add.at(means, self.of[runs], np.add.reduceat(matrix, runs, axis=0))
         means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
         self.means, self.weight = means, np.float32(FILE_CONTEXT if weight is None else weight)
         # |v + w m|^2 = |v|^2 + w^2 |m|^2 + 2 w v.m, row by row
