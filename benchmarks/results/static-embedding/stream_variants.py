@@ -29,7 +29,8 @@ alike: the stream before stop 65), `codewX` (its code lines weighed X: `static_e
 among the repository's entities, to the power P), `abttK` (all-but-the-top: the repository's mean vector and its
 first K principal directions taken out of entities and query), `classmixW` (each method's vector plus W x its
 class's), `bigramG` (adjacent token pairs as rare names, two bank rows each, mixed in at G), `titleN` (the title read N more
-times, `static_embed.TITLE_REPEAT`), `dirmixW` (the shipped file context plus W x the directory's mean vector).
+times, `static_embed.TITLE_REPEAT`), `dirmixW` (the shipped file context plus W x the directory's mean vector), `fileclassW` (the shipped file
+context plus W x a method's class's vector), `stageW,C` (the second stage's weights: `LATE_WEIGHT` W, `COVER_WEIGHT` C).
 
 Report-like queries of a mined dataset (`--report-like`): each commit that added three lines or more to test files
 becomes the message, then those lines in a fenced block (up to 1,500 characters), as
@@ -156,6 +157,26 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
         return two_stage(r, query, qv, stage=lambda texts, cos: cos + weight * m.late_interaction(query, texts))
     if name == "no-file-context":  # each entity's own vector (the stream before stop 65)
         return two_stage(r, query, qv, docs=r.docs)
+    if name.startswith("stage"):  # stageW,C: the second stage as cosine + W x covers + C x covered
+        w, c = (float(x) for x in name[5:].split(","))
+
+        def weighed(texts, cos):
+            covers, covered = m.interactions(query, texts)
+            return cos + w * covers + c * covered
+        return two_stage(r, query, qv, stage=weighed)
+    if name.startswith("fileclass"):  # the shipped file context, plus W x a method's class's own vector
+        key = ("fileclass", name)
+        if key not in r._centered:
+            at = {i: k for k, i in enumerate(r.ids)}
+            cls = np.zeros_like(r.docs)
+            for k, i in enumerate(r.ids):
+                path, _, qual = i.partition(":")
+                c = at.get(path + ":" + qual.rsplit(".", 1)[0]) if "." in qual else None
+                if c is not None:
+                    cls[k] = r.docs[c]
+            mixed = r.docs + 0.3 * r.group_means(lambda i: i.split(":", 1)[0]) + float(name[9:]) * cls
+            r._centered[key] = mixed / np.maximum(np.linalg.norm(mixed, axis=1, keepdims=True), 1e-12)
+        return two_stage(r, query, qv, docs=r._centered[key])
     if name.startswith("dirmix"):  # the shipped file context, plus W x the entity's directory's mean vector
         key = ("dirmix", name)
         if key not in r._centered:
