@@ -16,7 +16,7 @@ from nsccn.vectors.embed import FALLBACK_MODEL, STATIC_MODEL, embedding_text, is
 from nsccn.model import split_entity_id
 from nsccn.store import EMBEDDABLE_SQL, TEXT_COLUMNS, VECTORS_COMPLETE, Store
 from nsccn.reading.testpaths import is_test_path
-from nsccn.vectors.table import VectorStore
+from nsccn.vectors.table import VectorStore, nearest
 from nsccn.vectors.static_file import retired_static_model
 from nsccn.vectors.static_embed import STATIC_MAX_CHARS
 
@@ -49,8 +49,9 @@ class FileContext:
         # |v + w m|^2 = |v|^2 + w^2 |m|^2 + 2 w v.m, row by row
         own = np.einsum("ij,ij->i", matrix, matrix)
         mean_sq = np.einsum("ij,ij->i", means, means)[self.of]
-        cross = np.concatenate([np.einsum("ij,ij->i", matrix[i:i + 8192], means[self.of[i:i + 8192]])
-                                for i in range(0, len(matrix), 8192)] or [np.zeros(0, np.float32)])
+        cross = np.zeros(len(matrix), dtype=np.float32)
+        for i in range(0, len(matrix), 8192):  # in blocks: no (n, dim) copy of the files' means
+            cross[i:i + 8192] = np.einsum("ij,ij->i", matrix[i:i + 8192], means[self.of[i:i + 8192]])
         self.norms = np.maximum(np.sqrt(own + self.weight ** 2 * mean_sq + 2 * self.weight * cross), 1e-12)
 
     def cosines(self, matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -75,11 +76,7 @@ def _knn_in_file_context(vs: VectorStore, q: np.ndarray, k: int) -> list[tuple[s
     if cached is None or cached[0] != key:
         _FILE_CONTEXTS.clear()  # one database's at a time: a server answers for one index
         cached = _FILE_CONTEXTS[name] = (key, FileContext([split_entity_id(e)[1] for e in ids], matrix))
-    sims = cached[1].cosines(matrix, np.asarray(q, dtype=np.float32).reshape(-1))
-    k = min(k, len(ids))
-    top = np.argpartition(-sims, k - 1)[:k]
-    top = top[np.argsort(-sims[top], kind="stable")]
-    return [(ids[i], float(1.0 - sims[i])) for i in top]
+    return nearest(ids, cached[1].cosines(matrix, np.asarray(q, dtype=np.float32).reshape(-1)), k)
 
 
 _query_embeddings = 0

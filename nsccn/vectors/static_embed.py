@@ -300,11 +300,14 @@ class StaticModel:
         found_prose, w_prose = self.bag(prose)
         found_code, w_code = self.bag(code)
         found = np.concatenate([found_prose, found_code])
-        w = np.concatenate([w_prose, np.float32(CODE_WEIGHT) * w_code])
+        return found, self.weigh_query(found, np.concatenate([w_prose, np.float32(CODE_WEIGHT) * w_code]))
+
+    def weigh_query(self, found: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """`w` (the weights of a query's rows `found`, weighed in place) times each known token's `query_weight`."""
         if self.query_weight is not None and len(found):
             known = found < self.n_vocab
             w[known] *= self.query_weight[found[known]]
-        return found, w
+        return w
 
     def _rows_of(self, token: str) -> tuple[tuple[int, float], ...]:
         i = self.index.get(token)

@@ -77,6 +77,16 @@ def load_sqlite_vec(conn: apsw.Connection) -> None:
     conn.enable_load_extension(False)
 
 
+def nearest(ids: list[str], sims: np.ndarray, k: int) -> list[tuple[str, float]]:
+    """The `k` ids of highest cosine (`sims`, one per id): [(id, 1 - cosine)], nearest first."""
+    if not ids:
+        return []
+    k = min(k, len(ids))
+    top = np.argpartition(-sims, k - 1)[:k]
+    top = top[np.argsort(-sims[top], kind="stable")]
+    return [(ids[i], float(1.0 - sims[i])) for i in top]
+
+
 def _chunks(seq: Sequence, n: int = _CHUNK) -> Iterable[Sequence]:
     for i in range(0, len(seq), n):
         yield seq[i : i + n]
@@ -495,13 +505,7 @@ class VectorStore:
         if held is None:
             return self._knn_vec0(q, k)
         _, ids, matrix = held
-        if not ids:
-            return []
-        sims = matrix @ q
-        k = min(k, len(ids))
-        top = np.argpartition(-sims, k - 1)[:k]
-        top = top[np.argsort(-sims[top], kind="stable")]
-        return [(ids[i], float(1.0 - sims[i])) for i in top]
+        return nearest(ids, matrix @ q, k)
 
     def _knn_vec0(self, q: np.ndarray, k: int) -> list[tuple[str, float]]:
         rows = self.conn.execute(

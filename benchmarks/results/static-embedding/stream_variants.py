@@ -56,7 +56,7 @@ import mine_history  # noqa: E402
 from embedder_eval import KEYS, corpus, mirror_of, newest_commit, scores, text_of  # noqa: E402
 
 from nsccn.text import split_identifier  # noqa: E402
-from nsccn.vectors.semantic import RERANK_DEPTH, FileContext  # noqa: E402
+from nsccn.vectors.semantic import FILE_CONTEXT, RERANK_DEPTH, FileContext  # noqa: E402
 from nsccn.vectors.static_embed import COVER_WEIGHT, LATE_WEIGHT, STATIC_MAX_CHARS, StaticModel, as_query, prose_and_code  # noqa: E402
 
 LONG = 300  # characters: a query longer than this is "long" (a message with a body, a report)
@@ -70,51 +70,17 @@ class Repo:
         self.texts = [text_of(parts[i], max_chars) for i in self.ids]
         self.docs = model.embed(self.texts)
         self.context = FileContext([i.split(":", 1)[0] for i in self.ids], self.docs)
-        self._filemix = None
-        self._idf = None
-        self._bigrams = None
-        self._centered = {}
+        self._cache: dict = {}
 
-    def classmix(self, weight: float) -> np.ndarray:
-        """Each method's vector plus `weight` x its class's (the class entity's own vector)."""
-        at = {i: k for k, i in enumerate(self.ids)}
-        mixed = self.docs.copy()
-        for k, i in enumerate(self.ids):
-            path, _, qual = i.partition(":")
-            if "." in qual:
-                c = at.get(path + ":" + qual.rsplit(".", 1)[0])
-                if c is not None:
-                    mixed[k] += weight * self.docs[c]
-        return mixed / np.linalg.norm(mixed, axis=1, keepdims=True)
+    def cached(self, key, make):
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
 
-    def bigrams(self) -> np.ndarray:
-        if self._bigrams is None:
-            self._bigrams = bigram_vectors(self.m, self.texts)
-        return self._bigrams
-
-    def idf(self) -> np.ndarray:
-        """Each row's BM25 idf among this repository's entities (a row no entity has: the largest)."""
-        if self._idf is None:
-            df = np.zeros(self.m.n_vocab + self.m.bank_rows, np.float32)
-            for t in self.texts:
-                rows = self.m._weighed_rows(t)[0]
-                df[rows] += 1
-            n = len(self.texts)
-            self._idf = np.log((n - df + 0.5) / (df + 0.5) + 1.0).astype(np.float32)
-        return self._idf
-
-    def centered(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The entities' vectors less their mean and their first `k` principal directions (all-but-the-top),
-        and the projection that removes those directions from a query."""
-        if k not in self._centered:
-            d = self.docs - self.docs.mean(0)
-            if k:
-                top = np.linalg.svd(d[:: max(1, len(d) // 20000)], full_matrices=False)[2][:k]
-                d = d - (d @ top.T) @ top
-            else:
-                top = np.zeros((0, d.shape[1]), np.float32)
-            self._centered[k] = (d / np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-12), top)
-        return self._centered[k]
+    def mix(self, *terms: tuple[float, np.ndarray]) -> np.ndarray:
+        """The entities' vectors plus each (weight, per-entity vectors) of `terms`, normalized."""
+        mixed = self.docs + sum(w * v for w, v in terms)
+        return mixed / np.maximum(np.linalg.norm(mixed, axis=1, keepdims=True), 1e-12)
 
     def group_means(self, group_of) -> np.ndarray:
         """Each entity's group's mean vector, normalized (`group_of`: entity id -> its group)."""
@@ -126,11 +92,45 @@ class Repo:
         means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
         return means[of]
 
-    def filemix(self, weight: float) -> np.ndarray:
-        if self._filemix is None or self._filemix[0] != weight:
-            mixed = self.docs + weight * self.group_means(lambda i: i.split(":", 1)[0])
-            self._filemix = (weight, mixed / np.linalg.norm(mixed, axis=1, keepdims=True))
-        return self._filemix[1]
+    def file_means(self) -> np.ndarray:
+        return self.cached("files", lambda: self.group_means(lambda i: i.split(":", 1)[0]))
+
+    def dir_means(self) -> np.ndarray:
+        return self.cached("dirs", lambda: self.group_means(lambda i: i.split(":", 1)[0].rpartition("/")[0]))
+
+    def class_vectors(self) -> np.ndarray:
+        """Each method's class's own vector (zero for the rest)."""
+        def make():
+            at = {i: k for k, i in enumerate(self.ids)}
+            cls = np.zeros_like(self.docs)
+            for k, i in enumerate(self.ids):
+                path, _, qual = i.partition(":")
+                c = at.get(path + ":" + qual.rsplit(".", 1)[0]) if "." in qual else None
+                if c is not None:
+                    cls[k] = self.docs[c]
+            return cls
+        return self.cached("classes", make)
+
+    def idf(self) -> np.ndarray:
+        """Each row's BM25 idf among this repository's entities (a row no entity has: the largest)."""
+        def make():
+            df = np.zeros(self.m.n_vocab + self.m.bank_rows, np.float32)
+            for t in self.texts:
+                df[self.m._weighed_rows(t)[0]] += 1
+            n = len(self.texts)
+            return np.log((n - df + 0.5) / (df + 0.5) + 1.0).astype(np.float32)
+        return self.cached("idf", make)
+
+    def centered(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The entities' vectors less their mean and their first `k` principal directions (all-but-the-top),
+        and the projection that removes those directions from a query."""
+        def make():
+            d = self.docs - self.docs.mean(0)
+            top = (np.linalg.svd(d[:: max(1, len(d) // 20000)], full_matrices=False)[2][:k] if k
+                   else np.zeros((0, d.shape[1]), np.float32))
+            d = d - (d @ top.T) @ top
+            return d / np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-12), top
+        return self.cached(("centered", k), make)
 
 
 def two_stage(r: Repo, query: str, qv: np.ndarray, docs: np.ndarray | None = None, stage=None) -> np.ndarray:
@@ -165,27 +165,15 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
             return cos + w * covers + c * covered
         return two_stage(r, query, qv, stage=weighed)
     if name.startswith("fileclass"):  # the shipped file context, plus W x a method's class's own vector
-        key = ("fileclass", name)
-        if key not in r._centered:
-            at = {i: k for k, i in enumerate(r.ids)}
-            cls = np.zeros_like(r.docs)
-            for k, i in enumerate(r.ids):
-                path, _, qual = i.partition(":")
-                c = at.get(path + ":" + qual.rsplit(".", 1)[0]) if "." in qual else None
-                if c is not None:
-                    cls[k] = r.docs[c]
-            mixed = r.docs + 0.3 * r.group_means(lambda i: i.split(":", 1)[0]) + float(name[9:]) * cls
-            r._centered[key] = mixed / np.maximum(np.linalg.norm(mixed, axis=1, keepdims=True), 1e-12)
-        return two_stage(r, query, qv, docs=r._centered[key])
+        return two_stage(r, query, qv, docs=r.cached(name, lambda: r.mix(
+            (FILE_CONTEXT, r.file_means()), (float(name[9:]), r.class_vectors()))))
     if name.startswith("dirmix"):  # the shipped file context, plus W x the entity's directory's mean vector
-        key = ("dirmix", name)
-        if key not in r._centered:
-            mixed = (r.docs + 0.3 * r.group_means(lambda i: i.split(":", 1)[0])
-                     + float(name[6:]) * r.group_means(lambda i: i.split(":", 1)[0].rpartition("/")[0]))
-            r._centered[key] = mixed / np.maximum(np.linalg.norm(mixed, axis=1, keepdims=True), 1e-12)
-        return two_stage(r, query, qv, docs=r._centered[key])
+        return two_stage(r, query, qv, docs=r.cached(name, lambda: r.mix(
+            (FILE_CONTEXT, r.file_means()), (float(name[6:]), r.dir_means()))))
     if name.startswith("filemix"):
-        return two_stage(r, query, qv, docs=r.filemix(float(name[7:] or 0.3)))
+        return two_stage(r, query, qv, docs=r.cached(name, lambda: r.mix((float(name[7:] or 0.3), r.file_means()))))
+    if name.startswith("classmix"):
+        return two_stage(r, query, qv, docs=r.cached(name, lambda: r.mix((float(name[8:]), r.class_vectors()))))
     if name == "depth-all":
         return m.second_stage(query, r.texts, r.context.cosines(r.docs, qv))
     if name.startswith("title"):  # the title read N more times (TITLE_REPEAT), the rest as shipped
@@ -199,15 +187,7 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
     if name.startswith("ridf"):  # the query's tokens weighed by their idf in this repository, to the power given
         found, w = m.query_bag(query)
         w = w * r.idf()[found] ** float(name[4:])
-        q2 = (m.rows(found) * w[:, None]).sum(0) if len(found) else np.zeros(m.dim, np.float32)
-        q2 /= max(float(np.linalg.norm(q2)), 1e-12)
-
-        def stage(texts, cos):
-            covers, covered = m.interactions(query, texts, query_rows=(found, w))
-            return cos + LATE_WEIGHT * covers + COVER_WEIGHT * covered
-        return two_stage(r, query, q2, stage=stage)
-    if name.startswith("classmix"):
-        return two_stage(r, query, qv, docs=r.classmix(float(name[8:])))
+        return two_stage(r, query, rows_vector(m, found, w), stage=stage_of(m, query, found, w))
     if name.startswith("codew") or name in ("one-bag", "stop64"):
         # codewX: the query's code lines weighed X (`static_embed.prose_and_code`; the shipped X is CODE_WEIGHT);
         # codewAX / codewBX: so in the first stage / the second only; one-bag: the query read whole, code and
@@ -221,15 +201,8 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
             fc, wc = m.bag(code)
             found = np.concatenate([fp, fc])
             w = np.concatenate([wp, float(name[5 + len(where):]) * wc])
-        if m.query_weight is not None and len(found):
-            known = found < m.n_vocab
-            w[known] *= m.query_weight[found[known]]
-        q2 = (m.rows(found) * w[:, None]).sum(0) if len(found) else np.zeros(m.dim, np.float32)
-        q2 /= max(float(np.linalg.norm(q2)), 1e-12)
-
-        def stage2(texts, cos):
-            covers, covered = m.interactions(query, texts, query_rows=(found, w))
-            return cos + LATE_WEIGHT * covers + COVER_WEIGHT * covered
+        w = m.weigh_query(found, w)
+        q2, stage2 = rows_vector(m, found, w), stage_of(m, query, found, w)
         if name == "stop64":  # the query in one bag, each entity's own vector: the stream before stop 65
             return two_stage(r, query, q2, docs=r.docs, stage=stage2)
         if where == "A":
@@ -239,8 +212,7 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
         return two_stage(r, query, q2, stage=stage2)
     if name.startswith("bigram"):  # adjacent tokens' pairs as rare names (two bank rows each), weight g
         g = float(name[6:])
-        d = r.docs + g * r.bigrams()
-        d /= np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-12)
+        d = r.cached(name, lambda: r.mix((g, r.cached("bigrams", lambda: bigram_vectors(m, r.texts)))))
         q2 = qv + g * bigram_vectors(m, [as_query(query)])[0]
         return two_stage(r, query, q2 / max(float(np.linalg.norm(q2)), 1e-12), docs=d)
     if name.startswith("abtt"):  # all-but-the-top: the repository's mean and first k directions out
@@ -248,6 +220,20 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
         q2 = qv - (qv @ top.T) @ top if len(top) else qv
         return two_stage(r, query, q2 / max(float(np.linalg.norm(q2)), 1e-12), docs=d)
     raise SystemExit(f"unknown variant {name}")
+
+
+def rows_vector(m: StaticModel, found: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """A query's vector from its rows and their weights (as `StaticModel.embed` sums them), normalized."""
+    v = (m.rows(found) * w[:, None]).sum(0) if len(found) else np.zeros(m.dim, np.float32)
+    return v / max(float(np.linalg.norm(v)), 1e-12)
+
+
+def stage_of(m: StaticModel, query: str, found: np.ndarray, w: np.ndarray):
+    """The shipped second stage for a query read as these rows and weights."""
+    def stage(texts, cos):
+        covers, covered = m.interactions(query, texts, query_rows=(found, w))
+        return cos + LATE_WEIGHT * covers + COVER_WEIGHT * covered
+    return stage
 
 
 def bigram_vectors(m: StaticModel, texts: list[str]) -> np.ndarray:
