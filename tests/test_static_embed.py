@@ -504,6 +504,24 @@ def test_of_two_helpers_alike_the_one_in_the_file_about_the_query_comes_first(tm
 
         assert helpers() == ["a.py", "b.py"]
         monkeypatch.setattr(semantic, "FILE_CONTEXT", 0.0)
+        assert helpers() == ["a.py", "b.py"]  # the second stage's files' best alone (`FILE_STAGE`) says so too
+        monkeypatch.setattr(semantic, "FILE_STAGE", 0.0)
         assert helpers() == ["b.py", "a.py"]  # alone, the path's letter decides
     embed._QUERY_VECTORS.clear()
     semantic._FILE_CONTEXTS.clear()
+
+
+def test_the_files_best_adds_to_each_candidate_and_keeps_the_files_order():
+    """`file_stage`: each candidate's score + `FILE_STAGE` x the best of its file's; a file's second
+    function can pass another file's first, and the files' order by their best stays."""
+    from nsccn.vectors.semantic import FILE_STAGE, file_stage
+
+    assert FILE_STAGE == 1.0
+    paths, scores = ["a.py", "b.py", "a.py", "c.py"], [1.0, 0.8, 0.75, -0.2]
+    out = file_stage(paths, scores)
+    assert np.allclose(out, [2.0, 1.6, 1.75, -0.4])
+    assert list(np.argsort(-out)) == [0, 2, 1, 3]  # a.py's second passes b.py's only
+    best = lambda s: sorted({p: max(x for q, x in zip(paths, s) if q == p) for p in paths}.items(), key=lambda t: -t[1])  # noqa: E731
+    assert [p for p, _ in best(out)] == [p for p, _ in best(scores)]
+    assert np.allclose(file_stage(paths, scores, weight=0.0), scores)
+    assert len(file_stage([], [])) == 0

@@ -32,6 +32,12 @@ class's), `bigramG` (adjacent token pairs as rare names, two bank rows each, mix
 times, `static_embed.TITLE_REPEAT`), `dirmixW` (the shipped file context plus W x the directory's mean vector), `fileclassW` (the shipped file
 context plus W x a method's class's vector), `stageW,C` (the second stage's weights: `LATE_WEIGHT` W, `COVER_WEIGHT` C).
 
+Stop 66's (`s66/`; `shipped` since reads the second stage 200 deep and adds the files' best, `semantic.file_stage`;
+`stop65` is the stream before, 100 deep without it, and `stop64` is 100 deep too): `depthN` (the second stage over the
+first N), `filestageW@D` (each candidate + W x the best second-stage score of its file's candidates, over the first D),
+`filemeanW` (+ W x their mean instead, 100 deep), `segW` (+ W x the best cosine of any of the query's paragraphs, a
+multi-vector query, before the second stage).
+
 Report-like queries of a mined dataset (`--report-like`): each commit that added three lines or more to test files
 becomes the message, then those lines in a fenced block (up to 1,500 characters), as
 `report_pairs.py` makes its training twins: a report's snippet is much like the test that reproduces it.
@@ -56,7 +62,7 @@ import mine_history  # noqa: E402
 from embedder_eval import KEYS, corpus, mirror_of, newest_commit, scores, text_of  # noqa: E402
 
 from nsccn.text import split_identifier  # noqa: E402
-from nsccn.vectors.semantic import FILE_CONTEXT, RERANK_DEPTH, FileContext  # noqa: E402
+from nsccn.vectors.semantic import FILE_CONTEXT, FILE_STAGE, RERANK_DEPTH, FileContext, file_stage  # noqa: E402
 from nsccn.vectors.static_embed import COVER_WEIGHT, LATE_WEIGHT, STATIC_MAX_CHARS, StaticModel, as_query, prose_and_code  # noqa: E402
 
 LONG = 300  # characters: a query longer than this is "long" (a message with a body, a report)
@@ -133,13 +139,17 @@ class Repo:
         return self.cached(("centered", k), make)
 
 
-def two_stage(r: Repo, query: str, qv: np.ndarray, docs: np.ndarray | None = None, stage=None) -> np.ndarray:
-    """Cosine, then the first `RERANK_DEPTH` ordered again by `stage(texts, cosines)` (the model's second stage)."""
-    cos = r.context.cosines(r.docs, qv) if docs is None else docs @ qv  # as nsccn reads it: with the files' context
-    top = np.argsort(-cos, kind="stable")[:RERANK_DEPTH]
+def two_stage(r: Repo, query: str, qv: np.ndarray, docs: np.ndarray | None = None, stage=None,
+              cos: np.ndarray | None = None, depth: int = RERANK_DEPTH, file_weight: float = FILE_STAGE) -> np.ndarray:
+    """Cosine, then the first `depth` ordered again by `stage(texts, cosines)` (the model's second stage) and
+    `semantic.file_stage` at `file_weight`."""
+    if cos is None:
+        cos = r.context.cosines(r.docs, qv) if docs is None else docs @ qv  # as nsccn reads it: with the files' context
+    top = np.argsort(-cos, kind="stable")[:depth]
     out = cos - 10.0  # below every second-stage score: the rest keep their order
     texts = [r.texts[j] for j in top]
-    out[top] = (stage or (lambda t, c: r.m.second_stage(query, t, c)))(texts, cos[top])
+    scores = (stage or (lambda t, c: r.m.second_stage(query, t, c)))(texts, cos[top])
+    out[top] = file_stage([r.ids[j].split(":", 1)[0] for j in top], scores, file_weight)
     return out
 
 
@@ -155,6 +165,43 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
     if name in ("one-way", "late3"):
         weight = LATE_WEIGHT if name == "one-way" else 3.0
         return two_stage(r, query, qv, stage=lambda texts, cos: cos + weight * m.late_interaction(query, texts))
+    if name.startswith("depth") and name != "depth-all":  # the second stage over the first N, not RERANK_DEPTH
+        return two_stage(r, query, qv, depth=int(name[5:]))
+    if name.startswith("seg"):  # segW: + W x the best cosine of any of the query's paragraphs (a multi-vector query)
+        segs = segments(query)
+        cos = r.context.cosines(r.docs, qv)
+        if len(segs) > 1:
+            sv = m.embed(segs, query=True)
+            cos = cos + float(name[3:]) * np.max([r.context.cosines(r.docs, v) for v in sv], axis=0)
+        return two_stage(r, query, qv, cos=cos)
+    if name.startswith("filestage"):  # filestageW@D: the files' best at W, over the first D (RERANK_DEPTH)
+        w, _, depth = name[9:].partition("@")
+        return two_stage(r, query, qv, depth=int(depth or RERANK_DEPTH), file_weight=float(w))
+    if name.startswith("filemean"):  # filemeanW: + W x the mean score of the same file's candidates instead
+        cos = r.context.cosines(r.docs, qv)
+        top = np.argsort(-cos, kind="stable")[:RERANK_DEPTH]
+        s = m.second_stage(query, [r.texts[j] for j in top], cos[top])
+        files = [r.ids[j].split(":", 1)[0] for j in top]
+        agg: dict[str, list[float]] = defaultdict(list)
+        for f, x in zip(files, s):
+            agg[f].append(float(x))
+        out = cos - 10.0
+        out[top] = s + float(name[8:]) * np.array([np.mean(agg[f]) for f in files], np.float32)
+        return out
+    if name.startswith("filesum"):  # filesumW,K: + W x the sum of the file's best K candidates' scores, 200 deep
+        w, k = name[7:].split(",")
+        cos = r.context.cosines(r.docs, qv)
+        top = np.argsort(-cos, kind="stable")[:RERANK_DEPTH]
+        s = m.second_stage(query, [r.texts[j] for j in top], cos[top])
+        files = [r.ids[j].split(":", 1)[0] for j in top]
+        agg: dict[str, list[float]] = defaultdict(list)
+        for f, x in zip(files, s):
+            agg[f].append(float(x))
+        out = cos - 10.0
+        out[top] = s + float(w) * np.array([sum(sorted(agg[f])[-int(k):]) for f in files], np.float32)
+        return out
+    if name == "stop65":  # the second stage over the first 100, without the files' best (the stream before stop 66)
+        return two_stage(r, query, qv, depth=100, file_weight=0.0)
     if name == "no-file-context":  # each entity's own vector (the stream before stop 65)
         return two_stage(r, query, qv, docs=r.docs)
     if name.startswith("stage"):  # stageW,C: the second stage as cosine + W x covers + C x covered
@@ -175,7 +222,7 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
     if name.startswith("classmix"):
         return two_stage(r, query, qv, docs=r.cached(name, lambda: r.mix((float(name[8:]), r.class_vectors()))))
     if name == "depth-all":
-        return m.second_stage(query, r.texts, r.context.cosines(r.docs, qv))
+        return file_stage([i.split(":", 1)[0] for i in r.ids], m.second_stage(query, r.texts, r.context.cosines(r.docs, qv)))
     if name.startswith("title"):  # the title read N more times (TITLE_REPEAT), the rest as shipped
         from nsccn.vectors import static_embed
 
@@ -204,7 +251,7 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
         w = m.weigh_query(found, w)
         q2, stage2 = rows_vector(m, found, w), stage_of(m, query, found, w)
         if name == "stop64":  # the query in one bag, each entity's own vector: the stream before stop 65
-            return two_stage(r, query, q2, docs=r.docs, stage=stage2)
+            return two_stage(r, query, q2, docs=r.docs, stage=stage2, depth=100, file_weight=0.0)
         if where == "A":
             return two_stage(r, query, q2)
         if where == "B":
@@ -220,6 +267,23 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
         q2 = qv - (qv @ top.T) @ top if len(top) else qv
         return two_stage(r, query, q2 / max(float(np.linalg.norm(q2)), 1e-12), docs=d)
     raise SystemExit(f"unknown variant {name}")
+
+
+def segments(query: str) -> list[str]:
+    """The query's paragraphs (split at blank lines; a fenced block is one), those of three tokens or more."""
+    out, fence, cur = [], False, []
+    for line in as_query(query).splitlines():
+        if line.strip().startswith("```"):
+            fence = not fence
+        if not line.strip() and not fence:
+            if cur:
+                out.append("\n".join(cur))
+            cur = []
+        else:
+            cur.append(line)
+    if cur:
+        out.append("\n".join(cur))
+    return [p for p in out if len(_IDENT.findall(p)) >= 3]
 
 
 def rows_vector(m: StaticModel, found: np.ndarray, w: np.ndarray) -> np.ndarray:
