@@ -35,7 +35,8 @@ context plus W x a method's class's vector), `stageW,C` (the second stage's weig
 Stop 66's (`s66/`; `shipped` since reads the second stage 200 deep and adds the files' best, `semantic.file_stage`;
 `stop65` is the stream before, 100 deep without it, and `stop64` is 100 deep too): `depthN` (the second stage over the
 first N), `filestageW@D` (each candidate + W x the best second-stage score of its file's candidates, over the first D),
-`filemeanW` (+ W x their mean instead, 100 deep), `segW` (+ W x the best cosine of any of the query's paragraphs, a
+`filemeanW` (+ W x their mean instead; measured 100 deep), `filesumW,K` (+ W x the sum of the file's best K), `filecoverW`
+(the shipped stream + W x how well the file's candidates' texts, as one, cover the query), `segW` (+ W x the best cosine of any of the query's paragraphs, a
 multi-vector query, before the second stage).
 
 Report-like queries of a mined dataset (`--report-like`): each commit that added three lines or more to test files
@@ -178,28 +179,14 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
         w, _, depth = name[9:].partition("@")
         return two_stage(r, query, qv, depth=int(depth or RERANK_DEPTH), file_weight=float(w))
     if name.startswith("filemean"):  # filemeanW: + W x the mean score of the same file's candidates instead
-        cos = r.context.cosines(r.docs, qv)
-        top = np.argsort(-cos, kind="stable")[:RERANK_DEPTH]
-        s = m.second_stage(query, [r.texts[j] for j in top], cos[top])
-        files = [r.ids[j].split(":", 1)[0] for j in top]
-        agg: dict[str, list[float]] = defaultdict(list)
-        for f, x in zip(files, s):
-            agg[f].append(float(x))
-        out = cos - 10.0
-        out[top] = s + float(name[8:]) * np.array([np.mean(agg[f]) for f in files], np.float32)
-        return out
-    if name.startswith("filesum"):  # filesumW,K: + W x the sum of the file's best K candidates' scores, 200 deep
+        return with_file_term(r, query, qv, lambda scores, texts: float(name[8:]) * float(np.mean(scores)))
+    if name.startswith("filesum"):  # filesumW,K: + W x the sum of the file's best K candidates' scores instead
         w, k = name[7:].split(",")
-        cos = r.context.cosines(r.docs, qv)
-        top = np.argsort(-cos, kind="stable")[:RERANK_DEPTH]
-        s = m.second_stage(query, [r.texts[j] for j in top], cos[top])
-        files = [r.ids[j].split(":", 1)[0] for j in top]
-        agg: dict[str, list[float]] = defaultdict(list)
-        for f, x in zip(files, s):
-            agg[f].append(float(x))
-        out = cos - 10.0
-        out[top] = s + float(w) * np.array([sum(sorted(agg[f])[-int(k):]) for f in files], np.float32)
-        return out
+        return with_file_term(r, query, qv, lambda scores, texts: float(w) * sum(sorted(scores)[-int(k):]))
+    if name.startswith("filecover"):  # filecoverW: the shipped stream + W x how well the file's candidates together
+        # cover the query (their texts as one, `StaticModel.interactions`' first)
+        return with_file_term(r, query, qv, lambda scores, texts: float(name[9:]) * float(
+            m.interactions(query, ["\n".join(texts)])[0][0]), shipped=True)
     if name == "stop65":  # the second stage over the first 100, without the files' best (the stream before stop 66)
         return two_stage(r, query, qv, depth=100, file_weight=0.0)
     if name == "no-file-context":  # each entity's own vector (the stream before stop 65)
@@ -284,6 +271,23 @@ def segments(query: str) -> list[str]:
     if cur:
         out.append("\n".join(cur))
     return [p for p in out if len(_IDENT.findall(p)) >= 3]
+
+
+def with_file_term(r: Repo, query: str, qv: np.ndarray, term, shipped: bool = False) -> np.ndarray:
+    """The second stage over the first `RERANK_DEPTH` (after `file_stage` if `shipped`, else without it), each
+    candidate + `term(its file's candidates' scores, their texts)`."""
+    cos = r.context.cosines(r.docs, qv)
+    top = np.argsort(-cos, kind="stable")[:RERANK_DEPTH]
+    files = [r.ids[j].split(":", 1)[0] for j in top]
+    stage = r.m.second_stage(query, [r.texts[j] for j in top], cos[top])
+    s = file_stage(files, stage) if shipped else stage
+    of: dict[str, list[int]] = defaultdict(list)
+    for k, f in enumerate(files):
+        of[f].append(k)
+    value = {f: term([float(stage[k]) for k in ks], [r.texts[top[k]] for k in ks]) for f, ks in of.items()}
+    out = cos - 10.0
+    out[top] = s + np.array([value[f] for f in files], np.float32)
+    return out
 
 
 def rows_vector(m: StaticModel, found: np.ndarray, w: np.ndarray) -> np.ndarray:
