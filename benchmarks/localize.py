@@ -516,6 +516,7 @@ def transformer_rerank():
     """The static stream's first `TRANSFORMER_RERANK[0]` entities (after its second stage) ordered
     again by their second-stage score + `TRANSFORMER_RERANK[1]` x the cosine of minilm-code-v1's
     vectors of the query and of their texts (embedded at query time), for a while."""
+    from nsccn.model import split_entity_id
     from nsccn.vectors import semantic
     from nsccn.vectors.embed import FALLBACK_MODEL, KNOWN_MODELS, load_bundled_query_embedder
 
@@ -536,7 +537,9 @@ def transformer_rerank():
         # beside the transformer's ~370.
         static_texts = semantic.texts_of_ids(store, head, semantic.STATIC_MAX_CHARS)
         texts = semantic.texts_of_ids(store, head, max_chars)
-        scores = model.second_stage(query, [static_texts.get(e, "") for e in head], [cos[e] for e in head])
+        # (the files' best over these ten only: the stage's order of them, close to the library's over 200)
+        scores = semantic.file_stage([split_entity_id(e)[1] for e in head], model.second_stage(
+            query, [static_texts.get(e, "") for e in head], [cos[e] for e in head]))
         tq = transformer.embed_query(query)
         tv = transformer.embed_documents([texts.get(e, "") for e in head])
         scores = scores + weight * (tv @ tq)
