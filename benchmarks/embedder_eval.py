@@ -12,7 +12,7 @@ Reported: file@1/@5 (the files of the gold functions, files ranked by their best
 function@5/@10 (all of the first k gold functions in the top k), per repository and overall.
 A static model's stream is scored as nsccn reads it: each entity's vector with its file's
 (`semantic.FileContext`; `--no-file-context` without), its first `semantic.RERANK_DEPTH` entities
-ordered again by its second stage (`StaticModel.second_stage`, then `semantic.file_stage`); `--one-stage`
+and the first files' others ordered again by its second stage (`semantic.staged`); `--one-stage`
 scores cosine alone.
 A static model reads a query's first line `static_embed.TITLE_REPEAT` more times when more lines
 follow (`--title-repeat N` another number; 0: once, as the rest).
@@ -42,7 +42,7 @@ from nsccn.languages.python import PythonExtractor  # noqa: E402
 from nsccn.vectors import static_embed  # noqa: E402
 from nsccn.vectors.static_embed import STATIC_MAX_CHARS, STATIC_MODEL, STATIC_MODEL_FILE, StaticModel  # noqa: E402
 from nsccn.reading.testpaths import is_test_path  # noqa: E402
-from nsccn.vectors.semantic import RERANK_DEPTH, FileContext, file_stage  # noqa: E402
+from nsccn.vectors.semantic import FileContext, file_keys, staged  # noqa: E402
 
 KEYS = ("file@1", "file@5", "function@5", "function@10")
 KINDS = ("func", "method", "class")
@@ -143,8 +143,8 @@ def evaluate(records: list[dict], mirrors: Path, models: list[str], threads: int
              one_stage: bool = False, file_context: bool = True) -> dict[str, dict[str, dict]]:
     """model -> repository (and "all") -> metric -> percentage, with "n". A static model's stream
     is scored as nsccn reads it: its entities with their files' context (`semantic.FileContext`,
-    unless not `file_context`), its first `semantic.RERANK_DEPTH` ordered again by its second stage
-    (and `semantic.file_stage`);
+    unless not `file_context`), its second stage (`semantic.staged`: the first
+    `semantic.RERANK_DEPTH` and the first files read whole);
     `one_stage`: by the entities' own cosines alone."""
     by_repo: dict[str, list[dict]] = defaultdict(list)
     for r in records:
@@ -166,13 +166,14 @@ def evaluate(records: list[dict], mirrors: Path, models: list[str], threads: int
             # As nsccn reads a static stream: each entity with its file's context, unless asked otherwise.
             context = (FileContext([i.split(":", 1)[0] for i in ids], docs)
                        if isinstance(backend, StaticModel) and not one_stage and file_context and ids else None)
+            file_of = file_keys([i.split(":", 1)[0] for i in ids])[0]
             for r, q in zip(queries, qs):
                 sims = docs @ q if context is None else context.cosines(docs, q)
                 if isinstance(backend, StaticModel) and not one_stage:  # the stream as nsccn reads it
-                    top = np.argsort(-sims, kind="stable")[:RERANK_DEPTH]
+                    cand, staged_scores = staged(sims, file_of, lambda at, q=r["problem_statement"], c=sims: (
+                        backend.second_stage(q, [text_of(parts[ids[j]], max_chars) for j in at], c[at])))
                     sims = sims - 10.0  # below every second-stage score: the rest keep their order after
-                    sims[top] = file_stage([ids[j].split(":", 1)[0] for j in top], backend.second_stage(
-                        r["problem_statement"], [text_of(parts[ids[j]], max_chars) for j in top], sims[top] + 10.0))
+                    sims[cand] = staged_scores
                 hits[m][repo].append(scores(ids, sims, list(dict.fromkeys(r["gold_functions"]))))
             print(f"{repo} @ {commit[:8]}: {len(ids)} entities, {len(queries)}/{len(rs)} queries, {m}: "
                   f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)

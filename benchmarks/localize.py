@@ -83,6 +83,9 @@ CONFIGS: dict[str, frozenset[str]] = {
     # The same ranker reading the static stream without its second stage (`semantic.RERANK_DEPTH`
     # 0): what the late interaction adds, in one run.
     "default-one-stage": frozenset({"bm25", "query_analysis", "graph", "prior", "learned", "one-stage"}),
+    # The same ranker reading the static stream whose second stage does not read its first files
+    # whole (`semantic.EXPAND_FILES` 0: the stream of stop 66): what that adds, in one run.
+    "default-no-expand": frozenset({"bm25", "query_analysis", "graph", "prior", "learned", "no-expand"}),
     # The same ranker reading the static stream with a report's first line counted once, as the rest
     # (`static_embed.TITLE_REPEAT` 0): what the title's weight adds, in one run.
     "default-no-title": frozenset({"bm25", "query_analysis", "graph", "prior", "learned", "no-title"}),
@@ -479,16 +482,21 @@ CANDIDATE_MODEL: Path | None = None  # --candidate-model: the `candidate` config
 
 
 @contextmanager
-def one_stage():
-    """The static vector stream without its second stage (`semantic.RERANK_DEPTH` 0), for a while."""
+def stream_setting(name: str, value):
+    """A setting of the vector stream (`nsccn.vectors.semantic`'s `name`) at `value`, for a while."""
     from nsccn.vectors import semantic
 
-    depth = semantic.RERANK_DEPTH
-    semantic.RERANK_DEPTH = 0
+    kept = getattr(semantic, name)
+    setattr(semantic, name, value)
     try:
         yield
     finally:
-        semantic.RERANK_DEPTH = depth
+        setattr(semantic, name, kept)
+
+
+def one_stage():
+    """The static vector stream without its second stage (`semantic.RERANK_DEPTH` 0), for a while."""
+    return stream_setting("RERANK_DEPTH", 0)
 
 
 @contextmanager
@@ -525,13 +533,13 @@ def transformer_rerank():
         _TRANSFORMER = load_bundled_query_embedder(optimize=True, model_id=FALLBACK_MODEL)
     transformer, (depth, weight) = _TRANSFORMER, TRANSFORMER_RERANK
     max_chars = KNOWN_MODELS[FALLBACK_MODEL].max_chars
-    stage = semantic._second_stage
+    stream = semantic._static_stream
 
-    def reranked(store, model, query, hits):
-        ids = stage(store, model, query, hits)
-        head = ids[:depth]
+    def reranked(store, vs, model, query, q, limit, skip_path):
+        hits = stream(store, vs, model, query, q, limit, skip_path)
+        head = [e for e, _ in hits[:depth]]
         if not head:
-            return ids
+            return hits
         cos = dict(hits)
         # The stage's scores of these ten again (the library orders by them and keeps none): ~1 ms
         # beside the transformer's ~370.
@@ -544,13 +552,13 @@ def transformer_rerank():
         tv = transformer.embed_documents([texts.get(e, "") for e in head])
         scores = scores + weight * (tv @ tq)
         order = sorted(range(len(head)), key=lambda j: -scores[j])
-        return [head[j] for j in order] + ids[depth:]
+        return [hits[j] for j in order] + hits[depth:]
 
-    semantic._second_stage = reranked
+    semantic._static_stream = reranked
     try:
         yield
     finally:
-        semantic._second_stage = stage
+        semantic._static_stream = stream
 
 
 def default_localize(db: Path, query: str, limit: int = TOP_N, signals: frozenset[str] | None = None) -> Any:
@@ -568,6 +576,7 @@ def default_localize(db: Path, query: str, limit: int = TOP_N, signals: frozense
         else:
             ranker = ranking.load_ranker(MODEL) if MODEL else ranking.active_ranker()[0]
         with one_stage() if signals is not None and "one-stage" in signals else nullcontext(), \
+                stream_setting("EXPAND_FILES", 0) if signals is not None and "no-expand" in signals else nullcontext(), \
                 no_title() if signals is not None and "no-title" in signals else nullcontext(), \
                 transformer_rerank() if signals is not None and "transformer-rerank" in signals else nullcontext():
             return search.localize(store, query, limit, ranker,

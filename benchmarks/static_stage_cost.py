@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """What the static vector stream's second stage and its files' context cost a query: the stream as
-shipped, with stop 65's second stage (100 deep, without the files' best: `semantic.file_stage`), without
-the files' context (each entity's own cosine) and without the second stage, rotated query by query on
-one index.
+shipped, with stop 66's second stage (its first files not read whole: `semantic.EXPAND_FILES` 0), with
+stop 65's (100 deep, without the files' best: `semantic.file_stage`), without the files' context (each
+entity's own cosine) and without the second stage, rotated query by query on one index.
 
     python benchmarks/static_stage_cost.py --db INDEX --reports ../shared/bench/swebench-dev.jsonl --repo sympy/sympy [--n 40]
 
@@ -38,11 +38,13 @@ def main() -> int:
     queries = [r["problem_statement"] for r in reports if r["repo"] == args.repo][: args.n]
     if not queries:
         ap.error(f"no report of {args.repo} in {args.reports}")
-    depth, in_context, file_best = semantic.RERANK_DEPTH, semantic._knn_in_file_context, semantic.FILE_STAGE
+    kept = {name: getattr(semantic, name) for name in ("RERANK_DEPTH", "FILE_STAGE", "EXPAND_FILES", "_in_file_context")}
     arms = {  # how each arm sets the stream up
         "as shipped": lambda: None,
-        "stop 65's stage (100 deep)": lambda: (setattr(semantic, "RERANK_DEPTH", 100), setattr(semantic, "FILE_STAGE", 0.0)),
-        "without the files' context": lambda: setattr(semantic, "_knn_in_file_context", lambda *a: None),
+        "stop 66's stage": lambda: setattr(semantic, "EXPAND_FILES", 0),
+        "stop 65's stage (100 deep)": lambda: (setattr(semantic, "RERANK_DEPTH", 100), setattr(semantic, "FILE_STAGE", 0.0),
+                                               setattr(semantic, "EXPAND_FILES", 0)),
+        "without the files' context": lambda: setattr(semantic, "_in_file_context", lambda *a: None),
         "cosine alone": lambda: setattr(semantic, "RERANK_DEPTH", 0),
     }
     times: dict[str, list[float]] = {arm: [] for arm in arms}
@@ -55,7 +57,8 @@ def main() -> int:
                 t0 = time.perf_counter()
                 vector_ranks(store, query)
                 times[arm].append(time.perf_counter() - t0)
-                semantic.RERANK_DEPTH, semantic._knn_in_file_context, semantic.FILE_STAGE = depth, in_context, file_best
+                for name, value in kept.items():
+                    setattr(semantic, name, value)
     for arm, ts in times.items():
         print(f"{arm:>26}: p50 {1000 * statistics.median(ts):.1f} ms, mean {1000 * statistics.mean(ts):.1f} ms "
               f"({len(ts)} queries)")

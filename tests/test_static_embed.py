@@ -525,3 +525,64 @@ def test_the_files_best_adds_to_each_candidate_and_keeps_the_files_order():
     assert [p for p, _ in best(out)] == [p for p, _ in best(scores)]
     assert np.allclose(file_stage(paths, scores, weight=0.0), scores)
     assert len(file_stage([], [])) == 0
+
+
+def test_the_stage_reads_its_first_files_whole():
+    """`staged`: the first `RERANK_DEPTH` by cosine, then every entity of the first `EXPAND_FILES`
+    files they rank, scored too; an entity past the depth in the first file can come first, one in
+    another file cannot, and one left out (-inf) never enters."""
+    from nsccn.vectors.semantic import EXPAND_FILES, staged
+
+    assert EXPAND_FILES == 3
+    cosines = np.array([0.9, 0.8, 0.7, 0.1, 0.05, -np.inf, 0.02], dtype=np.float32)
+    file_of = np.array([0, 1, 0, 0, 2, 0, 1])
+    bonus = np.array([0, 0, 0, 5, 5, 5, 0], dtype=np.float32)  # what the second stage sees past the cosine
+    read: list[list[int]] = []
+
+    def stage(at):
+        read.append(list(at))
+        return cosines[at] + bonus[at]
+
+    cand, scores = staged(cosines, file_of, stage, depth=2, expand=1)
+    assert read == [[0, 1], [2, 3]]  # the first two, then file 0's others (not 5: left out)
+    assert cand[np.argsort(-scores, kind="stable")].tolist()[0] == 3
+    read.clear()
+    cand, scores = staged(cosines, file_of, stage, depth=2, expand=0)
+    assert read == [[0, 1]] and cand.tolist() == [0, 1]
+    cand, _ = staged(cosines, file_of, stage, depth=2, expand=2)  # file 1 next: its entity 6 too; file 2's 4 never
+    assert sorted(cand.tolist()) == [0, 1, 2, 3, 6]
+    cand, scores = staged(np.full(3, -np.inf, dtype=np.float32), np.zeros(3, dtype=np.intp), stage)
+    assert len(cand) == 0 and len(scores) == 0
+
+
+def test_a_method_past_the_depth_comes_up_with_its_file_read_whole(tmp_path, monkeypatch):
+    """Through the index: with the second stage one entity deep, the invoice file's own helper is
+    read by the stage because its file is first (`EXPAND_FILES`), and comes before the other file's
+    entity that the cosine put ahead of it; with the first files not read whole, it stays behind."""
+    from nsccn.query.streams import vector_stream
+    from nsccn.store import Store
+    from nsccn.vectors import embed, semantic
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.py").write_text(
+        'def invoice_tax(invoice):\n    """The tax due on an invoice."""\n    return invoice.amount * invoice.tax_rate\n\n\n'
+        'def fmt(value):\n    return str(value)\n')
+    (repo / "b.py").write_text(
+        'def invoice_email(invoice):\n    """Send the invoice by email."""\n    mail(invoice.customer)\n')
+    assert _run(["index"], repo).returncode == 0
+    query = "wrong tax on an invoice"
+    with Store(repo / ".nsccn" / "index.db", readonly=True) as store:
+        def order() -> list[str]:
+            embed._QUERY_VECTORS.clear()
+            semantic._FILE_CONTEXTS.clear()
+            names = dict(store.conn.execute("SELECT rowid, path || ':' || qualname FROM entities").fetchall())
+            return [names[r] for r in vector_stream(store, query) if names[r].split(":")[1] in ("invoice_tax", "fmt", "invoice_email")]
+
+        monkeypatch.setattr(semantic, "RERANK_DEPTH", 1)
+        monkeypatch.setattr(semantic, "EXPAND_FILES", 0)
+        assert order() == ["a.py:invoice_tax", "b.py:invoice_email", "a.py:fmt"]  # past the first: by cosine
+        monkeypatch.setattr(semantic, "EXPAND_FILES", 1)
+        assert order() == ["a.py:invoice_tax", "a.py:fmt", "b.py:invoice_email"]
+    embed._QUERY_VECTORS.clear()
+    semantic._FILE_CONTEXTS.clear()

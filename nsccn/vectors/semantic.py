@@ -16,7 +16,7 @@ from nsccn.vectors.embed import FALLBACK_MODEL, STATIC_MODEL, embedding_text, is
 from nsccn.model import split_entity_id
 from nsccn.store import EMBEDDABLE_SQL, TEXT_COLUMNS, VECTORS_COMPLETE, Store
 from nsccn.reading.testpaths import is_test_path
-from nsccn.vectors.table import VectorStore, nearest
+from nsccn.vectors.table import VectorStore
 from nsccn.vectors.static_file import retired_static_model
 from nsccn.vectors.static_embed import STATIC_MAX_CHARS
 
@@ -36,6 +36,18 @@ FILE_STAGE = 1.0
 # its module says what it is part of. Chosen on repositories in no training or evaluation set
 # (docs/semantic-search.md, "A file's context").
 FILE_CONTEXT = 0.3
+# The second stage also reads every entity of the first EXPAND_FILES files it ranks, those the cosine
+# put past RERANK_DEPTH too: a big module's method that says the query's words comes up beside its
+# file's first candidates. Chosen on repositories in no training or evaluation set ("The first files
+# read whole", stop 67).
+EXPAND_FILES = 3
+
+
+def file_keys(paths) -> tuple[np.ndarray, list]:
+    """Each of `paths`' index among the distinct paths, and those paths in order of first sight."""
+    index: dict = {}
+    of = np.fromiter((index.setdefault(p, len(index)) for p in paths), dtype=np.intp, count=len(paths))
+    return of, list(index)
 
 
 class FileContext:
@@ -44,9 +56,8 @@ class FileContext:
     the files, and no second copy of the entities' vectors is held."""
 
     def __init__(self, paths: list[str], matrix: np.ndarray, weight: float | None = None):
-        index: dict[str, int] = {}
-        self.of = np.fromiter((index.setdefault(p, len(index)) for p in paths), dtype=np.intp, count=len(paths))
-        means = np.zeros((len(index), matrix.shape[1]), dtype=np.float32)
+        self.of, self.paths = file_keys(paths)  # each entity's file index; file index -> its path
+        means = np.zeros((len(self.paths), matrix.shape[1]), dtype=np.float32)
         if len(self.of):  # a file's entities are stored together, mostly: summed run by run (np.add.at row by row is 10x slower)
             runs = np.flatnonzero(np.r_[True, self.of[1:] != self.of[:-1]])
             np.add.at(means, self.of[runs], np.add.reduceat(matrix, runs, axis=0))
@@ -65,38 +76,62 @@ class FileContext:
         return (matrix @ q + self.weight * (self.means @ q)[self.of]) / self.norms
 
 
-def file_stage(paths: list[str], scores, weight: float | None = None) -> np.ndarray:
-    """The second stage's `scores` of candidates in files `paths`, each + `FILE_STAGE` (or `weight`)
-    x the best score among the candidates of its file."""
+def file_stage(paths, scores, weight: float | None = None) -> np.ndarray:
+    """The second stage's `scores` of candidates in files `paths` (paths, or any key of a file), each
+    + `FILE_STAGE` (or `weight`) x the best score among the candidates of its file."""
     scores = np.asarray(scores, dtype=np.float32)
     weight = FILE_STAGE if weight is None else weight
     if not weight or not len(scores):
         return scores
-    index: dict[str, int] = {}
-    of = np.fromiter((index.setdefault(p, len(index)) for p in paths), dtype=np.intp, count=len(paths))
-    best = np.full(len(index), -np.inf, dtype=np.float32)
+    of, files = file_keys(paths)
+    best = np.full(len(files), -np.inf, dtype=np.float32)
     np.maximum.at(best, of, scores)
     return scores + np.float32(weight) * best[of]
+
+
+def staged(cosines: np.ndarray, file_of: np.ndarray, stage: Callable[[np.ndarray], np.ndarray],
+           depth: int | None = None, expand: int | None = None,
+           file_weight: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The static stream's second stage over entities of `cosines` (one each; -inf: left out) in
+    files `file_of` (a key per entity): the first `RERANK_DEPTH` by cosine, then every entity of the
+    first `EXPAND_FILES` files they rank, scored by `stage(indices)` and `file_stage`. Returns the
+    candidates' indices and their scores (order them by score, stably: ties keep this order)."""
+    depth = RERANK_DEPTH if depth is None else depth
+    expand = EXPAND_FILES if expand is None else expand
+    top = np.argsort(-cosines, kind="stable")[:depth]
+    top = top[np.isfinite(cosines[top])]
+    if not len(top):
+        return top, np.zeros(0, dtype=np.float32)
+    raw = np.asarray(stage(top), dtype=np.float32)
+    if expand:
+        ranked = top[np.argsort(-file_stage(file_of[top], raw, file_weight), kind="stable")]
+        first = list(dict.fromkeys(file_of[ranked].tolist()))[:expand]
+        extra = np.flatnonzero(np.isin(file_of, first) & np.isfinite(cosines))
+        extra = extra[~np.isin(extra, top)]
+        if len(extra):
+            top, raw = np.concatenate([top, extra]), np.concatenate([raw, np.asarray(stage(extra), dtype=np.float32)])
+    return top, file_stage(file_of[top], raw, file_weight)
 
 
 _FILE_CONTEXTS: dict[str, tuple[tuple, FileContext]] = {}  # database file -> the vectors' key, their context
 
 
-def _knn_in_file_context(vs: VectorStore, q: np.ndarray, k: int) -> list[tuple[str, float]] | None:
-    """`vs.knn` by the cosines of `FileContext`'s mixed vectors: [(entity id, 1 - cosine)], nearest
-    first; None where the store is not searched exactly (then `knn` reads the vectors alone)."""
+def _in_file_context(vs: VectorStore, q: np.ndarray) -> tuple[list[str], np.ndarray, FileContext] | None:
+    """Every vector's entity id, the query's cosine with it read in its file's context (`FileContext`)
+    and that context; None where the store is not searched exactly (then `knn` reads the vectors alone)."""
     held = vs.exact_matrix()
     if held is None:
         return None
     key, ids, matrix = held
     if not ids:
-        return []
+        return ids, np.zeros(0, dtype=np.float32), FileContext([], np.zeros((0, 1), dtype=np.float32))
     name = vs.conn.filename
     cached = _FILE_CONTEXTS.get(name)
     if cached is None or cached[0] != key:
         _FILE_CONTEXTS.clear()  # one database's at a time: a server answers for one index
         cached = _FILE_CONTEXTS[name] = (key, FileContext([split_entity_id(e)[1] for e in ids], matrix))
-    return nearest(ids, cached[1].cosines(matrix, np.asarray(q, dtype=np.float32).reshape(-1)), k)
+    context = cached[1]
+    return ids, context.cosines(matrix, np.asarray(q, dtype=np.float32).reshape(-1)), context
 
 
 _query_embeddings = 0
@@ -276,30 +311,43 @@ def nearest_rowids(store: Store, query: str, limit: int, embedder=None,
     q = embedder.embed_query(query)
     static = getattr(embedder.backend, "model", None) if vs.model_id == STATIC_MODEL else None
     if static is not None:
-        k = max(limit, RERANK_DEPTH)
-        hits = _knn_in_file_context(vs, q, k)
-        if hits is None:  # a store of more vectors than the exact search takes: their own cosines
-            hits = vs.knn(q, k=k)
+        hits = _static_stream(store, vs, static, query, q, limit, skip_path)
     else:
-        hits = vs.knn(q, k=limit)
-    hits = [(eid, 1.0 - dist) for eid, dist in hits if skip_path is None or not skip_path(split_entity_id(eid)[1])]
-    ids = [eid for eid, _ in hits]
+        hits = [(eid, 1.0 - dist) for eid, dist in vs.knn(q, k=limit)
+                if skip_path is None or not skip_path(split_entity_id(eid)[1])]
+    ids = [eid for eid, _ in hits[:limit]]
     rows = dict(store.conn.execute(
         f"SELECT id, rowid FROM entities WHERE id IN ({','.join('?' * len(ids))})", ids
     ).fetchall()) if ids else {}
-    if static is not None:
-        ids = _second_stage(store, static, query, hits)
-    return [rows[e] for e in ids[:limit] if e in rows]
+    return [rows[e] for e in ids if e in rows]
 
 
-def _second_stage(store: Store, model, query: str, hits: list[tuple[str, float]]) -> list[str]:
-    """Entity ids of `hits` (id, cosine; best first), the first `RERANK_DEPTH` ordered again by the
-    static model's second stage (cosine + its late interaction of the query with their texts, then
-    `file_stage`)."""
-    head = hits[:RERANK_DEPTH]
-    ids = [eid for eid, _ in head]
-    texts = texts_of_ids(store, ids, STATIC_MAX_CHARS)
-    scores = file_stage([split_entity_id(eid)[1] for eid in ids],
-                        model.second_stage(query, [texts.get(eid, "") for eid in ids], [cos for _, cos in head]))
-    order = sorted(range(len(ids)), key=lambda j: -scores[j])  # stable: ties keep the cosine's order
-    return [ids[j] for j in order] + [eid for eid, _ in hits[RERANK_DEPTH:]]
+def _static_stream(store: Store, vs: VectorStore, model, query: str, q: np.ndarray, limit: int,
+                   skip_path: Callable[[str], bool] | None) -> list[tuple[str, float]]:
+    """The static model's stream, [(entity id, cosine)] best first: the cosines in the files' context,
+    the first of them ordered again by the second stage (`staged`: cosine + the late interactions of
+    the query with their texts, the first files read whole, `file_stage`), then the rest by cosine."""
+    held = _in_file_context(vs, q)
+    if held is not None:
+        ids, cosines, context = held
+        file_of, paths = context.of, context.paths
+    else:  # a store of more vectors than the exact search takes: the first pass's, their own cosines
+        found = vs.knn(q, k=max(limit, RERANK_DEPTH))
+        ids, cosines = [e for e, _ in found], np.array([1.0 - d for _, d in found], dtype=np.float32)
+        file_of, paths = file_keys([split_entity_id(e)[1] for e in ids])
+    if skip_path is not None and len(paths):
+        skipped = np.fromiter((skip_path(p) for p in paths), dtype=bool, count=len(paths))
+        cosines = np.where(skipped[file_of], -np.inf, cosines).astype(np.float32)
+
+    def stage(at: np.ndarray) -> np.ndarray:
+        texts = texts_of_ids(store, [ids[j] for j in at], STATIC_MAX_CHARS)
+        return model.second_stage(query, [texts.get(ids[j], "") for j in at], cosines[at])
+
+    cand, scores = staged(cosines, file_of, stage)
+    first = cand[np.argsort(-scores, kind="stable")].tolist()
+    if len(first) < limit:  # the rest by cosine
+        taken, k = set(first), min(limit + len(first), len(ids))
+        near = np.argpartition(-cosines, k - 1)[:k] if k else np.zeros(0, dtype=np.intp)
+        first += [j for j in near[np.argsort(-cosines[near], kind="stable")].tolist()
+                  if j not in taken and np.isfinite(cosines[j])][: limit - len(first)]
+    return [(ids[j], float(cosines[j])) for j in first]

@@ -39,6 +39,11 @@ first N), `filestageW@D` (each candidate + W x the best second-stage score of it
 (the shipped stream + W x how well the file's candidates' texts, as one, cover the query), `segW` (+ W x the best cosine of any of the query's paragraphs, a
 multi-vector query, before the second stage).
 
+Stop 67's (`s67/`; `shipped` since also reads every entity of the first `semantic.EXPAND_FILES` files the stage ranks;
+`stop66` is the stream before, without): `capK` (in the shipped order, a file's (K+1)th candidate and later after every
+other file's first K), `fpenL` (each candidate - L x the number of its file's candidates above it), `expandK` (the
+first K files read whole), `qmaxC` (the query's first C characters only).
+
 Report-like queries of a mined dataset (`--report-like`): each commit that added three lines or more to test files
 becomes the message, then those lines in a fenced block (up to 1,500 characters), as
 `report_pairs.py` makes its training twins: a report's snippet is much like the test that reproduces it.
@@ -63,7 +68,7 @@ import mine_history  # noqa: E402
 from embedder_eval import KEYS, corpus, mirror_of, newest_commit, scores, text_of  # noqa: E402
 
 from nsccn.text import split_identifier  # noqa: E402
-from nsccn.vectors.semantic import FILE_CONTEXT, FILE_STAGE, RERANK_DEPTH, FileContext, file_stage  # noqa: E402
+from nsccn.vectors.semantic import EXPAND_FILES, FILE_CONTEXT, FILE_STAGE, RERANK_DEPTH, FileContext, file_stage, staged  # noqa: E402
 from nsccn.vectors.static_embed import COVER_WEIGHT, LATE_WEIGHT, STATIC_MAX_CHARS, StaticModel, as_query, prose_and_code  # noqa: E402
 
 LONG = 300  # characters: a query longer than this is "long" (a message with a body, a report)
@@ -141,16 +146,17 @@ class Repo:
 
 
 def two_stage(r: Repo, query: str, qv: np.ndarray, docs: np.ndarray | None = None, stage=None,
-              cos: np.ndarray | None = None, depth: int = RERANK_DEPTH, file_weight: float = FILE_STAGE) -> np.ndarray:
-    """Cosine, then the first `depth` ordered again by `stage(texts, cosines)` (the model's second stage) and
-    `semantic.file_stage` at `file_weight`."""
+              cos: np.ndarray | None = None, depth: int = RERANK_DEPTH, file_weight: float = FILE_STAGE,
+              expand: int = EXPAND_FILES) -> np.ndarray:
+    """Cosine, then the first `depth` and every entity of the first `expand` files they rank ordered again by
+    `stage(texts, cosines)` (the model's second stage) and `semantic.file_stage` at `file_weight` (`semantic.staged`)."""
     if cos is None:
         cos = r.context.cosines(r.docs, qv) if docs is None else docs @ qv  # as nsccn reads it: with the files' context
-    top = np.argsort(-cos, kind="stable")[:depth]
+    score = stage or (lambda t, c: r.m.second_stage(query, t, c))
+    cand, scores = staged(cos, r.context.of, lambda at: score([r.texts[j] for j in at], cos[at]),
+                          depth=depth, expand=expand, file_weight=file_weight)
     out = cos - 10.0  # below every second-stage score: the rest keep their order
-    texts = [r.texts[j] for j in top]
-    scores = (stage or (lambda t, c: r.m.second_stage(query, t, c)))(texts, cos[top])
-    out[top] = file_stage([r.ids[j].split(":", 1)[0] for j in top], scores, file_weight)
+    out[cand] = scores
     return out
 
 
@@ -187,8 +193,34 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
         # cover the query (their texts as one, `StaticModel.interactions`' first)
         return with_file_term(r, query, qv, lambda scores, texts: float(name[9:]) * float(
             m.interactions(query, ["\n".join(texts)])[0][0]), shipped=True)
+    if name.startswith("cap") or name.startswith("fpen"):
+        # capK: in the shipped order, a file's (K+1)th candidate and later go after every other file's first K;
+        # fpenL: each candidate - L x the number of its file's candidates ranked above it (a soft cap)
+        s = two_stage(r, query, qv)
+        order = np.argsort(-s, kind="stable")
+        seen: dict[str, int] = defaultdict(int)
+        occ = np.zeros(len(s), np.float32)
+        for j in order[:RERANK_DEPTH]:
+            f = r.ids[j].split(":", 1)[0]
+            occ[j], seen[f] = seen[f], seen[f] + 1
+        if name.startswith("fpen"):
+            return s - float(name[4:]) * occ
+        out = s.copy()
+        rank = np.empty(len(s), np.float32)
+        rank[order] = np.arange(len(s), dtype=np.float32)
+        top = order[:RERANK_DEPTH]
+        key = np.where(occ[top] >= int(name[3:]), 1.0, 0.0) * len(s) + rank[top]
+        out[top] = float(s[top].max()) + 2.0 * len(s) - key  # above the rest, in the capped order
+        return out
+    if name.startswith("expand"):  # expandK: the first K files read whole (`semantic.EXPAND_FILES`)
+        return two_stage(r, query, qv, expand=int(name[6:]))
+    if name == "stop66":  # the first files not read whole (the stream before stop 67)
+        return two_stage(r, query, qv, expand=0)
+    if name.startswith("qmax"):  # qmaxC: the query's first C characters only (a transformer reads ~256 tokens)
+        q = query[: int(name[4:])]
+        return two_stage(r, q, m.embed([q], query=True)[0])
     if name == "stop65":  # the second stage over the first 100, without the files' best (the stream before stop 66)
-        return two_stage(r, query, qv, depth=100, file_weight=0.0)
+        return two_stage(r, query, qv, depth=100, file_weight=0.0, expand=0)
     if name == "no-file-context":  # each entity's own vector (the stream before stop 65)
         return two_stage(r, query, qv, docs=r.docs)
     if name.startswith("stage"):  # stageW,C: the second stage as cosine + W x covers + C x covered
@@ -238,7 +270,7 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
         w = m.weigh_query(found, w)
         q2, stage2 = rows_vector(m, found, w), stage_of(m, query, found, w)
         if name == "stop64":  # the query in one bag, each entity's own vector: the stream before stop 65
-            return two_stage(r, query, q2, docs=r.docs, stage=stage2, depth=100, file_weight=0.0)
+            return two_stage(r, query, q2, docs=r.docs, stage=stage2, depth=100, file_weight=0.0, expand=0)
         if where == "A":
             return two_stage(r, query, q2)
         if where == "B":
