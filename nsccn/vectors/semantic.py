@@ -41,6 +41,7 @@ FILE_CONTEXT = 0.3
 # file's first candidates. Chosen on repositories in no training or evaluation set ("The first files
 # read whole", stop 67).
 EXPAND_FILES = 3
+EXPAND_LIMIT = 100  # of those files' other entities, the nearest this many by cosine: a bound on the work
 
 
 def file_keys(paths) -> tuple[np.ndarray, list]:
@@ -63,6 +64,7 @@ class FileContext:
             np.add.at(means, self.of[runs], np.add.reduceat(matrix, runs, axis=0))
         means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
         self.means, self.weight = means, np.float32(FILE_CONTEXT if weight is None else weight)
+        self._skipped: dict[Callable[[str], bool], np.ndarray] = {}
         # |v + w m|^2 = |v|^2 + w^2 |m|^2 + 2 w v.m, row by row
         own = np.einsum("ij,ij->i", matrix, matrix)
         mean_sq = np.einsum("ij,ij->i", means, means)[self.of]
@@ -70,6 +72,17 @@ class FileContext:
         for i in range(0, len(matrix), 8192):  # in blocks: no (n, dim) copy of the files' means
             cross[i:i + 8192] = np.einsum("ij,ij->i", matrix[i:i + 8192], means[self.of[i:i + 8192]])
         self.norms = np.maximum(np.sqrt(own + self.weight ** 2 * mean_sq + 2 * self.weight * cross), 1e-12)
+
+    def skipped(self, skip_path: Callable[[str], bool]) -> np.ndarray:
+        """Per file, whether `skip_path` is true of its path; remembered for the function (a query
+        of the ranker asks it of every file again: ~2 ms on sympy's 2,000)."""
+        mask = self._skipped.get(skip_path)
+        if mask is None:
+            if len(self._skipped) > 4:
+                self._skipped.clear()
+            mask = self._skipped[skip_path] = np.fromiter(
+                (bool(skip_path(p)) for p in self.paths), dtype=bool, count=len(self.paths))
+        return mask
 
     def cosines(self, matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
         """The query's cosine with every entity's mixed vector (`matrix`: the one this was made of)."""
@@ -90,14 +103,16 @@ def file_stage(paths, scores, weight: float | None = None) -> np.ndarray:
 
 
 def staged(cosines: np.ndarray, file_of: np.ndarray, stage: Callable[[np.ndarray], np.ndarray],
-           depth: int | None = None, expand: int | None = None,
+           depth: int | None = None, expand: int | None = None, expand_limit: int | None = None,
            file_weight: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The static stream's second stage over entities of `cosines` (one each; -inf: left out) in
-    files `file_of` (a key per entity): the first `RERANK_DEPTH` by cosine, then every entity of the
-    first `EXPAND_FILES` files they rank, scored by `stage(indices)` and `file_stage`. Returns the
-    candidates' indices and their scores (order them by score, stably: ties keep this order)."""
+    files `file_of` (a key per entity): the first `RERANK_DEPTH` by cosine, then the other entities
+    of the first `EXPAND_FILES` files they rank (the `EXPAND_LIMIT` nearest), scored by
+    `stage(indices)` and `file_stage`. Returns the candidates' indices and their scores (order them
+    by score, stably: ties keep this order)."""
     depth = RERANK_DEPTH if depth is None else depth
     expand = EXPAND_FILES if expand is None else expand
+    expand_limit = EXPAND_LIMIT if expand_limit is None else expand_limit
     top = np.argsort(-cosines, kind="stable")[:depth]
     top = top[np.isfinite(cosines[top])]
     if not len(top):
@@ -108,6 +123,7 @@ def staged(cosines: np.ndarray, file_of: np.ndarray, stage: Callable[[np.ndarray
         first = list(dict.fromkeys(file_of[ranked].tolist()))[:expand]
         extra = np.flatnonzero(np.isin(file_of, first) & np.isfinite(cosines))
         extra = extra[~np.isin(extra, top)]
+        extra = extra[np.argsort(-cosines[extra], kind="stable")[:expand_limit]]
         if len(extra):
             top, raw = np.concatenate([top, extra]), np.concatenate([raw, np.asarray(stage(extra), dtype=np.float32)])
     return top, file_stage(file_of[top], raw, file_weight)
@@ -330,13 +346,14 @@ def _static_stream(store: Store, vs: VectorStore, model, query: str, q: np.ndarr
     held = _in_file_context(vs, q)
     if held is not None:
         ids, cosines, context = held
-        file_of, paths = context.of, context.paths
+        file_of = context.of
+        skipped = context.skipped(skip_path) if skip_path is not None else None
     else:  # a store of more vectors than the exact search takes: the first pass's, their own cosines
         found = vs.knn(q, k=max(limit, RERANK_DEPTH))
         ids, cosines = [e for e, _ in found], np.array([1.0 - d for _, d in found], dtype=np.float32)
         file_of, paths = file_keys([split_entity_id(e)[1] for e in ids])
-    if skip_path is not None and len(paths):
-        skipped = np.fromiter((skip_path(p) for p in paths), dtype=bool, count=len(paths))
+        skipped = np.array([bool(skip_path(p)) for p in paths], dtype=bool) if skip_path is not None else None
+    if skipped is not None and len(skipped):
         cosines = np.where(skipped[file_of], -np.inf, cosines).astype(np.float32)
 
     def stage(at: np.ndarray) -> np.ndarray:

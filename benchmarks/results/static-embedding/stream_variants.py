@@ -41,8 +41,9 @@ multi-vector query, before the second stage).
 
 Stop 67's (`s67/`; `shipped` since also reads every entity of the first `semantic.EXPAND_FILES` files the stage ranks;
 `stop66` is the stream before, without): `capK` (in the shipped order, a file's (K+1)th candidate and later after every
-other file's first K), `fpenL` (each candidate - L x the number of its file's candidates above it), `expandK` (the
-first K files read whole), `qmaxC` (the query's first C characters only).
+other file's first K), `fpenL` (each candidate - L x the number of its file's candidates above it), `expandK[,L]` (the
+first K files read, at most L more entities, nearest first; no L: all), `qmaxC` (the query's first C characters only), `filerecallF` (the entities of the F files
+whose mean vectors are nearest the query join the stage's candidates).
 
 Report-like queries of a mined dataset (`--report-like`): each commit that added three lines or more to test files
 becomes the message, then those lines in a fenced block (up to 1,500 characters), as
@@ -147,14 +148,14 @@ class Repo:
 
 def two_stage(r: Repo, query: str, qv: np.ndarray, docs: np.ndarray | None = None, stage=None,
               cos: np.ndarray | None = None, depth: int = RERANK_DEPTH, file_weight: float = FILE_STAGE,
-              expand: int = EXPAND_FILES) -> np.ndarray:
+              expand: int = EXPAND_FILES, expand_limit: int | None = None) -> np.ndarray:
     """Cosine, then the first `depth` and every entity of the first `expand` files they rank ordered again by
     `stage(texts, cosines)` (the model's second stage) and `semantic.file_stage` at `file_weight` (`semantic.staged`)."""
     if cos is None:
         cos = r.context.cosines(r.docs, qv) if docs is None else docs @ qv  # as nsccn reads it: with the files' context
     score = stage or (lambda t, c: r.m.second_stage(query, t, c))
     cand, scores = staged(cos, r.context.of, lambda at: score([r.texts[j] for j in at], cos[at]),
-                          depth=depth, expand=expand, file_weight=file_weight)
+                          depth=depth, expand=expand, expand_limit=expand_limit, file_weight=file_weight)
     out = cos - 10.0  # below every second-stage score: the rest keep their order
     out[cand] = scores
     return out
@@ -212,8 +213,22 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
         key = np.where(occ[top] >= int(name[3:]), 1.0, 0.0) * len(s) + rank[top]
         out[top] = float(s[top].max()) + 2.0 * len(s) - key  # above the rest, in the capped order
         return out
-    if name.startswith("expand"):  # expandK: the first K files read whole (`semantic.EXPAND_FILES`)
-        return two_stage(r, query, qv, expand=int(name[6:]))
+    if name.startswith("expand"):  # expandK[,L]: the first K files read (`semantic.EXPAND_FILES`), at most L more
+        k, _, limit = name[6:].partition(",")
+        return two_stage(r, query, qv, expand=int(k), expand_limit=int(limit) if limit else 10 ** 9)
+    if name.startswith("filerecall"):  # filerecallF: the entities of the F files whose mean vectors are nearest
+        # the query join the stage's candidates (beside the first RERANK_DEPTH by cosine)
+        cos = r.context.cosines(r.docs, qv)
+        near = set(np.argsort(-(r.context.means @ qv))[: int(name[10:])].tolist())
+        top = set(np.argsort(-cos, kind="stable")[:RERANK_DEPTH].tolist())
+        extra = [j for j in range(len(cos)) if r.context.of[j] in near and j not in top]
+        ranking = cos.copy()
+        ranking[extra] += 10.0  # first among the candidates; the stage reads their own cosines
+        cand, scores = staged(ranking, r.context.of, lambda at: m.second_stage(query, [r.texts[j] for j in at], cos[at]),
+                              depth=RERANK_DEPTH + len(extra))
+        out = cos - 10.0
+        out[cand] = scores
+        return out
     if name == "stop66":  # the first files not read whole (the stream before stop 67)
         return two_stage(r, query, qv, expand=0)
     if name.startswith("qmax"):  # qmaxC: the query's first C characters only (a transformer reads ~256 tokens)
