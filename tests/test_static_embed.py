@@ -528,12 +528,13 @@ def test_the_files_best_adds_to_each_candidate_and_keeps_the_files_order():
 
 
 def test_the_stage_reads_its_first_files_whole():
-    """`staged`: the first `RERANK_DEPTH` by cosine, then every entity of the first `EXPAND_FILES`
-    files they rank, scored too; an entity past the depth in the first file can come first, one in
-    another file cannot, and one left out (-inf) never enters."""
-    from nsccn.vectors.semantic import EXPAND_FILES, staged
+    """`staged`: the first `RERANK_DEPTH` by cosine, then the other entities of the first
+    `EXPAND_FILES` files they rank (at most `EXPAND_LIMIT`, nearest first), scored too; an entity past
+    the depth in the first file can come first, one in another file cannot, and one left out (-inf)
+    never enters."""
+    from nsccn.vectors.semantic import EXPAND_FILES, EXPAND_LIMIT, staged
 
-    assert EXPAND_FILES == 3
+    assert (EXPAND_FILES, EXPAND_LIMIT) == (3, 100)
     cosines = np.array([0.9, 0.8, 0.7, 0.1, 0.05, -np.inf, 0.02], dtype=np.float32)
     file_of = np.array([0, 1, 0, 0, 2, 0, 1])
     bonus = np.array([0, 0, 0, 5, 5, 5, 0], dtype=np.float32)  # what the second stage sees past the cosine
@@ -549,6 +550,9 @@ def test_the_stage_reads_its_first_files_whole():
     read.clear()
     cand, scores = staged(cosines, file_of, stage, depth=2, expand=0)
     assert read == [[0, 1]] and cand.tolist() == [0, 1]
+    read.clear()
+    cand, _ = staged(cosines, file_of, stage, depth=2, expand=1, expand_limit=1)  # the nearest one more only
+    assert read == [[0, 1], [2]]
     cand, _ = staged(cosines, file_of, stage, depth=2, expand=2)  # file 1 next: its entity 6 too; file 2's 4 never
     assert sorted(cand.tolist()) == [0, 1, 2, 3, 6]
     cand, scores = staged(np.full(3, -np.inf, dtype=np.float32), np.zeros(3, dtype=np.intp), stage)
