@@ -159,15 +159,21 @@ def test_the_static_stream_s_second_stage_puts_the_text_saying_the_whole_query_f
             semantic.RERANK_DEPTH = depth
 
 
-def _first_in_vector_stream(store, query: str) -> str:
-    """The qualname of the vector stream's first entity for `query`, its vector made afresh."""
+def _vector_stream_order(store, query: str) -> list[str]:
+    """The vector stream's entities for `query` as `path:qualname`, in order, its vector and the
+    files' context made afresh."""
     from nsccn.query.streams import vector_stream
     from nsccn.vectors import embed, semantic
 
     embed._QUERY_VECTORS.clear()  # query vectors are remembered by the query's text
     semantic._FILE_CONTEXTS.clear()
-    rowid = vector_stream(store, query)[0]
-    return store.conn.execute("SELECT qualname FROM entities WHERE rowid = ?", (rowid,)).fetchone()[0]
+    names = dict(store.conn.execute("SELECT rowid, path || ':' || qualname FROM entities").fetchall())
+    return [names[r] for r in vector_stream(store, query)]
+
+
+def _first_in_vector_stream(store, query: str) -> str:
+    """The qualname of the vector stream's first entity for `query`, its vector made afresh."""
+    return _vector_stream_order(store, query)[0].split(":", 1)[1]
 
 
 def test_a_query_of_several_lines_reads_its_first_line_more():
@@ -479,7 +485,6 @@ def test_of_two_helpers_alike_the_one_in_the_file_about_the_query_comes_first(tm
     drawing a window. Asked about an invoice's tax, the vector stream puts the invoice file's helper
     first: each entity is read with its file's context (`semantic.FILE_CONTEXT`). Read alone, the two
     helpers' texts differ only by their paths (`a.py`, `b.py`), and the window file's comes first."""
-    from nsccn.query.streams import vector_stream
     from nsccn.store import Store
     from nsccn.vectors import embed, semantic
 
@@ -497,10 +502,7 @@ def test_of_two_helpers_alike_the_one_in_the_file_about_the_query_comes_first(tm
     query = "wrong tax on an invoice"
     with Store(repo / ".nsccn" / "index.db", readonly=True) as store:
         def helpers() -> list[str]:
-            embed._QUERY_VECTORS.clear()
-            semantic._FILE_CONTEXTS.clear()
-            paths = dict(store.conn.execute("SELECT rowid, path FROM entities WHERE qualname = 'fmt'").fetchall())
-            return [paths[r] for r in vector_stream(store, query) if r in paths]
+            return [n.split(":")[0] for n in _vector_stream_order(store, query) if n.endswith(":fmt")]
 
         assert helpers() == ["a.py", "b.py"]
         monkeypatch.setattr(semantic, "FILE_CONTEXT", 0.0)
@@ -563,7 +565,6 @@ def test_a_method_past_the_depth_comes_up_with_its_file_read_whole(tmp_path, mon
     """Through the index: with the second stage one entity deep, the invoice file's own helper is
     read by the stage because its file is first (`EXPAND_FILES`), and comes before the other file's
     entity that the cosine put ahead of it; with the first files not read whole, it stays behind."""
-    from nsccn.query.streams import vector_stream
     from nsccn.store import Store
     from nsccn.vectors import embed, semantic
 
@@ -578,10 +579,7 @@ def test_a_method_past_the_depth_comes_up_with_its_file_read_whole(tmp_path, mon
     query = "wrong tax on an invoice"
     with Store(repo / ".nsccn" / "index.db", readonly=True) as store:
         def order() -> list[str]:
-            embed._QUERY_VECTORS.clear()
-            semantic._FILE_CONTEXTS.clear()
-            names = dict(store.conn.execute("SELECT rowid, path || ':' || qualname FROM entities").fetchall())
-            return [names[r] for r in vector_stream(store, query) if names[r].split(":")[1] in ("invoice_tax", "fmt", "invoice_email")]
+            return [n for n in _vector_stream_order(store, query) if n.split(":")[1] in ("invoice_tax", "fmt", "invoice_email")]
 
         monkeypatch.setattr(semantic, "RERANK_DEPTH", 1)
         monkeypatch.setattr(semantic, "EXPAND_FILES", 0)
