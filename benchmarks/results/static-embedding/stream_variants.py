@@ -43,7 +43,8 @@ Stop 67's (`s67/`; `shipped` since also reads every entity of the first `semanti
 `stop66` is the stream before, without): `capK` (in the shipped order, a file's (K+1)th candidate and later after every
 other file's first K), `fpenL` (each candidate - L x the number of its file's candidates above it), `expandK[,L]` (the
 first K files read, at most L more entities, nearest first; no L: all), `qmaxC` (the query's first C characters only), `filerecallF` (the entities of the F files
-whose mean vectors are nearest the query join the stage's candidates).
+whose mean vectors are nearest the query join the stage's candidates), `firstfileW,C` (the first file's candidates
+ordered among themselves by cosine + W x covers + C x covered, within the file's old range of scores).
 
 Report-like queries of a mined dataset (`--report-like`): each commit that added three lines or more to test files
 becomes the message, then those lines in a fenced block (up to 1,500 characters), as
@@ -228,6 +229,24 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
                               depth=RERANK_DEPTH + len(extra))
         out = cos - 10.0
         out[cand] = scores
+        return out
+    if name.startswith("firstfile"):  # firstfileW,C: the first file's candidates ordered among themselves by
+        # cosine + W x covers + C x covered (the rest, and the files' order, as shipped)
+        w, c = (float(x) for x in name[9:].split(","))
+        cos = r.context.cosines(r.docs, qv)
+        cand, scores = staged(cos, r.context.of, lambda at: m.second_stage(query, [r.texts[j] for j in at], cos[at]))
+        out = cos - 10.0
+        out[cand] = scores
+        if not len(cand):
+            return out
+        first = r.context.of[cand[int(np.argmax(scores))]]
+        mine = cand[r.context.of[cand] == first]
+        covers, covered = m.interactions(query, [r.texts[j] for j in mine])
+        own = cos[mine] + w * covers + c * covered
+        # the file's scores moved to the new order, kept within the file's old range: files keep their order
+        lo, hi = float(out[mine].min()), float(out[mine].max())
+        span = float(own.max() - own.min()) or 1.0
+        out[mine] = lo + (own - own.min()) / span * (hi - lo)
         return out
     if name == "stop66":  # the first files not read whole (the stream before stop 67)
         return two_stage(r, query, qv, expand=0)
