@@ -36,10 +36,10 @@ FILE_STAGE = 1.0
 # its module says what it is part of. Chosen on repositories in no training or evaluation set
 # (docs/semantic-search.md, "A file's context").
 FILE_CONTEXT = 0.3
-# The second stage also reads every entity of the first EXPAND_FILES files it ranks, those the cosine
-# put past RERANK_DEPTH too: a big module's method that says the query's words comes up beside its
-# file's first candidates. Chosen on repositories in no training or evaluation set ("The first files
-# read whole", stop 67).
+# The second stage also reads the other entities of the first EXPAND_FILES files it ranks, those the
+# cosine put past RERANK_DEPTH too: a big module's method that says the query's words comes up beside
+# its file's first candidates. Chosen on repositories in no training or evaluation set ("The first
+# files read whole", stop 67).
 EXPAND_FILES = 3
 EXPAND_LIMIT = 100  # of those files' other entities, the nearest this many by cosine: a bound on the work
 
