@@ -164,9 +164,10 @@ def evaluate(records: list[dict], mirrors: Path, models: list[str], threads: int
             # A static model weighs a query's tokens with its query weights, as `nsccn` does.
             qs = backend.embed(texts, query=True) if isinstance(backend, StaticModel) else backend.embed(texts)
             # As nsccn reads a static stream: each entity with its file's context, unless asked otherwise.
-            context = (FileContext([i.split(":", 1)[0] for i in ids], docs)
+            paths = [i.split(":", 1)[0] for i in ids]
+            context = (FileContext(paths, docs)
                        if isinstance(backend, StaticModel) and not one_stage and file_context and ids else None)
-            file_of = file_keys([i.split(":", 1)[0] for i in ids])[0]
+            file_of = context.of if context is not None else file_keys(paths)[0]
             for r, q in zip(queries, qs):
                 sims = docs @ q if context is None else context.cosines(docs, q)
                 if isinstance(backend, StaticModel) and not one_stage:  # the stream as nsccn reads it

@@ -16,7 +16,7 @@ from nsccn.vectors.embed import FALLBACK_MODEL, STATIC_MODEL, embedding_text, is
 from nsccn.model import split_entity_id
 from nsccn.store import EMBEDDABLE_SQL, TEXT_COLUMNS, VECTORS_COMPLETE, Store
 from nsccn.reading.testpaths import is_test_path
-from nsccn.vectors.table import VectorStore
+from nsccn.vectors.table import VectorStore, nearest
 from nsccn.vectors.static_file import retired_static_model
 from nsccn.vectors.static_embed import STATIC_MAX_CHARS
 
@@ -361,10 +361,9 @@ def _static_stream(store: Store, vs: VectorStore, model, query: str, q: np.ndarr
         return model.second_stage(query, [texts.get(ids[j], "") for j in at], cosines[at])
 
     cand, scores = staged(cosines, file_of, stage)
-    first = cand[np.argsort(-scores, kind="stable")].tolist()
-    if len(first) < limit:  # the rest by cosine
-        taken, k = set(first), min(limit + len(first), len(ids))
-        near = np.argpartition(-cosines, k - 1)[:k] if k else np.zeros(0, dtype=np.intp)
-        first += [j for j in near[np.argsort(-cosines[near], kind="stable")].tolist()
-                  if j not in taken and np.isfinite(cosines[j])][: limit - len(first)]
-    return [(ids[j], float(cosines[j])) for j in first]
+    hits = [(ids[j], float(cosines[j])) for j in cand[np.argsort(-scores, kind="stable")].tolist()]
+    if len(hits) < limit:  # the rest by cosine (a left-out entity's distance is infinite)
+        taken = {e for e, _ in hits}
+        hits += [(e, 1.0 - d) for e, d in nearest(ids, cosines, limit + len(hits))
+                 if e not in taken and np.isfinite(d)][: limit - len(hits)]
+    return hits

@@ -39,7 +39,8 @@ first N), `filestageW@D` (each candidate + W x the best second-stage score of it
 (the shipped stream + W x how well the file's candidates' texts, as one, cover the query), `segW` (+ W x the best cosine of any of the query's paragraphs, a
 multi-vector query, before the second stage).
 
-Stop 67's (`s67/`; `shipped` since also reads every entity of the first `semantic.EXPAND_FILES` files the stage ranks;
+Stop 67's (`s67/`; `shipped` since also reads the other entities of the first `semantic.EXPAND_FILES` files the stage
+ranks, the `EXPAND_LIMIT` nearest;
 `stop66` is the stream before, without): `capK` (in the shipped order, a file's (K+1)th candidate and later after every
 other file's first K), `fpenL` (each candidate - L x the number of its file's candidates above it), `expandK[,L]` (the
 first K files read, at most L more entities, nearest first; no L: all), `qmaxC` (the query's first C characters only), `filerecallF` (the entities of the F files
