@@ -172,7 +172,8 @@ def evaluate(records: list[dict], mirrors: Path, models: list[str], threads: int
                 sims = docs @ q if context is None else context.cosines(docs, q)
                 if isinstance(backend, StaticModel) and not one_stage:  # the stream as nsccn reads it
                     cand, staged_scores = staged(sims, file_of, lambda at, q=r["problem_statement"], c=sims: (
-                        backend.second_stage(q, [text_of(parts[ids[j]], max_chars) for j in at], c[at])))
+                        backend.second_stage(q, [text_of(parts[ids[j]], max_chars) for j in at], c[at],
+                                             [ids[j].split(":", 1)[1] for j in at])))
                     sims = sims - 10.0  # below every second-stage score: the rest keep their order after
                     sims[cand] = staged_scores
                 hits[m][repo].append(scores(ids, sims, list(dict.fromkeys(r["gold_functions"]))))

@@ -547,7 +547,7 @@ def transformer_rerank():
         texts = semantic.texts_of_ids(store, head, max_chars)
         # (the files' best over these ten only: the stage's order of them, close to the library's over 200)
         scores = semantic.file_stage([split_entity_id(e)[1] for e in head], model.second_stage(
-            query, [static_texts.get(e, "") for e in head], [cos[e] for e in head]))
+            query, [static_texts.get(e, "") for e in head], [cos[e] for e in head], [split_entity_id(e)[2] for e in head]))
         tq = transformer.embed_query(query)
         tv = transformer.embed_documents([texts.get(e, "") for e in head])
         scores = scores + weight * (tv @ tq)

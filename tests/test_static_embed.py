@@ -588,3 +588,47 @@ def test_a_method_past_the_depth_comes_up_with_its_file_read_whole(tmp_path, mon
         assert order() == ["a.py:invoice_tax", "a.py:fmt", "b.py:invoice_email"]
     embed._QUERY_VECTORS.clear()
     semantic._FILE_CONTEXTS.clear()
+
+
+def test_the_second_stage_reads_the_names_a_query_says():
+    """`names_said`: a qualified name the query says whole scores `NAME_WEIGHT`, one it says in part
+    less, one it does not say about nothing; the second stage given the candidates' names is the one
+    without them plus that."""
+    from nsccn.vectors.static_embed import NAME_WEIGHT
+
+    model = load_static_model(STATIC_MODEL_FILE)
+    query = "Invoice.settle charges the customer twice when the payment is retried"
+    names = ["Invoice.settle", "Invoice.refund_all", "Ledger.close"]
+    said = model.names_said(query, names)
+    assert NAME_WEIGHT > 0
+    assert abs(float(said[0]) - NAME_WEIGHT) < 1e-4
+    assert float(said[0]) > float(said[1]) > float(said[2]) + 0.05
+    texts = ["def settle(self):\n    self.gateway.capture(self.total)", "def refund_all(self):\n    self.paid = 0",
+             "def close(self):\n    self.open = False"]
+    cos = model.embed(texts) @ model.embed([query], query=True)[0]
+    assert np.allclose(model.second_stage(query, texts, cos, names), model.second_stage(query, texts, cos) + said, atol=1e-6)
+    assert not model.names_said(query, []).size
+
+
+def test_the_stream_reads_each_candidate_s_name(tmp_path, monkeypatch):
+    """Through the index: `process`'s text says the query's words, `update`'s none of them but the
+    query names it: at the shipped `NAME_WEIGHT` the named function comes first in the stream nsccn
+    answers from; without the names, the other."""
+    from nsccn.store import Store
+    from nsccn.vectors import static_embed
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "billing.py").write_text(
+        'def update(order):\n    order.state = "done"\n    return order.capture()\n\n\n'
+        'def process(customer, total):\n    """Charge the customer the total through the payment gateway; a failed charge retries."""\n'
+        '    return gateway.charge(customer, total)\n')
+    assert _run(["index"], repo).returncode == 0
+    query = "update() charges the customer twice: the payment gateway retries a failed charge"
+    with Store(repo / ".nsccn" / "index.db", readonly=True) as store:
+        def order() -> list[str]:
+            return [n.split(":", 1)[1] for n in _vector_stream_order(store, query)]
+
+        assert order() == ["update", "process"]
+        monkeypatch.setattr(static_embed, "NAME_WEIGHT", 0.0)
+        assert order() == ["process", "update"]

@@ -342,7 +342,8 @@ def _static_stream(store: Store, vs: VectorStore, model, query: str, q: np.ndarr
                    skip_path: Callable[[str], bool] | None) -> list[tuple[str, float]]:
     """The static model's stream, [(entity id, cosine)] best first: the cosines in the files' context,
     the first of them ordered again by the second stage (`staged`: cosine + the late interactions of
-    the query with their texts, the first files read whole, `file_stage`), then the rest by cosine."""
+    the query with their texts and their names, the first files read whole, `file_stage`), then the
+    rest by cosine."""
     held = _in_file_context(vs, q)
     if held is not None:
         ids, cosines, context = held
@@ -358,7 +359,8 @@ def _static_stream(store: Store, vs: VectorStore, model, query: str, q: np.ndarr
 
     def stage(at: np.ndarray) -> np.ndarray:
         texts = texts_of_ids(store, [ids[j] for j in at], STATIC_MAX_CHARS)
-        return model.second_stage(query, [texts.get(ids[j], "") for j in at], cosines[at])
+        return model.second_stage(query, [texts.get(ids[j], "") for j in at], cosines[at],
+                                  [split_entity_id(ids[j])[2] for j in at])
 
     cand, scores = staged(cosines, file_of, stage)
     hits = [(ids[j], float(cosines[j])) for j in cand[np.argsort(-scores, kind="stable")].tolist()]

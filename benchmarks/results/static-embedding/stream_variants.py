@@ -150,13 +150,19 @@ class Repo:
 
 def two_stage(r: Repo, query: str, qv: np.ndarray, docs: np.ndarray | None = None, stage=None,
               cos: np.ndarray | None = None, depth: int = RERANK_DEPTH, file_weight: float = FILE_STAGE,
-              expand: int = EXPAND_FILES, expand_limit: int | None = None) -> np.ndarray:
+              expand: int = EXPAND_FILES, expand_limit: int | None = None, names: bool = True) -> np.ndarray:
     """Cosine, then the first `depth` and every entity of the first `expand` files they rank ordered again by
-    `stage(texts, cosines)` (the model's second stage) and `semantic.file_stage` at `file_weight` (`semantic.staged`)."""
+    `stage(texts, cosines)` (default: the model's second stage, with the candidates' names unless not `names`)
+    and `semantic.file_stage` at `file_weight` (`semantic.staged`)."""
     if cos is None:
         cos = r.context.cosines(r.docs, qv) if docs is None else docs @ qv  # as nsccn reads it: with the files' context
-    score = stage or (lambda t, c: r.m.second_stage(query, t, c))
-    cand, scores = staged(cos, r.context.of, lambda at: score([r.texts[j] for j in at], cos[at]),
+
+    def score(at):
+        texts = [r.texts[j] for j in at]
+        if stage is not None:
+            return stage(texts, cos[at])
+        return r.m.second_stage(query, texts, cos[at], [r.ids[j].split(":", 1)[1] for j in at] if names else None)
+    cand, scores = staged(cos, r.context.of, score,
                           depth=depth, expand=expand, expand_limit=expand_limit, file_weight=file_weight)
     out = cos - 10.0  # below every second-stage score: the rest keep their order
     out[cand] = scores
@@ -249,13 +255,47 @@ def variant(name: str, r: Repo, query: str) -> np.ndarray:
         span = float(own.max() - own.min()) or 1.0
         out[mine] = lo + (own - own.min()) / span * (hi - lo)
         return out
+    if name.startswith(("name", "said", "ns", "nq", "qname")):
+        # nameW: the second stage + W x how well the query covers each candidate's own name (the last part of its
+        # qualified name, read as the model reads a text: `StaticModel.interactions`' second);
+        # saidW: + W x whether the query says that name whole (an identifier of the query, any case);
+        # nsW,S: both, name at W and said at S; qnameW: nameW over the whole qualified name (a method's class too)
+        qw = 0.0  # nqW,Q: nameW plus Q x the same of the whole qualified name
+        if name.startswith("nq"):
+            (w, qw), s = (float(x) for x in name[2:].split(",")), 0.0
+        elif name.startswith("ns"):
+            w, s = (float(x) for x in name[2:].split(","))
+        elif name.startswith("qname"):
+            w, s = float(name[5:]), 0.0
+        else:
+            w, s = (float(name[4:]), 0.0) if name.startswith("name") else (0.0, float(name[4:]))
+        cos = r.context.cosines(r.docs, qv)
+        said = {t.lower() for t in _IDENT.findall(query)}
+
+        def stage(at):
+            quals = [r.ids[j].split(":", 1)[1] for j in at]
+            names = [q.rsplit(".", 1)[-1] for q in quals]
+            out = m.second_stage(query, [r.texts[j] for j in at], cos[at])
+            if w:
+                out = out + w * m.interactions(query, quals if name.startswith("qname") else names)[1]
+            if qw:
+                out = out + qw * m.interactions(query, quals)[1]
+            if s:
+                out = out + s * np.array([n.lower() in said for n in names], np.float32)
+            return out
+        cand, scores = staged(cos, r.context.of, stage)
+        out = cos - 10.0
+        out[cand] = scores
+        return out
+    if name == "stop67":  # the second stage without the candidates' names (the stream before stop 68)
+        return two_stage(r, query, qv, names=False)
     if name == "stop66":  # the first files not read whole (the stream before stop 67)
-        return two_stage(r, query, qv, expand=0)
+        return two_stage(r, query, qv, expand=0, names=False)
     if name.startswith("qmax"):  # qmaxC: the query's first C characters only (a transformer reads ~256 tokens)
         q = query[: int(name[4:])]
         return two_stage(r, q, m.embed([q], query=True)[0])
     if name == "stop65":  # the second stage over the first 100, without the files' best (the stream before stop 66)
-        return two_stage(r, query, qv, depth=100, file_weight=0.0, expand=0)
+        return two_stage(r, query, qv, depth=100, file_weight=0.0, expand=0, names=False)
     if name == "no-file-context":  # each entity's own vector (the stream before stop 65)
         return two_stage(r, query, qv, docs=r.docs)
     if name.startswith("stage"):  # stageW,C: the second stage as cosine + W x covers + C x covered
