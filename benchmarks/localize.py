@@ -71,6 +71,10 @@ CONFIGS: dict[str, frozenset[str]] = {
     "rrf+qa": frozenset({"bm25", "vector", "query_analysis"}),
     "rrf+qa+graph": frozenset({"bm25", "vector", "query_analysis", "graph"}),
     "full": frozenset({"bm25", "vector", "query_analysis", "graph", "prior"}),
+    # The vector stream alone and the fusion `nsccn search` runs, each reading the static stream
+    # without the candidates' names (`static_embed.NAME_WEIGHT` 0: the stream of stop 67).
+    "vector-no-names": frozenset({"vector", "no-names"}),
+    "full-no-names": frozenset({"bm25", "vector", "query_analysis", "graph", "prior", "no-names"}),
     # Lexical-only ablations: no vectors needed in the index.
     "bm25+qa": frozenset({"bm25", "query_analysis"}),
     "bm25+qa+graph": frozenset({"bm25", "query_analysis", "graph"}),
@@ -86,6 +90,9 @@ CONFIGS: dict[str, frozenset[str]] = {
     # The same ranker reading the static stream whose second stage does not read its first files
     # whole (`semantic.EXPAND_FILES` 0: the stream of stop 66): what that adds, in one run.
     "default-no-expand": frozenset({"bm25", "query_analysis", "graph", "prior", "learned", "no-expand"}),
+    # The same ranker reading the static stream whose second stage reads the candidates' names too
+    # (`ranking.STREAM_NAMES`: the shipped ranker learned the stream without them), in one run.
+    "default-names": frozenset({"bm25", "query_analysis", "graph", "prior", "learned", "names"}),
     # The same ranker reading the static stream with a report's first line counted once, as the rest
     # (`static_embed.TITLE_REPEAT` 0): what the title's weight adds, in one run.
     "default-no-title": frozenset({"bm25", "query_analysis", "graph", "prior", "learned", "no-title"}),
@@ -482,16 +489,17 @@ CANDIDATE_MODEL: Path | None = None  # --candidate-model: the `candidate` config
 
 
 @contextmanager
-def stream_setting(name: str, value):
-    """A setting of the vector stream (`nsccn.vectors.semantic`'s `name`) at `value`, for a while."""
+def stream_setting(name: str, value, module=None):
+    """A setting of the vector stream (`name` of `module`, default `nsccn.vectors.semantic`) at `value`, for a while."""
     from nsccn.vectors import semantic
 
-    kept = getattr(semantic, name)
-    setattr(semantic, name, value)
+    module = module or semantic
+    kept = getattr(module, name)
+    setattr(module, name, value)
     try:
         yield
     finally:
-        setattr(semantic, name, kept)
+        setattr(module, name, kept)
 
 
 def one_stage():
@@ -567,9 +575,11 @@ def default_localize(db: Path, query: str, limit: int = TOP_N, signals: frozense
     from nsccn.query import search
     from nsccn.query.fusion import localize
     from nsccn.store import Store
+    from nsccn.vectors import static_embed
 
     if signals is not None and "learned" not in signals:
-        return localize(db, query, limit=limit, signals=signals)
+        with stream_setting("NAME_WEIGHT", 0.0, static_embed) if "no-names" in signals else nullcontext():
+            return localize(db, query, limit=limit, signals=signals - {"no-names"})
     with Store(db, readonly=True) as store:
         if signals is not None and "candidate" in signals:
             ranker = ranking.load_ranker(CANDIDATE_MODEL)
@@ -577,6 +587,7 @@ def default_localize(db: Path, query: str, limit: int = TOP_N, signals: frozense
             ranker = ranking.load_ranker(MODEL) if MODEL else ranking.active_ranker()[0]
         with one_stage() if signals is not None and "one-stage" in signals else nullcontext(), \
                 stream_setting("EXPAND_FILES", 0) if signals is not None and "no-expand" in signals else nullcontext(), \
+                stream_setting("STREAM_NAMES", True, ranking) if signals is not None and "names" in signals else nullcontext(), \
                 no_title() if signals is not None and "no-title" in signals else nullcontext(), \
                 transformer_rerank() if signals is not None and "transformer-rerank" in signals else nullcontext():
             return search.localize(store, query, limit, ranker,

@@ -613,7 +613,9 @@ def test_the_second_stage_reads_the_names_a_query_says():
 def test_the_stream_reads_each_candidate_s_name(tmp_path, monkeypatch):
     """Through the index: `process`'s text says the query's words, `update`'s none of them but the
     query names it: at the shipped `NAME_WEIGHT` the named function comes first in the stream nsccn
-    answers from; without the names, the other."""
+    answers from; without the names, the other. The learned ranker's features read the stream it was
+    trained on, without the names (`ranking.STREAM_NAMES`)."""
+    from nsccn import ranking
     from nsccn.store import Store
     from nsccn.vectors import static_embed
 
@@ -630,5 +632,11 @@ def test_the_stream_reads_each_candidate_s_name(tmp_path, monkeypatch):
             return [n.split(":", 1)[1] for n in _vector_stream_order(store, query)]
 
         assert order() == ["update", "process"]
+        # The learned ranker reads the stream it was trained on: without the names (`STREAM_NAMES`).
+        qualname = dict(store.conn.execute("SELECT rowid, qualname FROM entities").fetchall())
+        assert not ranking.STREAM_NAMES
+        assert [qualname[r] for r in ranking.vector_ranks(store, query)] == ["process", "update"]
+        monkeypatch.setattr(ranking, "STREAM_NAMES", True)
+        assert [qualname[r] for r in ranking.vector_ranks(store, query)] == ["update", "process"]
         monkeypatch.setattr(static_embed, "NAME_WEIGHT", 0.0)
         assert order() == ["process", "update"]

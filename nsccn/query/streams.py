@@ -169,12 +169,12 @@ def indexed_suffix_matches(store: Store, path: str, limit: int = 5) -> list[str]
 
 
 def vector_stream(store: Store, query: str, limit: int = STREAM_DEPTH, embedder=None,
-                  skip_path=None) -> list[int]:
-    """Nearest entities by embedding; empty when the index has no vectors yet (`skip_path`:
+                  skip_path=None, names: bool = True) -> list[int]:
+    """Nearest entities by embedding; empty when the index has no vectors yet (`skip_path`, `names`:
     `semantic.nearest_rowids`)."""
     from nsccn.vectors import semantic  # heavy imports (onnxruntime) only when vectors are asked for
 
-    return semantic.nearest_rowids(store, query, limit, embedder=embedder, skip_path=skip_path)
+    return semantic.nearest_rowids(store, query, limit, embedder=embedder, skip_path=skip_path, names=names)
 
 
 

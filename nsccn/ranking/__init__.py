@@ -298,6 +298,13 @@ def active_ranker(index_dir: Path | None = None) -> tuple[Ranker | None, str]:
     return None, "hand-tuned fusion" + (f" ({'; '.join(notes)})" if notes else " (no ranking model found)")
 
 
+# The shipped model learned the ranks of the static stream before its second stage read the
+# candidates' names (stop 68). Fed the stream with them, it ranks worse (twelve unseen repositories:
+# file@5 73.6 -> 72.9, 2 queries better and 12 worse, p 0.01; docs/semantic-search.md, "The names a
+# query says"), so it reads the stream it learned. A model trained on the stream with names sets this.
+STREAM_NAMES = False
+
+
 def featurize(store: Store, query: str, embedder=None, use_vectors: bool = True,
               rrf_k: int = RRF_K) -> tuple[Fusion, list[int] | None]:
     """The lexical fusion and the vector stream (None without vectors) the features read."""
@@ -311,8 +318,9 @@ def vector_ranks(store: Store, query: str, embedder=None) -> list[int] | None:
     non-test files only. The model learned vector ranks among those (its training indexes
     embedded no test or documentation file); an index that embeds them too (the default) would
     push every other entity down the ranks, so they are left out, read deep enough that as many
-    remain."""
-    nearest = vector_stream(store, query, limit=2 * STREAM_DEPTH, embedder=embedder, skip_path=is_test_path)
+    remain. The stream's second stage reads the candidates' names only if `STREAM_NAMES`."""
+    nearest = vector_stream(store, query, limit=2 * STREAM_DEPTH, embedder=embedder, skip_path=is_test_path,
+                            names=STREAM_NAMES)
     return nearest[:STREAM_DEPTH] or None
 
 

@@ -309,9 +309,10 @@ def _recorded_model(vs: VectorStore) -> tuple[str | None, int | None]:
 
 
 def nearest_rowids(store: Store, query: str, limit: int, embedder=None,
-                   skip_path: Callable[[str], bool] | None = None) -> list[int]:
+                   skip_path: Callable[[str], bool] | None = None, names: bool = True) -> list[int]:
     """Entity rowids nearest to the query; [] when the index has no vectors. `skip_path`: entities
-    of the paths it is true for are left out (the entity id carries the path: no row read for it)."""
+    of the paths it is true for are left out (the entity id carries the path: no row read for it).
+    `names`: the static stream's second stage reads the candidates' names (`StaticModel.names_said`)."""
     if not has_vectors(store):
         return []
     vs = VectorStore(store.conn)
@@ -327,7 +328,7 @@ def nearest_rowids(store: Store, query: str, limit: int, embedder=None,
     q = embedder.embed_query(query)
     static = getattr(embedder.backend, "model", None) if vs.model_id == STATIC_MODEL else None
     if static is not None:
-        hits = _static_stream(store, vs, static, query, q, limit, skip_path)
+        hits = _static_stream(store, vs, static, query, q, limit, skip_path, names)
     else:
         hits = [(eid, 1.0 - dist) for eid, dist in vs.knn(q, k=limit)
                 if skip_path is None or not skip_path(split_entity_id(eid)[1])]
@@ -339,7 +340,7 @@ def nearest_rowids(store: Store, query: str, limit: int, embedder=None,
 
 
 def _static_stream(store: Store, vs: VectorStore, model, query: str, q: np.ndarray, limit: int,
-                   skip_path: Callable[[str], bool] | None) -> list[tuple[str, float]]:
+                   skip_path: Callable[[str], bool] | None, names: bool = True) -> list[tuple[str, float]]:
     """The static model's stream, [(entity id, cosine)] best first: the cosines in the files' context,
     the first of them ordered again by the second stage (`staged`: cosine + the late interactions of
     the query with their texts and their names, the first files read whole, `file_stage`), then the
@@ -360,7 +361,7 @@ def _static_stream(store: Store, vs: VectorStore, model, query: str, q: np.ndarr
     def stage(at: np.ndarray) -> np.ndarray:
         texts = texts_of_ids(store, [ids[j] for j in at], STATIC_MAX_CHARS)
         return model.second_stage(query, [texts.get(ids[j], "") for j in at], cosines[at],
-                                  [split_entity_id(ids[j])[2] for j in at])
+                                  [split_entity_id(ids[j])[2] for j in at] if names else None)
 
     cand, scores = staged(cosines, file_of, stage)
     hits = [(ids[j], float(cosines[j])) for j in cand[np.argsort(-scores, kind="stable")].tolist()]

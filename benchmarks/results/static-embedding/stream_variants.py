@@ -47,6 +47,12 @@ first K files read, at most L more entities, nearest first; no L: all), `qmaxC` 
 whose mean vectors are nearest the query join the stage's candidates), `firstfileW,C` (the first file's candidates
 ordered among themselves by cosine + W x covers + C x covered, within the file's old range of scores).
 
+Stop 68's (`s68/`; `shipped` since also reads each candidate's qualified name, `StaticModel.names_said` at
+`NAME_WEIGHT`; `stop67` is the stream before, without; variants with a stage of their own read no names): on stop
+67's stage, `nameW` (+ W x how well the query covers the candidate's own name, the last part of its qualified name),
+`qnameW` (the same of the whole qualified name: the shipped term at W), `saidW` (+ W if the query says the own name
+whole, any case), `nsW,S` (name at W and said at S), `nqW,Q` (name at W and qname at Q).
+
 Report-like queries of a mined dataset (`--report-like`): each commit that added three lines or more to test files
 becomes the message, then those lines in a fenced block (up to 1,500 characters), as
 `report_pairs.py` makes its training twins: a report's snippet is much like the test that reproduces it.
