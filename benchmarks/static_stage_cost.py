@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """What the static vector stream's second stage and its files' context cost a query: the stream as
-shipped, with stop 67's second stage (the candidates' names not read: `static_embed.NAME_WEIGHT` 0),
-with stop 66's (its first files not read whole: `semantic.EXPAND_FILES` 0), with stop 65's (100 deep,
+shipped (as the ranker reads it: without the candidates' names, `ranking.STREAM_NAMES`), with the names
+read too (the stream `nsccn search` fuses, stop 68), with stop 66's (its first files not read whole: `semantic.EXPAND_FILES` 0), with stop 65's (100 deep,
 without the files' best: `semantic.file_stage`), without the files' context (each entity's own cosine)
 and without the second stage, rotated query by query on one index.
 
@@ -23,9 +23,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from nsccn import ranking  # noqa: E402
 from nsccn.ranking import vector_ranks  # noqa: E402
 from nsccn.store import Store  # noqa: E402
-from nsccn.vectors import semantic, static_embed  # noqa: E402
+from nsccn.vectors import semantic  # noqa: E402
 
 
 def main() -> int:
@@ -40,10 +41,9 @@ def main() -> int:
     if not queries:
         ap.error(f"no report of {args.repo} in {args.reports}")
     kept = {name: getattr(semantic, name) for name in ("RERANK_DEPTH", "FILE_STAGE", "EXPAND_FILES", "_in_file_context")}
-    name_weight = static_embed.NAME_WEIGHT
     arms = {  # how each arm sets the stream up
         "as shipped": lambda: None,
-        "stop 67's stage": lambda: setattr(static_embed, "NAME_WEIGHT", 0.0),
+        "with the names": lambda: setattr(ranking, "STREAM_NAMES", True),
         "stop 66's stage": lambda: setattr(semantic, "EXPAND_FILES", 0),
         "stop 65's stage (100 deep)": lambda: (setattr(semantic, "RERANK_DEPTH", 100), setattr(semantic, "FILE_STAGE", 0.0),
                                                setattr(semantic, "EXPAND_FILES", 0)),
@@ -62,7 +62,7 @@ def main() -> int:
                 times[arm].append(time.perf_counter() - t0)
                 for name, value in kept.items():
                     setattr(semantic, name, value)
-                static_embed.NAME_WEIGHT = name_weight
+                ranking.STREAM_NAMES = False
     for arm, ts in times.items():
         print(f"{arm:>26}: p50 {1000 * statistics.median(ts):.1f} ms, mean {1000 * statistics.mean(ts):.1f} ms "
               f"({len(ts)} queries)")

@@ -120,7 +120,7 @@ def test_the_late_interaction_the_other_way_asks_how_much_of_a_text_is_the_query
 
 def _diluted_repo(tmp_path: Path) -> Path:
     """One function says every word of the query among many others (its mean vector is diluted);
-    another says two of them and little else."""
+    another says two of them and little else. Neither's name is a word of the query."""
     words = ("width height margin padding border layout cell column table grid render paint canvas pixel "
              "colour font glyph stroke fill shadow").split()
     body = "\n".join(f"    {words[i % 20]}_{words[i * 7 % 20]} = {words[i * 3 % 20]}({words[i * 11 % 20]})"
@@ -130,7 +130,7 @@ def _diluted_repo(tmp_path: Path) -> Path:
     (repo / "web" / "http.py").write_text(
         f'def split_value(value):\n    """Parse a content type header and its charset."""\n{body}\n    return value\n')
     (repo / "web" / "codecs.py").write_text(
-        'def header_charset(header):\n    """The charset of a header."""\n    return header.charset\n')
+        'def codec_of(header):\n    """The charset of a header."""\n    return header.charset\n')
     return repo
 
 
@@ -154,7 +154,7 @@ def test_the_static_stream_s_second_stage_puts_the_text_saying_the_whole_query_f
         depth = semantic.RERANK_DEPTH
         semantic.RERANK_DEPTH = 0
         try:
-            assert first() == "header_charset"
+            assert first() == "codec_of"
         finally:
             semantic.RERANK_DEPTH = depth
 
@@ -190,7 +190,8 @@ def test_a_query_of_several_lines_reads_its_first_line_more():
 def test_a_report_s_title_outweighs_a_body_about_something_else(tmp_path, monkeypatch):
     """The title says the printed bill comes out empty; the body speaks of the customer and an
     email. Reading the title more puts the invoice's function first in the vector stream every
-    answer reads; read once, as the rest (`TITLE_REPEAT` 0), the body's email function wins."""
+    answer reads; read once, as the rest (`TITLE_REPEAT` 0), the body's email function wins. The query
+    says neither function's name (what a name said adds is `test_the_stream_reads_each_candidate_s_name`'s)."""
     from nsccn.store import Store
     from nsccn.vectors import embed, static_embed
 
@@ -198,7 +199,7 @@ def test_a_report_s_title_outweighs_a_body_about_something_else(tmp_path, monkey
     (repo / "shop").mkdir(parents=True)
     (repo / "shop" / "invoice.py").write_text(
         'def render_pdf(invoice):\n    """Produce a printable document of the bill."""\n    return invoice.total\n\n\n'
-        'def send_reminder(customer):\n    """Email the customer that a payment is due."""\n    return customer.email\n')
+        'def notify(customer):\n    """Email the customer that a payment is due."""\n    return customer.email\n')
     assert _run(["index"], repo).returncode == 0
     query = ("Printed bill comes out empty\n"
              "The customer got the reminder email. The customer opened the email. Every customer is emailed.")
@@ -206,7 +207,7 @@ def test_a_report_s_title_outweighs_a_body_about_something_else(tmp_path, monkey
         first = lambda: _first_in_vector_stream(store, query)  # noqa: E731
         assert first() == "render_pdf"
         monkeypatch.setattr(static_embed, "TITLE_REPEAT", 0)
-        assert first() == "send_reminder"
+        assert first() == "notify"
     embed._QUERY_VECTORS.clear()
 
 
