@@ -543,8 +543,8 @@ def transformer_rerank():
     max_chars = KNOWN_MODELS[FALLBACK_MODEL].max_chars
     stream = semantic._static_stream
 
-    def reranked(store, vs, model, query, q, limit, skip_path):
-        hits = stream(store, vs, model, query, q, limit, skip_path)
+    def reranked(store, vs, model, query, q, limit, skip_path, names=True):
+        hits = stream(store, vs, model, query, q, limit, skip_path, names)
         head = [e for e, _ in hits[:depth]]
         if not head:
             return hits
@@ -555,7 +555,8 @@ def transformer_rerank():
         texts = semantic.texts_of_ids(store, head, max_chars)
         # (the files' best over these ten only: the stage's order of them, close to the library's over 200)
         scores = semantic.file_stage([split_entity_id(e)[1] for e in head], model.second_stage(
-            query, [static_texts.get(e, "") for e in head], [cos[e] for e in head], [split_entity_id(e)[2] for e in head]))
+            query, [static_texts.get(e, "") for e in head], [cos[e] for e in head],
+            [split_entity_id(e)[2] for e in head] if names else None))
         tq = transformer.embed_query(query)
         tv = transformer.embed_documents([texts.get(e, "") for e in head])
         scores = scores + weight * (tv @ tq)

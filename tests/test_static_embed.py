@@ -592,15 +592,15 @@ def test_a_method_past_the_depth_comes_up_with_its_file_read_whole(tmp_path, mon
 
 
 def test_the_second_stage_reads_the_names_a_query_says():
-    """`names_said`: a qualified name the query says whole scores `NAME_WEIGHT`, one it says in part
-    less, one it does not say about nothing; the second stage given the candidates' names is the one
-    without them plus that."""
+    """The names' term (`NAME_WEIGHT` x how well the query covers each qualified name): a name the
+    query says whole scores `NAME_WEIGHT`, one it says in part less, one it does not say about
+    nothing; the second stage given the candidates' names is the one without them plus that."""
     from nsccn.vectors.static_embed import NAME_WEIGHT
 
     model = load_static_model(STATIC_MODEL_FILE)
     query = "Invoice.settle charges the customer twice when the payment is retried"
     names = ["Invoice.settle", "Invoice.refund_all", "Ledger.close"]
-    said = model.names_said(query, names)
+    said = NAME_WEIGHT * model.interactions(query, names)[1]
     assert NAME_WEIGHT > 0
     assert abs(float(said[0]) - NAME_WEIGHT) < 1e-4
     assert float(said[0]) > float(said[1]) > float(said[2]) + 0.05
@@ -608,7 +608,7 @@ def test_the_second_stage_reads_the_names_a_query_says():
              "def close(self):\n    self.open = False"]
     cos = model.embed(texts) @ model.embed([query], query=True)[0]
     assert np.allclose(model.second_stage(query, texts, cos, names), model.second_stage(query, texts, cos) + said, atol=1e-6)
-    assert not model.names_said(query, []).size
+    assert np.array_equal(model.second_stage(query, texts, cos, []), model.second_stage(query, texts, cos))
 
 
 def test_the_stream_reads_each_candidate_s_name(tmp_path, monkeypatch):

@@ -312,7 +312,7 @@ def nearest_rowids(store: Store, query: str, limit: int, embedder=None,
                    skip_path: Callable[[str], bool] | None = None, names: bool = True) -> list[int]:
     """Entity rowids nearest to the query; [] when the index has no vectors. `skip_path`: entities
     of the paths it is true for are left out (the entity id carries the path: no row read for it).
-    `names`: the static stream's second stage reads the candidates' names (`StaticModel.names_said`)."""
+    `names`: the static stream's second stage reads the candidates' names (`StaticModel.second_stage`)."""
     if not has_vectors(store):
         return []
     vs = VectorStore(store.conn)

@@ -51,7 +51,7 @@ LATE_WEIGHT = 2.0
 # chosen on the cross-fitted validation set of the training repositories' commits (stop 63,
 # docs/semantic-search.md, "The late interaction both ways").
 COVER_WEIGHT = 0.5
-# ... plus NAME_WEIGHT x how well the query covers the candidate's qualified name (`names_said`): a
+# ... plus NAME_WEIGHT x how well the query covers the candidate's qualified name (`second_stage`): a
 # report names what it is about more often than a function's text says the report's words, and a
 # big module's methods all say its words. Chosen on repositories in no training or evaluation set
 # (stop 68, docs/semantic-search.md, "The names a query says").
@@ -354,21 +354,15 @@ class StaticModel:
     def second_stage(self, query: str, texts: list[str], cosines, qualnames: list[str] | None = None) -> np.ndarray:
         """Scores that order the vector stream's first candidates (`texts`, whose vectors' cosines
         to the query are `cosines`) again: cosine + `LATE_WEIGHT` x how well each text covers the
-        query's tokens + `COVER_WEIGHT` x how well the query covers the text's (`interactions`),
-        and, given the candidates' `qualnames`, + `names_said`."""
-        rows = self.query_bag(query)
-        covers, covered = self.interactions(query, texts, query_rows=rows)
-        out = np.asarray(cosines, dtype=np.float32) + LATE_WEIGHT * covers + COVER_WEIGHT * covered
-        return out if qualnames is None else out + self.names_said(query, qualnames, rows)
-
-    def names_said(self, query: str, qualnames: list[str], query_rows: tuple[np.ndarray, np.ndarray] | None = None
-                   ) -> np.ndarray:
-        """`NAME_WEIGHT` x how well the query covers each qualified name's rows (`interactions`' second:
-        each row of `Invoice.total_tax`, weighed as its vector weighs it, takes its best cosine with any
-        of the query's rows)."""
-        if not NAME_WEIGHT or not qualnames:
-            return np.zeros(len(qualnames), dtype=np.float32)
-        return NAME_WEIGHT * self.interactions(query, list(qualnames), query_rows)[1]
+        query's tokens + `COVER_WEIGHT` x how well the query covers the text's (`interactions`), and,
+        given the candidates' `qualnames`, + `NAME_WEIGHT` x how well the query covers each qualified
+        name's (the same interaction over the name alone: each row of `Invoice.total_tax`, weighed as
+        its vector weighs it, takes its best cosine with any of the query's rows)."""
+        names = list(qualnames) if qualnames is not None and NAME_WEIGHT else []
+        covers, covered = self.interactions(query, list(texts) + names)  # the names' rows in the texts' pass
+        n = len(texts)
+        out = np.asarray(cosines, dtype=np.float32) + LATE_WEIGHT * covers[:n] + COVER_WEIGHT * covered[:n]
+        return out + np.float32(NAME_WEIGHT) * covered[n:] if names else out
 
     def late_interaction(self, query: str, texts: list[str]) -> np.ndarray:
         """How well each text's tokens cover the query's (the first of `interactions`)."""

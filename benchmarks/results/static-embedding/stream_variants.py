@@ -47,7 +47,7 @@ first K files read, at most L more entities, nearest first; no L: all), `qmaxC` 
 whose mean vectors are nearest the query join the stage's candidates), `firstfileW,C` (the first file's candidates
 ordered among themselves by cosine + W x covers + C x covered, within the file's old range of scores).
 
-Stop 68's (`s68/`; `shipped` since also reads each candidate's qualified name, `StaticModel.names_said` at
+Stop 68's (`s68/`; `shipped` since also reads each candidate's qualified name, `StaticModel.second_stage` at
 `NAME_WEIGHT`; `stop67` is the stream before, without; variants with a stage of their own read no names): on stop
 67's stage, `nameW` (+ W x how well the query covers the candidate's own name, the last part of its qualified name),
 `qnameW` (the same of the whole qualified name: the shipped term at W), `saidW` (+ W if the query says the own name
